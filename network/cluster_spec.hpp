@@ -1,0 +1,62 @@
+// The hardware a collective runs on: link technologies, the node type and the fabric.
+// Plain values in SI units (bytes, seconds, bytes per second); the TOML loader in sim/ fills them
+// from the presets under calibration/, each of which names its source.
+#pragma once
+
+#include <string>
+
+namespace commbound::network {
+
+// One link technology (NVLink 4, PCIe Gen5 x16, IB NDR, ...), per direction.
+struct LinkTech {
+  std::string name;
+  double bw_bytes_per_s = 0;  // signalling rate per direction
+  double latency_s = 0;       // one traversal of the link (NIC or port latency included)
+  double efficiency = 1;      // achievable payload fraction of bw_bytes_per_s (headers, flow control)
+
+  double effective_bw_bytes_per_s() const { return bw_bytes_per_s * efficiency; }
+};
+
+enum class HostCpu { intel, amd, other };
+
+// A DGX-like node: GPUs on one NVSwitch, each GPU with a PCIe path to a NIC.
+struct NodeType {
+  std::string name;
+  std::string gpu;            // GPU preset name, e.g. "h100-sxm5"
+  int gpus = 8;
+  int nics = 8;               // NICs on the compute fabric; NIC k serves rail k
+  LinkTech nvlink;            // per GPU to the NVSwitch, per direction
+  LinkTech pcie;              // GPU <-> NIC
+  int sm_arch = 90;           // 80 Ampere, 90 Hopper: selects NCCL's per-arch constants
+  bool nvls = false;          // NVSwitch with in-switch reduction (NVLink SHARP)
+  int nccl_channels = 16;     // channels NCCL runs per collective on this node type
+  HostCpu host_cpu = HostCpu::intel;  // selects NCCL's netOverhead (1 us Intel, 2 us AMD)
+};
+
+enum class Topology { single_switch, fat_tree, rail_optimized };
+enum class Routing { ecmp, adaptive };
+
+// The scale-out fabric between the nodes' NICs.
+struct FabricSpec {
+  Topology topology = Topology::fat_tree;
+  LinkTech link;                  // NIC and switch-port technology (IB NDR, RoCE 400G, ...)
+  Routing routing = Routing::adaptive;
+  double oversubscription = 1.0;  // leaf down-ports / up-ports, >= 1
+  int switch_radix = 64;          // ports per switch
+  int levels = 0;                 // tree levels (2 or 3); 0 = the fewest that fit
+  double switch_latency_s = 0;    // one switch traversal
+  unsigned ecmp_seed = 0;         // salt of the ECMP flow hash
+};
+
+struct ClusterSpec {
+  NodeType node;
+  int nodes = 1;
+  FabricSpec fabric;
+
+  int gpus() const { return node.gpus * nodes; }
+};
+
+const char* to_string(Topology t);
+const char* to_string(Routing r);
+
+}  // namespace commbound::network

@@ -1,0 +1,114 @@
+#include "network/collective.hpp"
+
+#include "network/cluster_spec.hpp"
+
+namespace commbound::network {
+
+double bus_bw_factor(CollectiveOp op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+      return (n - 1) / n;
+    case CollectiveOp::all_reduce:
+      return 2 * (n - 1) / n;
+    case CollectiveOp::send_recv:
+      return 1;
+  }
+  return 1;
+}
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::all_gather: return "allgather";
+    case CollectiveOp::reduce_scatter: return "reducescatter";
+    case CollectiveOp::all_reduce: return "allreduce";
+    case CollectiveOp::send_recv: return "sendrecv";
+  }
+  return "?";
+}
+
+const char* to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::tree: return "tree";
+    case Algorithm::nvls: return "nvls";
+  }
+  return "?";
+}
+
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::ll: return "LL";
+    case Protocol::ll128: return "LL128";
+    case Protocol::simple: return "Simple";
+  }
+  return "?";
+}
+
+const char* to_string(Fidelity f) { return f == Fidelity::fluid ? "fluid" : "step"; }
+
+const char* to_string(Topology t) {
+  switch (t) {
+    case Topology::single_switch: return "single-switch";
+    case Topology::fat_tree: return "fat-tree";
+    case Topology::rail_optimized: return "rail-optimized";
+  }
+  return "?";
+}
+
+const char* to_string(Routing r) { return r == Routing::ecmp ? "ecmp" : "adaptive"; }
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
+  const std::string v = lower(s);
+  for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,
+                          CollectiveOp::send_recv}) {
+    if (v == to_string(op)) {
+      return op;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Algorithm> parse_algorithm(std::string_view s) {
+  const std::string v = lower(s);
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls}) {
+    if (v == to_string(a)) {
+      return a;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+  const std::string v = lower(s);
+  for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+    if (v == lower(to_string(p))) {
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Fidelity> parse_fidelity(std::string_view s) {
+  const std::string v = lower(s);
+  if (v == "fluid") {
+    return Fidelity::fluid;
+  }
+  if (v == "step") {
+    return Fidelity::step;
+  }
+  return std::nullopt;
+}
+
+}  // namespace commbound::network

@@ -1,0 +1,550 @@
+#include "network/collective_runner.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sg4 = simgrid::s4u;
+
+namespace commbound::network {
+namespace {
+
+int token;  // payload pointer of every simulated message: only sizes matter
+
+double route_latency(sg4::Host* src, sg4::Host* dst) {
+  if (src == dst) return 0;
+  std::vector<sg4::Link*> links;
+  double latency_s = 0;
+  src->route_to(dst, links, &latency_s);
+  return latency_s;
+}
+
+sg4::CommPtr send(sg4::Mailbox* to, double bytes, double rate_cap) {
+  sg4::CommPtr c = to->put_init(&token, static_cast<uint64_t>(std::llround(bytes)));
+  if (rate_cap > 0) c->set_rate(rate_cap);
+  c->start();
+  return c;
+}
+
+// Sends still in flight; completed ones are dropped (a running comm's last CommPtr must not be).
+class PendingSends {
+public:
+  void add(sg4::CommPtr c) {
+    while (!q_.empty() && q_.front()->test()) q_.pop_front();
+    q_.push_back(std::move(c));
+  }
+  void wait_all() {
+    for (auto& c : q_) c->wait();
+    q_.clear();
+  }
+
+private:
+  std::deque<sg4::CommPtr> q_;
+};
+
+// A set of channels following one path, merged: `channels` NCCL channels' worth of traffic.
+struct RingGroup {
+  std::vector<int> order;  // ranks in ring order
+  double channels = 1;
+};
+
+struct TreeGroup {
+  std::vector<int> ranks;
+  std::vector<int> parent;  // position of the parent, -1 at the root
+  std::vector<std::vector<int>> children;
+  int root = 0;
+  double channels = 1;
+};
+
+struct Flow {
+  sg4::Host* src;
+  sg4::Host* dst;
+  double wire_bytes;
+  double rate_cap;  // <= 0: none
+};
+
+// Splits `total` channels over `groups` groups as evenly as NCCL's round-robin would.
+double channels_of(int group, int groups, int total) {
+  return total / groups + (group < total % groups ? 1 : 0);
+}
+
+// Ranks grouped by node (in first-seen node order), each node's ranks by local index.
+std::vector<std::vector<int>> by_node(const Platform& p, const std::vector<int>& ranks) {
+  std::map<int, int> slot;
+  std::vector<std::vector<int>> nodes;
+  for (int r : ranks) {
+    auto [it, fresh] = slot.try_emplace(p.node_of(r), static_cast<int>(nodes.size()));
+    if (fresh) nodes.emplace_back();
+    nodes[it->second].push_back(r);
+  }
+  for (auto& n : nodes) std::sort(n.begin(), n.end());
+  return nodes;
+}
+
+// The node's ranks rotated to start at the GPU that owns rail `rail` (or the next one present).
+std::vector<int> rotate_to_rail(const Platform& p, std::vector<int> node_ranks, int rail) {
+  const NodeType& node = p.spec().node;
+  const int head_local = rail * node.gpus / node.nics;
+  auto it = std::find_if(node_ranks.begin(), node_ranks.end(), [&](int r) { return p.local_of(r) >= head_local; });
+  std::rotate(node_ranks.begin(), it == node_ranks.end() ? node_ranks.begin() : it, node_ranks.end());
+  return node_ranks;
+}
+
+int rail_groups(const Platform& p, int nodes) {
+  return nodes == 1 ? 1 : std::min(p.spec().node.nics, p.spec().node.nccl_channels);
+}
+
+std::vector<RingGroup> build_rings(const Platform& p, const std::vector<int>& ranks) {
+  const auto nodes = by_node(p, ranks);
+  const int groups = rail_groups(p, static_cast<int>(nodes.size()));
+  std::vector<RingGroup> rings;
+  for (int g = 0; g < groups; ++g) {
+    RingGroup ring;
+    ring.channels = channels_of(g, groups, p.spec().node.nccl_channels);
+    for (const auto& n : nodes) {
+      for (int r : rotate_to_rail(p, n, g)) ring.order.push_back(r);
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+// NCCL's binary tree over n nodes (src/graph/trees.cc, ncclGetBtree): parent of `rank`, or -1.
+int btree_parent(int n, int rank) {
+  if (rank == 0) return -1;
+  int bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  const int up = (rank ^ bit) | (bit << 1);
+  return up >= n ? (rank ^ bit) : up;
+}
+
+// The double binary tree's second tree: shifted by one for odd n, mirrored for even n (ncclGetDtree).
+int dtree_parent(int n, int tree, int rank) {
+  if (tree == 0) return btree_parent(n, rank);
+  if (n % 2 == 1) {
+    const int up = btree_parent(n, (rank - 1 + n) % n);
+    return up < 0 ? -1 : (up + 1) % n;
+  }
+  const int up = btree_parent(n, n - 1 - rank);
+  return up < 0 ? -1 : n - 1 - up;
+}
+
+std::vector<TreeGroup> build_trees(const Platform& p, const std::vector<int>& ranks) {
+  const auto nodes = by_node(p, ranks);
+  const int n_nodes = static_cast<int>(nodes.size());
+  const int rails = rail_groups(p, n_nodes);
+  const int trees = n_nodes == 1 ? 1 : 2;
+  const int groups = rails * trees;
+  std::vector<TreeGroup> out;
+  for (int g = 0; g < groups; ++g) {
+    const int rail = g % rails;
+    const int tree = g / rails;
+    TreeGroup t;
+    t.channels = channels_of(g, groups, p.spec().node.nccl_channels);
+    std::vector<int> head(n_nodes);
+    for (int i = 0; i < n_nodes; ++i) {
+      const auto chain = rotate_to_rail(p, nodes[i], rail);
+      head[i] = static_cast<int>(t.ranks.size());
+      for (std::size_t k = 0; k < chain.size(); ++k) {
+        t.ranks.push_back(chain[k]);
+        t.parent.push_back(k == 0 ? -1 : static_cast<int>(t.ranks.size()) - 2);  // chain towards the head
+      }
+    }
+    for (int i = 0; i < n_nodes; ++i) {
+      const int up = dtree_parent(n_nodes, tree, i);
+      if (up < 0) {
+        t.root = head[i];
+      } else {
+        t.parent[head[i]] = head[up];
+      }
+    }
+    t.children.resize(t.ranks.size());
+    for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+      if (t.parent[i] >= 0) t.children[t.parent[i]].push_back(static_cast<int>(i));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Runs flows all at once; returns the longest time any flow spent moving bytes (its route latency
+// excluded), i.e. the bandwidth part of a fluid collective.
+double run_fluid(const std::vector<Flow>& flows) {
+  std::unordered_map<sg4::Host*, int> index;
+  std::vector<sg4::Host*> hosts;
+  auto slot = [&](sg4::Host* h) {
+    auto [it, fresh] = index.try_emplace(h, static_cast<int>(hosts.size()));
+    if (fresh) hosts.push_back(h);
+    return it->second;
+  };
+  std::vector<std::vector<const Flow*>> out;
+  std::vector<int> incoming;
+  for (const Flow& f : flows) {
+    const int s = slot(f.src);
+    const int d = slot(f.dst);
+    out.resize(hosts.size());
+    incoming.resize(hosts.size());
+    out[s].push_back(&f);
+    ++incoming[d];
+  }
+  out.resize(hosts.size());
+  incoming.resize(hosts.size());
+  const double start_s = sg4::Engine::get_clock();
+  double bw_s = 0;
+  std::vector<sg4::ActorPtr> actors;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    actors.push_back(sg4::Actor::create("fluid", hosts[h], [&, h] {
+      std::vector<sg4::CommPtr> sends;
+      std::vector<double> latency_s;
+      for (const Flow* f : out[h]) {
+        sends.push_back(send(sg4::Mailbox::by_name("fluid." + f->dst->get_name()), f->wire_bytes, f->rate_cap));
+        latency_s.push_back(route_latency(f->src, f->dst));
+      }
+      sg4::Mailbox* in = sg4::Mailbox::by_name("fluid." + hosts[h]->get_name());
+      std::vector<int*> sink(incoming[h]);
+      std::vector<sg4::CommPtr> recvs;
+      for (int i = 0; i < incoming[h]; ++i) recvs.push_back(in->get_async<int>(&sink[i]));
+      while (!sends.empty()) {
+        const auto done = static_cast<std::size_t>(sg4::Comm::wait_any(sends));
+        bw_s = std::max(bw_s, sg4::Engine::get_clock() - start_s - latency_s[done]);
+        sends.erase(sends.begin() + static_cast<long>(done));
+        latency_s.erase(latency_s.begin() + static_cast<long>(done));
+      }
+      sg4::Comm::wait_all(recvs);
+    }));
+  }
+  for (auto& a : actors) a->join();
+  return bw_s;
+}
+
+// Ring, step by step: rank at position p sends step s once it holds step s-1's data.
+void run_ring_steps(const std::vector<RingGroup>& rings, int steps, const std::vector<double>& chunk_wire_bytes,
+                    const std::vector<double>& caps, const std::vector<std::vector<double>>& hop_sleep_s,
+                    const Platform& p) {
+  std::vector<sg4::ActorPtr> actors;
+  for (std::size_t g = 0; g < rings.size(); ++g) {
+    const auto& order = rings[g].order;
+    const int n = static_cast<int>(order.size());
+    std::vector<sg4::Mailbox*> mb(n);
+    for (int i = 0; i < n; ++i) mb[i] = sg4::Mailbox::by_name("ring." + std::to_string(g) + "." + std::to_string(i));
+    for (int i = 0; i < n; ++i) {
+      sg4::Mailbox* in = mb[i];
+      sg4::Mailbox* to = mb[(i + 1) % n];
+      const double bytes = chunk_wire_bytes[g];
+      const double cap = caps[g];
+      const double sleep_s = hop_sleep_s[g][i];
+      sg4::ActorPtr a = sg4::Actor::init("ring", p.gpu(order[i]));
+      in->set_receiver(a);  // eager: data flows as soon as it is sent, as into NCCL's FIFO slots
+      a->start([in, to, bytes, cap, sleep_s, steps] {
+        PendingSends pending;
+        for (int s = 0; s < steps; ++s) {
+          if (s > 0) in->get<int>();
+          if (sleep_s > 0) sg4::this_actor::sleep_for(sleep_s);
+          pending.add(send(to, bytes, cap));
+        }
+        pending.wait_all();
+        in->get<int>();
+        in->set_receiver(nullptr);
+      });
+      actors.push_back(a);
+    }
+  }
+  for (auto& a : actors) a->join();
+}
+
+// Tree, chunk by chunk: reduce up (a rank forwards chunk k once all children delivered it), then
+// broadcast down from the root. Separate up and down actors keep the two phases pipelined.
+void run_tree_steps(const std::vector<TreeGroup>& trees, int chunks, const std::vector<double>& chunk_wire_bytes,
+                    const std::vector<double>& caps, const std::vector<std::vector<double>>& up_sleep_s,
+                    const std::vector<std::vector<double>>& down_sleep_s, const Platform& p) {
+  std::vector<sg4::ActorPtr> actors;
+  for (std::size_t g = 0; g < trees.size(); ++g) {
+    const TreeGroup& t = trees[g];
+    const int n = static_cast<int>(t.ranks.size());
+    std::vector<sg4::Mailbox*> up(n), down(n);
+    for (int i = 0; i < n; ++i) {
+      up[i] = sg4::Mailbox::by_name("tree.up." + std::to_string(g) + "." + std::to_string(i));
+      down[i] = sg4::Mailbox::by_name("tree.down." + std::to_string(g) + "." + std::to_string(i));
+    }
+    const double bytes = chunk_wire_bytes[g];
+    const double cap = caps[g];
+    for (int i = 0; i < n; ++i) {
+      const int nchildren = static_cast<int>(t.children[i].size());
+      sg4::Mailbox* to_parent = t.parent[i] < 0 ? down[i] : up[t.parent[i]];
+      const double up_bytes = t.parent[i] < 0 ? 0 : bytes;
+      const double up_sleep = up_sleep_s[g][i];
+      sg4::ActorPtr ua = sg4::Actor::init("tree.up", p.gpu(t.ranks[i]));
+      up[i]->set_receiver(ua);
+      ua->start([in = up[i], to_parent, up_bytes, cap, up_sleep, nchildren, chunks] {
+        PendingSends pending;
+        for (int k = 0; k < chunks; ++k) {
+          for (int c = 0; c < nchildren; ++c) in->get<int>();
+          if (up_sleep > 0) sg4::this_actor::sleep_for(up_sleep);
+          pending.add(send(to_parent, up_bytes, cap));
+        }
+        pending.wait_all();
+        in->set_receiver(nullptr);
+      });
+      std::vector<sg4::Mailbox*> to_children;
+      for (int c : t.children[i]) to_children.push_back(down[c]);
+      const double down_sleep = down_sleep_s[g][i];
+      sg4::ActorPtr da = sg4::Actor::init("tree.down", p.gpu(t.ranks[i]));
+      down[i]->set_receiver(da);
+      da->start([in = down[i], to_children, bytes, cap, down_sleep, chunks] {
+        PendingSends pending;
+        for (int k = 0; k < chunks; ++k) {
+          in->get<int>();
+          if (to_children.empty()) continue;
+          if (down_sleep > 0) sg4::this_actor::sleep_for(down_sleep);
+          for (sg4::Mailbox* c : to_children) pending.add(send(c, bytes, cap));
+        }
+        pending.wait_all();
+        in->set_receiver(nullptr);
+      });
+      actors.push_back(ua);
+      actors.push_back(da);
+    }
+  }
+  for (auto& a : actors) a->join();
+}
+
+// Longest sum of `steps` consecutive hop latencies around a ring (the chunk that crosses the most
+// latency), in O(n) with prefix sums.
+double ring_critical_latency(const std::vector<double>& alpha_s, int steps) {
+  const int n = static_cast<int>(alpha_s.size());
+  std::vector<double> prefix(2 * n + 1, 0);
+  for (int i = 0; i < 2 * n; ++i) prefix[i + 1] = prefix[i] + alpha_s[i % n];
+  const double total = prefix[n];
+  const int laps = steps / n;
+  const int rest = steps % n;
+  double best = 0;
+  for (int j = 0; j < n; ++j) best = std::max(best, laps * total + prefix[j + rest] - prefix[j]);
+  return best;
+}
+
+}  // namespace
+
+CollectiveRunner::CollectiveRunner(const Platform& platform, const NcclConstants& nccl)
+    : platform_(platform), nccl_(nccl), tuner_(platform.spec().node, platform.spec().fabric, nccl) {}
+
+CallShape CollectiveRunner::shape_of(const CollectiveCall& call) const {
+  std::vector<int> nodes;
+  for (int r : call.ranks) nodes.push_back(platform_.node_of(r));
+  std::sort(nodes.begin(), nodes.end());
+  const auto n_nodes = std::unique(nodes.begin(), nodes.end()) - nodes.begin();
+  return {call.op, static_cast<int>(call.ranks.size()), static_cast<int>(n_nodes), call.size_bytes};
+}
+
+Status CollectiveRunner::check(const CollectiveCall& call, const CollectiveChoice& choice) const {
+  if (call.ranks.size() < 2) return Error{"a collective needs at least 2 ranks"};
+  if (call.op == CollectiveOp::send_recv && call.ranks.size() != 2) return Error{"SendRecv takes exactly 2 ranks"};
+  std::vector<int> sorted = call.ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return Error{"a rank appears twice"};
+  if (sorted.front() < 0 || sorted.back() >= platform_.ranks()) {
+    return Error{"rank out of range (the platform has " + std::to_string(platform_.ranks()) + " GPUs)"};
+  }
+  if (!(call.size_bytes >= 0)) return Error{"size must be >= 0 bytes"};
+  if (std::string why = tuner_.unsupported(shape_of(call), choice); !why.empty()) {
+    return Error{std::string(to_string(choice.algorithm)) + "/" + to_string(choice.protocol) + " cannot run " +
+                 to_string(call.op) + ": " + why};
+  }
+  return Ok{};
+}
+
+CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const CollectiveChoice& choice,
+                                       Fidelity fidelity) const {
+  const double start_s = sg4::Engine::get_clock();
+  const CallShape shape = shape_of(call);
+  const NodeType& node = platform_.spec().node;
+  const Algorithm algo = choice.algorithm;
+  const Protocol proto = choice.protocol;
+  const double efficiency = nccl_.data_efficiency[int(proto)];
+  const auto& caps = nccl_.caps(node.sm_arch);
+  const int regime = shape.nodes == 1 ? 0 : (shape.nodes == 2 ? 1 : 2);
+  const double nch = node.nccl_channels;
+  const bool ar = call.op == CollectiveOp::all_reduce;
+  // NCCL's multi-node Ring/Simple AllReduce latency multiplier applies to base and hop latencies.
+  double latency_factor = 1;
+  if (algo == Algorithm::ring && ar && shape.nodes > 1 && proto == Protocol::simple) {
+    latency_factor = node.sm_arch >= 80 ? nccl_.ring_simple_allreduce_latency_factor
+                                        : nccl_.ring_simple_allreduce_latency_factor_pre_sm80;
+  }
+  const double base_s = nccl_.base(algo, proto) * latency_factor;
+  CollectiveResult result;
+  result.choice = choice;
+  result.fidelity = fidelity;
+  double latency_s = 0;
+  double bw_s = 0;
+
+  auto proto_hop_s = [&](int src, int dst) {
+    const HopClass hc = platform_.hop_class(src, dst);
+    double h = nccl_.hop(algo, hc, proto);
+    if (algo == Algorithm::ring && hc != HopClass::net) h = std::max(h, tuner_.net_overhead_s(shape, proto));
+    return h * latency_factor;
+  };
+
+  if (call.op == CollectiveOp::send_recv) {
+    const int src = call.ranks[0];
+    const int dst = call.ranks[1];
+    const double sleep_s = proto_hop_s(src, dst);
+    sg4::this_actor::sleep_for(base_s + sleep_s);
+    bw_s = run_fluid({{platform_.gpu(src), platform_.gpu(dst), call.size_bytes / efficiency, -1}});
+    latency_s = base_s + sleep_s + route_latency(platform_.gpu(src), platform_.gpu(dst));
+    result.flows = 1;
+  } else if (algo == Algorithm::nvls) {
+    // One pass through the switch: each GPU pushes all its data and its reduced share (S + S/n)
+    // and receives its reduced share and everyone's broadcast (S/n + S).
+    const double n = static_cast<double>(call.ranks.size());
+    const double wire = call.size_bytes * (n + 1) / n / efficiency;
+    const double cap = nccl_.nvls_efficiency * node.nvlink.effective_bw_bytes_per_s();
+    std::vector<Flow> flows;
+    for (int r : call.ranks) {
+      sg4::Host* sw = platform_.nvswitch(platform_.node_of(r));
+      flows.push_back({platform_.gpu(r), sw, wire, cap});
+      flows.push_back({sw, platform_.gpu(r), wire, cap});
+    }
+    const double hop_s = nccl_.hop(algo, HopClass::nvlink, proto);
+    sg4::this_actor::sleep_for(base_s + hop_s);
+    bw_s = run_fluid(flows);
+    latency_s = base_s + hop_s + route_latency(flows[0].src, flows[0].dst) + route_latency(flows[1].src, flows[1].dst);
+    result.flows = static_cast<long>(flows.size());
+  } else if (algo == Algorithm::ring) {
+    const auto rings = build_rings(platform_, call.ranks);
+    const int n = static_cast<int>(call.ranks.size());
+    const int steps = ar ? 2 * (n - 1) : n - 1;
+    double per_channel_cap = -1;  // payload bytes/s
+    if (proto == Protocol::ll128) per_channel_cap = caps.ring_ll128_bytes_per_s;
+    if (proto == Protocol::ll && shape.nodes == 1) per_channel_cap = caps.ll_max_bytes_per_s / nch;
+    std::vector<double> chunk(rings.size()), cap(rings.size());
+    std::vector<std::vector<double>> sleep(rings.size());
+    for (std::size_t g = 0; g < rings.size(); ++g) {
+      const auto& order = rings[g].order;
+      chunk[g] = call.size_bytes / n / nch * rings[g].channels / efficiency;
+      cap[g] = per_channel_cap > 0 ? per_channel_cap * rings[g].channels / efficiency : -1;
+      std::vector<double> alpha(n);
+      for (int i = 0; i < n; ++i) {
+        const int src = order[i];
+        const int dst = order[(i + 1) % n];
+        sleep[g].push_back(proto_hop_s(src, dst));
+        alpha[i] = sleep[g][i] + route_latency(platform_.gpu(src), platform_.gpu(dst));
+      }
+      latency_s = std::max(latency_s, ring_critical_latency(alpha, steps));
+    }
+    latency_s += base_s;
+    sg4::this_actor::sleep_for(base_s);
+    if (fidelity == Fidelity::step) {
+      run_ring_steps(rings, steps, chunk, cap, sleep, platform_);
+      result.flows = static_cast<long>(rings.size()) * n * steps;
+    } else {
+      std::vector<Flow> flows;
+      for (std::size_t g = 0; g < rings.size(); ++g) {
+        const auto& order = rings[g].order;
+        for (int i = 0; i < n; ++i) {
+          flows.push_back({platform_.gpu(order[i]), platform_.gpu(order[(i + 1) % n]), chunk[g] * steps, cap[g]});
+        }
+      }
+      bw_s = run_fluid(flows);
+      result.flows = static_cast<long>(flows.size());
+    }
+  } else {  // tree
+    const auto trees = build_trees(platform_, call.ranks);
+    double per_channel_cap = caps.tree_simple_bytes_per_s[regime];
+    if (proto == Protocol::ll128) per_channel_cap = caps.tree_ll128_bytes_per_s[regime];
+    if (proto == Protocol::ll) per_channel_cap = caps.tree_simple_bytes_per_s[regime] / nccl_.tree_ll_divisor;
+    const double step_bytes = nccl_.step_bytes[int(proto)];
+    const int chunks = std::max(1, static_cast<int>(std::ceil(call.size_bytes / nch / step_bytes)));
+    std::vector<double> chunk(trees.size()), cap(trees.size());
+    std::vector<std::vector<double>> up_sleep(trees.size()), down_sleep(trees.size());
+    int max_hops = 0;
+    for (std::size_t g = 0; g < trees.size(); ++g) {
+      const TreeGroup& t = trees[g];
+      const int n = static_cast<int>(t.ranks.size());
+      chunk[g] = call.size_bytes / nch / chunks * t.channels / efficiency;
+      cap[g] = per_channel_cap * t.channels / efficiency;
+      up_sleep[g].assign(n, 0);
+      down_sleep[g].assign(n, 0);
+      for (int i = 0; i < n; ++i) {
+        if (t.parent[i] >= 0) up_sleep[g][i] = proto_hop_s(t.ranks[i], t.ranks[t.parent[i]]);
+        for (int c : t.children[i]) down_sleep[g][i] = std::max(down_sleep[g][i], proto_hop_s(t.ranks[i], t.ranks[c]));
+      }
+      // Critical path: arrival of a chunk at each rank going up (children before parents), then down.
+      std::vector<int> topo = {t.root};
+      for (std::size_t k = 0; k < topo.size(); ++k) {
+        for (int c : t.children[topo[k]]) topo.push_back(c);
+      }
+      std::vector<double> arrive_up(n, 0);
+      std::vector<int> depth(n, 0);
+      for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+        const int i = *it;
+        if (t.parent[i] < 0) continue;
+        const double at = arrive_up[i] + up_sleep[g][i] + route_latency(platform_.gpu(t.ranks[i]), platform_.gpu(t.ranks[t.parent[i]]));
+        arrive_up[t.parent[i]] = std::max(arrive_up[t.parent[i]], at);
+      }
+      std::vector<double> arrive_down(n, 0);
+      arrive_down[t.root] = arrive_up[t.root];
+      for (int i : topo) {
+        for (int c : t.children[i]) {
+          depth[c] = depth[i] + 1;
+          max_hops = std::max(max_hops, depth[c]);
+          arrive_down[c] = arrive_down[i] + down_sleep[g][i] + route_latency(platform_.gpu(t.ranks[i]), platform_.gpu(t.ranks[c]));
+        }
+      }
+      latency_s = std::max(latency_s, *std::max_element(arrive_down.begin(), arrive_down.end()));
+    }
+    latency_s += base_s;
+    sg4::this_actor::sleep_for(base_s);
+    if (fidelity == Fidelity::step) {
+      run_tree_steps(trees, chunks, chunk, cap, up_sleep, down_sleep, platform_);
+      long edges = 0;
+      for (const auto& t : trees) edges += static_cast<long>(t.ranks.size()) - 1;
+      result.flows = edges * 2 * chunks;
+    } else {
+      std::vector<Flow> flows;
+      for (std::size_t g = 0; g < trees.size(); ++g) {
+        const TreeGroup& t = trees[g];
+        for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+          if (t.parent[i] < 0) continue;
+          sg4::Host* child = platform_.gpu(t.ranks[i]);
+          sg4::Host* parent = platform_.gpu(t.ranks[t.parent[i]]);
+          flows.push_back({child, parent, chunk[g] * chunks, cap[g]});
+          flows.push_back({parent, child, chunk[g] * chunks, cap[g]});
+        }
+      }
+      bw_s = run_fluid(flows);
+      // Pipeline fill: the last chunk trails the first by (chunks - 1) chunk times, and the first
+      // needs one chunk time per hop up and down; fluid flows count `chunks` of them.
+      const int hops = 2 * max_hops;
+      latency_s += std::max(0, hops - 1) * bw_s / chunks;
+      result.flows = static_cast<long>(flows.size());
+    }
+  }
+
+  if (fidelity == Fidelity::fluid || call.op == CollectiveOp::send_recv || algo == Algorithm::nvls) {
+    // Fluid: flows ran for bw_s (+ one route latency); finish the latency terms in simulated time.
+    const double total_s = bw_s + latency_s;
+    const double elapsed_s = sg4::Engine::get_clock() - start_s;
+    if (total_s > elapsed_s) sg4::this_actor::sleep_for(total_s - elapsed_s);
+    result.time_s = std::max(total_s, elapsed_s);
+    result.bandwidth_s = bw_s;
+    result.latency_s = latency_s;
+  } else {
+    result.time_s = sg4::Engine::get_clock() - start_s;
+    result.latency_s = latency_s;
+    result.bandwidth_s = std::max(0.0, result.time_s - latency_s);
+  }
+  return result;
+}
+
+}  // namespace commbound::network

@@ -1,0 +1,49 @@
+// CollectiveRunner: runs one NCCL collective on the emulated cluster, inside SimGrid.
+//
+// The algorithms are NCCL's: Ring (AllGather, ReduceScatter, AllReduce), Tree AllReduce (a chain
+// inside each node, NCCL's double binary tree across nodes), NVLS AllReduce inside an NVSwitch node,
+// and SendRecv. NCCL runs several channels; on DGX nodes channel c enters and leaves every node
+// through rail c % nics (PXN relays over NVLink to the rail's GPU). Channels that follow the same
+// path are merged into one flow with their summed rate (exact under max-min: they would receive
+// equal shares on every link they cross; see tests/network/collective_runner_test.cpp).
+//
+// Two fidelities:
+//  - step: every ring step / every tree chunk is a SimGrid communication that starts when its data
+//    has arrived (the real dependency on the previous step); per-hop protocol latency (NCCL's hwLat)
+//    is paid before each send, physical switch latency by SimGrid on each route.
+//  - fluid: one flow per edge and channel group carries the whole payload; the latency terms are the
+//    critical path through the same dependency graph, computed exactly, plus the pipeline fill of
+//    chunked algorithms (tree).
+// Both add NCCL's base latency once per call.
+#pragma once
+
+#include "network/collective.hpp"
+#include "network/expected.hpp"
+#include "network/nccl_constants.hpp"
+#include "network/nccl_tuner.hpp"
+#include "network/platform.hpp"
+
+namespace commbound::network {
+
+class CollectiveRunner {
+public:
+  CollectiveRunner(const Platform& platform, const NcclConstants& nccl);
+
+  // NCCL's tuner as it would run on this platform.
+  const NcclTuner& tuner() const { return tuner_; }
+  CallShape shape_of(const CollectiveCall& call) const;
+
+  // Checks that `choice` can run `call` (ranks valid and distinct, algorithm supported).
+  Status check(const CollectiveCall& call, const CollectiveChoice& choice) const;
+
+  // Runs the call; must be called from a SimGrid actor (e.g. inside Platform::run). Simulated time
+  // advances by the collective's duration. `call` and `choice` must pass check().
+  CollectiveResult run(const CollectiveCall& call, const CollectiveChoice& choice, Fidelity fidelity) const;
+
+private:
+  const Platform& platform_;
+  NcclConstants nccl_;
+  NcclTuner tuner_;
+};
+
+}  // namespace commbound::network

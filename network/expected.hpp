@@ -1,0 +1,43 @@
+// Expected<T>: a value or an Error, the way every fallible call in commbound reports failure.
+// Errors are values (STYLE.md rule 5): only main() turns one into an exit code.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace commbound {
+
+// What went wrong, already phrased for the user: "file:line: key 'a.b' = value: reason".
+struct Error {
+  std::string message;
+};
+
+template <class T>
+class [[nodiscard]] Expected {
+public:
+  Expected(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
+  Expected(Error error) : state_(std::move(error)) {}      // NOLINT: implicit by design
+
+  bool has_value() const { return state_.index() == 0; }
+  explicit operator bool() const { return has_value(); }
+
+  T& value() { assert(has_value()); return std::get<0>(state_); }
+  const T& value() const { assert(has_value()); return std::get<0>(state_); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const { assert(!has_value()); return std::get<1>(state_); }
+
+private:
+  std::variant<T, Error> state_;
+};
+
+// Expected<void>: success or an Error.
+struct Ok {};
+using Status = Expected<Ok>;
+
+}  // namespace commbound

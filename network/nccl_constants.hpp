@@ -1,0 +1,55 @@
+// NcclConstants: the numbers of NCCL's own cost model (src/graph/tuning.cc) for one release.
+// Loaded from calibration/nccl/nccl-<release>.toml, which cites the source of every value.
+// All SI: seconds, bytes per second, bytes.
+#pragma once
+
+#include "network/collective.hpp"
+
+#include <array>
+#include <string>
+
+namespace commbound::network {
+
+enum class HopClass { nvlink, pci, net };
+inline constexpr int kHopClasses = 3;
+
+struct NcclConstants {
+  std::string release;
+
+  // baseLat[algorithm][protocol]: once per collective.
+  std::array<std::array<double, kProtocols>, kAlgorithms> base_latency_s{};
+  // hwLat[algorithm][hop class][protocol]: per hop on the critical path.
+  std::array<std::array<std::array<double, kProtocols>, kHopClasses>, kAlgorithms> hop_latency_s{};
+  // netOverhead, the proxy's per-step cost on multi-node runs; x simple_net_overhead_factor for Simple.
+  double net_overhead_intel_s = 1e-6;
+  double net_overhead_amd_s = 2e-6;
+  double simple_net_overhead_factor = 3;
+  // Multi-node Ring/Simple AllReduce latency multiplier (sm80 and newer / older).
+  double ring_simple_allreduce_latency_factor = 1.4;
+  double ring_simple_allreduce_latency_factor_pre_sm80 = 1.9;
+
+  // Payload per byte on the wire: LL 8 of 16 bytes, LL128 120 of 128, Simple 1.
+  std::array<double, kProtocols> data_efficiency{0.5, 120.0 / 128.0, 1.0};
+
+  // Per-channel bandwidth caps (payload), for Ampere (sm80) and Hopper (sm90), by node count
+  // regime [1 node, 2 nodes, >2 nodes].
+  struct ArchCaps {
+    std::array<double, 3> tree_simple_bytes_per_s{};   // perChMaxTreeBw
+    std::array<double, 3> tree_ll128_bytes_per_s{};    // perChMaxTreeLL128Bw
+    double ring_ll128_bytes_per_s = 0;                 // per-channel LL128 ring cap
+    double ll_max_bytes_per_s = 0;                     // llMaxBw, whole collective, single node
+  };
+  ArchCaps ampere;
+  ArchCaps hopper;
+  double tree_ll_divisor = 3.8;     // Tree LL busBw / 3.8
+  double nvls_efficiency = 0.85;    // Hopper NVLS in-switch reduction efficiency
+
+  // Pipelining: bytes of one step of a channel's buffer (buffer size / NCCL_STEPS) per protocol.
+  std::array<double, kProtocols> step_bytes{};
+
+  const ArchCaps& caps(int sm_arch) const { return sm_arch >= 90 ? hopper : ampere; }
+  double base(Algorithm a, Protocol p) const { return base_latency_s[int(a)][int(p)]; }
+  double hop(Algorithm a, HopClass h, Protocol p) const { return hop_latency_s[int(a)][int(h)][int(p)]; }
+};
+
+}  // namespace commbound::network

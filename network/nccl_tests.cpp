@@ -1,0 +1,81 @@
+#include "network/nccl_tests.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace commbound::network {
+
+Expected<CollectiveChoice> resolve_choice(const CollectiveRunner& runner, const CollectiveCall& call,
+                                          std::optional<Algorithm> algorithm, std::optional<Protocol> protocol) {
+  const CallShape shape = runner.shape_of(call);
+  if (!algorithm && !protocol) {
+    return runner.tuner().choose(shape);
+  }
+  std::optional<CollectiveChoice> best;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls}) {
+    if (algorithm && a != *algorithm) continue;
+    for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+      if (protocol && p != *protocol) continue;
+      const auto t = runner.tuner().predict_s(shape, {a, p});
+      if (t && *t < best_s) {
+        best_s = *t;
+        best = CollectiveChoice{a, p};
+      }
+    }
+  }
+  if (!best) {
+    const CollectiveChoice wanted{algorithm.value_or(Algorithm::ring), protocol.value_or(Protocol::simple)};
+    return Error{std::string(to_string(call.op)) + " on " + std::to_string(shape.nodes) + " node(s): " +
+                 runner.tuner().unsupported(shape, wanted)};
+  }
+  return *best;
+}
+
+Expected<std::vector<SweepRow>> run_sweep(Platform& platform, const NcclConstants& nccl, const CollectiveSweep& sweep,
+                                          const std::function<void(int, int)>& progress) {
+  CollectiveRunner runner(platform, nccl);
+  const int gpus = platform.spec().node.gpus;
+  struct Point {
+    CollectiveCall call;
+    CollectiveChoice choice;
+    int nodes;
+  };
+  std::vector<Point> points;
+  for (int nodes : sweep.nodes) {
+    if (nodes < 1 || nodes > platform.spec().nodes) {
+      return Error{"--nodes " + std::to_string(nodes) + ": outside 1.." + std::to_string(platform.spec().nodes)};
+    }
+    for (double size : sweep.sizes_bytes) {
+      CollectiveCall call;
+      call.op = sweep.op;
+      call.size_bytes = size;
+      if (sweep.op == CollectiveOp::send_recv) {
+        // nccl-tests sendrecv across the farthest pair: first GPU to the last node's first GPU.
+        call.ranks = {0, nodes == 1 ? 1 : (nodes - 1) * gpus};
+      } else {
+        call.ranks.resize(static_cast<std::size_t>(nodes) * gpus);
+        std::iota(call.ranks.begin(), call.ranks.end(), 0);
+      }
+      auto choice = resolve_choice(runner, call, sweep.algorithm, sweep.protocol);
+      if (!choice) return choice.error();
+      if (Status ok = runner.check(call, *choice); !ok) return ok.error();
+      points.push_back({std::move(call), *choice, nodes});
+    }
+  }
+  std::vector<SweepRow> rows;
+  platform.run([&] {
+    for (const Point& pt : points) {
+      CollectiveResult r = runner.run(pt.call, pt.choice, sweep.fidelity);
+      const int ranks = static_cast<int>(pt.call.ranks.size());
+      const double alg_bw = r.time_s > 0 ? pt.call.size_bytes / r.time_s : 0;
+      rows.push_back({pt.call.op, pt.nodes, sweep.op == CollectiveOp::send_recv ? 2 : ranks, pt.call.size_bytes, r,
+                      alg_bw, alg_bw * bus_bw_factor(pt.call.op, ranks)});
+      if (progress) progress(static_cast<int>(rows.size()), static_cast<int>(points.size()));
+    }
+  });
+  return rows;
+}
+
+}  // namespace commbound::network

@@ -1,0 +1,44 @@
+// The simulated nccl-tests: one collective over a list of node counts and sizes, reported with
+// nccl-tests' algbw and busbw conventions (see bus_bw_factor in collective.hpp).
+#pragma once
+
+#include "network/collective.hpp"
+#include "network/collective_runner.hpp"
+#include "network/expected.hpp"
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace commbound::network {
+
+struct CollectiveSweep {
+  CollectiveOp op = CollectiveOp::all_gather;
+  std::vector<int> nodes;           // node counts; each point uses the first nodes * gpus ranks
+  std::vector<double> sizes_bytes;  // nccl-tests sizes
+  std::optional<Algorithm> algorithm;  // forced (NCCL_ALGO) or chosen by the tuner
+  std::optional<Protocol> protocol;    // forced (NCCL_PROTO) or chosen by the tuner
+  Fidelity fidelity = Fidelity::fluid;
+};
+
+struct SweepRow {
+  CollectiveOp op;
+  int nodes;
+  int ranks;
+  double size_bytes;
+  CollectiveResult result;
+  double alg_bw_bytes_per_s;
+  double bus_bw_bytes_per_s;
+};
+
+// The choice for one point: forced parts kept, the rest as NCCL's tuner would pick among them.
+Expected<CollectiveChoice> resolve_choice(const CollectiveRunner& runner, const CollectiveCall& call,
+                                          std::optional<Algorithm> algorithm, std::optional<Protocol> protocol);
+
+// Runs every (nodes, size) point in order, one after the other in simulated time, on `platform`
+// (which must hold the largest node count). Calls `progress(done, total)` after each point.
+// Checks every point before simulating any, so a bad forced choice fails without output.
+Expected<std::vector<SweepRow>> run_sweep(Platform& platform, const NcclConstants& nccl, const CollectiveSweep& sweep,
+                                          const std::function<void(int, int)>& progress);
+
+}  // namespace commbound::network

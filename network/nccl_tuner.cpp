@@ -1,0 +1,122 @@
+#include "network/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace commbound::network {
+
+NcclTuner::NcclTuner(const NodeType& node, const FabricSpec& fabric, const NcclConstants& nccl)
+    : node_(node), fabric_(fabric), nccl_(nccl) {}
+
+std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoice& choice) const {
+  if (shape.op == CollectiveOp::send_recv) {
+    return choice.algorithm == Algorithm::ring ? "" : "SendRecv is point to point (use ring)";
+  }
+  switch (choice.algorithm) {
+    case Algorithm::ring:
+      return "";
+    case Algorithm::tree:
+      return shape.op == CollectiveOp::all_reduce ? "" : "NCCL's Tree runs AllReduce only";
+    case Algorithm::nvls:
+      if (shape.op != CollectiveOp::all_reduce) return "this model runs NVLS for AllReduce only";
+      if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
+      if (shape.nodes != 1) return "NVLS (without NVLSTree) stays inside one node";
+      if (choice.protocol != Protocol::simple) return "NVLS runs the Simple protocol only";
+      return "";
+  }
+  return "unknown algorithm";
+}
+
+double NcclTuner::net_overhead_s(const CallShape& shape, Protocol p) const {
+  if (shape.nodes <= 1) return 0;
+  const double base = node_.host_cpu == HostCpu::amd ? nccl_.net_overhead_amd_s : nccl_.net_overhead_intel_s;
+  return p == Protocol::simple ? base * nccl_.simple_net_overhead_factor : base;
+}
+
+double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoice& c) const {
+  const Algorithm a = c.algorithm;
+  const Protocol p = c.protocol;
+  const int n = shape.ranks;
+  const int nodes = shape.nodes;
+  switch (a) {
+    case Algorithm::ring: {
+      const bool ar = shape.op == CollectiveOp::all_reduce;
+      const int steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2 * (n - 1) : n - 1);
+      const int inter = nodes > 1 ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
+      const double intra = std::max(nccl_.hop(a, HopClass::nvlink, p), net_overhead_s(shape, p));
+      double lat = nccl_.base(a, p) + (steps - inter) * intra + inter * nccl_.hop(a, HopClass::net, p);
+      if (ar && nodes > 1 && p == Protocol::simple) {
+        lat *= node_.sm_arch >= 80 ? nccl_.ring_simple_allreduce_latency_factor
+                                   : nccl_.ring_simple_allreduce_latency_factor_pre_sm80;
+      }
+      return lat;
+    }
+    case Algorithm::tree: {
+      const int ppn = n / nodes;
+      return nccl_.base(a, p) +
+             2 * ((ppn - 1) * nccl_.hop(a, HopClass::nvlink, p) + std::log2(nodes) * nccl_.hop(a, HopClass::net, p));
+    }
+    case Algorithm::nvls:
+      return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p);
+  }
+  return 0;
+}
+
+std::optional<double> NcclTuner::predict_s(const CallShape& shape, const CollectiveChoice& c) const {
+  if (!unsupported(shape, c).empty()) {
+    return std::nullopt;
+  }
+  const int n = shape.ranks;
+  const int nodes = shape.nodes;
+  const double nch = node_.nccl_channels;
+  const auto& caps = nccl_.caps(node_.sm_arch);
+  const int regime = nodes == 1 ? 0 : (nodes == 2 ? 1 : 2);
+  // NCCL's busBw = nChannels x per-channel bandwidth of the searched graph: intra-node, the GPU's
+  // NVLink; inter-node, the node's NICs (every channel leaves through its own rail). Intra is used
+  // up to two nodes, inter beyond (tuning.cc).
+  const double bw_intra = node_.nvlink.effective_bw_bytes_per_s();
+  const double bw_inter = fabric_.link.effective_bw_bytes_per_s() * node_.nics;
+  const double bus = nodes <= 2 ? bw_intra : bw_inter;
+  const bool ar = shape.op == CollectiveOp::all_reduce;
+  const double steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2.0 * (n - 1) : n - 1.0);
+  double bus_bw = bus;
+  double alg_bw = 0;
+  switch (c.algorithm) {
+    case Algorithm::ring:
+      if (c.protocol == Protocol::ll) bus_bw = std::min(caps.ll_max_bytes_per_s, 0.5 * bus);
+      if (c.protocol == Protocol::ll128) bus_bw = std::min(0.92 * bus, nch * caps.ring_ll128_bytes_per_s);
+      alg_bw = shape.op == CollectiveOp::send_recv ? bus_bw : bus_bw * n / steps;
+      break;
+    case Algorithm::tree:
+      if (c.protocol == Protocol::simple) bus_bw = std::min(0.92 * bus, nch * caps.tree_simple_bytes_per_s[regime]);
+      if (c.protocol == Protocol::ll) bus_bw = std::min(bus / nccl_.tree_ll_divisor, caps.ll_max_bytes_per_s);
+      if (c.protocol == Protocol::ll128) {
+        bus_bw = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * caps.tree_ll128_bytes_per_s[regime]);
+      }
+      alg_bw = bus_bw * 0.85 * 0.5;  // Tree pattern x0.85; algBw = busBw / 2
+      break;
+    case Algorithm::nvls:
+      bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
+      alg_bw = bus_bw * n / steps;
+      break;
+  }
+  return predict_latency_s(shape, c) + shape.size_bytes / alg_bw;
+}
+
+CollectiveChoice NcclTuner::choose(const CallShape& shape) const {
+  CollectiveChoice best{Algorithm::ring, Protocol::simple};
+  double best_s = std::numeric_limits<double>::infinity();
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls}) {
+    for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+      const auto t = predict_s(shape, {a, p});
+      if (t && *t < best_s) {
+        best_s = *t;
+        best = {a, p};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace commbound::network

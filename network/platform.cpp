@@ -1,0 +1,132 @@
+#include "network/platform.hpp"
+
+#include "network/internal/fabric_zone.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+
+#include <iomanip>
+
+namespace sg4 = simgrid::s4u;
+
+namespace commbound::network {
+namespace {
+
+// Actor stacks: our actors are shallow loops; 16k actors x 8 MiB default would reserve 128 GiB.
+constexpr const char* kStackSizeKiB = "64";
+
+std::unique_ptr<sg4::Engine> start_engine() {
+  static std::vector<std::string> args = {
+      "commbound",
+      "--cfg=network/model:CM02",          // pure max-min sharing, no TCP-derived factors
+      "--cfg=network/TCP-gamma:0",         // no per-flow window cap
+      "--cfg=network/crosstraffic:0",      // no reverse-direction ACK load (RDMA, NVLink)
+      std::string("--cfg=contexts/stack-size:") + kStackSizeKiB,
+      "--cfg=contexts/factory:raw",
+      "--log=root.thresh:warning",
+  };
+  static std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  int argc = static_cast<int>(argv.size());
+  return std::make_unique<sg4::Engine>(&argc, argv.data());
+}
+
+std::string check_spec(const ClusterSpec& spec) {
+  if (spec.nodes < 1) return "nodes must be at least 1";
+  if (spec.node.gpus < 1 || spec.node.nics < 1) return "a node needs at least one GPU and one NIC";
+  if (spec.node.gpus % spec.node.nics != 0) return "GPUs per node must be a multiple of NICs per node";
+  if (spec.fabric.topology != Topology::single_switch && spec.fabric.switch_radix < 4) return "switch radix below 4";
+  return "";
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec) {
+  if (std::string why = check_spec(spec); !why.empty()) {
+    return Error{"cluster: " + why};
+  }
+  internal::TreePlan plan = internal::plan_tree(spec);
+  if (!plan.error.empty()) {
+    return Error{"fabric: " + std::to_string(spec.nodes) + " nodes do not fit: " + plan.error};
+  }
+  std::unique_ptr<Platform> platform(new Platform(spec, start_engine()));
+  platform->zone_ = new internal::FabricZone(spec, plan.geometry);  // SimGrid owns the root zone
+  return platform;
+}
+
+Platform::Platform(const ClusterSpec& spec, std::unique_ptr<sg4::Engine> engine)
+    : spec_(spec), engine_(std::move(engine)) {}
+
+Platform::~Platform() = default;
+
+sg4::Host* Platform::gpu(int rank) const { return zone_->gpu_host(node_of(rank), local_of(rank)); }
+
+sg4::Host* Platform::nvswitch(int node) const { return zone_->nvswitch_host(node); }
+
+double Platform::route_latency_s(int src_rank, int dst_rank) const {
+  return zone_->named_route(gpu(src_rank), gpu(dst_rank)).latency_s;
+}
+
+std::vector<std::string> Platform::route_links(int src_rank, int dst_rank) const {
+  return zone_->named_route(gpu(src_rank), gpu(dst_rank)).links;
+}
+
+int Platform::fabric_levels() const { return zone_->geometry().levels; }
+
+void Platform::run(std::function<void()> body) {
+  sg4::Actor::create("driver", gpu(0), std::move(body));
+  engine_->run();
+}
+
+Status Platform::export_xml(std::ostream& out, int max_hosts) const {
+  std::vector<sg4::Host*> hosts;
+  for (int n = 0; n < spec_.nodes; ++n) {
+    for (int g = 0; g < spec_.node.gpus; ++g) {
+      hosts.push_back(zone_->gpu_host(n, g));
+    }
+    hosts.push_back(zone_->nvswitch_host(n));
+  }
+  if (static_cast<int>(hosts.size()) > max_hosts) {
+    return Error{"--export: the platform has " + std::to_string(hosts.size()) + " hosts; the XML route table grows " +
+                 "as hosts^2 and export is limited to " + std::to_string(max_hosts) + " hosts (use fewer nodes)"};
+  }
+  out << std::setprecision(17);
+  out << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
+  out << "<!-- Written by commbound platform --export: " << spec_.nodes << " x " << spec_.node.name << ", "
+      << to_string(spec_.fabric.topology) << " " << spec_.fabric.link.name << " (" << to_string(spec_.fabric.routing)
+      << "). Bandwidths are effective rates in bytes/s, latencies in s. -->\n";
+  out << "<platform version=\"4.1\">\n  <zone id=\"cluster\" routing=\"Full\">\n";
+  for (sg4::Host* h : hosts) {
+    out << "    <host id=\"" << h->get_name() << "\" speed=\"1Tf\"/>\n";
+  }
+  for (const auto& l : zone_->links()) {
+    out << "    <link id=\"" << l.name << "\" bandwidth=\"" << l.bw_bytes_per_s << "Bps\" latency=\"" << l.latency_s
+        << "s\"";
+    if (l.split_duplex) out << " sharing_policy=\"SPLITDUPLEX\"";
+    if (l.fatpipe) out << " sharing_policy=\"FATPIPE\"";
+    out << "/>\n";
+  }
+  for (sg4::Host* src : hosts) {
+    for (sg4::Host* dst : hosts) {
+      if (src == dst) continue;
+      auto route = zone_->named_route(src, dst);
+      out << "    <route src=\"" << src->get_name() << "\" dst=\"" << dst->get_name() << "\" symmetrical=\"NO\">";
+      for (const std::string& link : route.links) {
+        const auto colon = link.rfind(':');
+        if (colon == std::string::npos) {
+          out << "<link_ctn id=\"" << link << "\"/>";
+        } else {
+          out << "<link_ctn id=\"" << link.substr(0, colon) << "\" direction=\"" << link.substr(colon + 1) << "\"/>";
+        }
+      }
+      out << "</route>\n";
+    }
+  }
+  out << "  </zone>\n</platform>\n";
+  return Ok{};
+}
+
+}  // namespace commbound::network

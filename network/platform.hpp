@@ -1,0 +1,74 @@
+// Platform: the emulated cluster inside SimGrid (one per process: SimGrid runs one Engine per process).
+//
+// Creating a Platform starts the SimGrid engine with the pure max-min network model (CM02, no
+// TCP factors: see shared/reference/simgrid-notes.md) and builds the cluster described by a
+// ClusterSpec: per node, GPUs on an NVSwitch (split-duplex NVLink at the preset's effective rate),
+// a PCIe path from each GPU to its rail's NIC, and the scale-out fabric (single switch, fat-tree
+// or rail-optimized; ECMP or adaptive routing). Rank r is GPU r % gpus of node r / gpus.
+#pragma once
+
+#include "network/cluster_spec.hpp"
+#include "network/expected.hpp"
+#include "network/nccl_constants.hpp"
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace simgrid::s4u {
+class Engine;
+class Host;
+}  // namespace simgrid::s4u
+
+namespace commbound::network {
+
+namespace internal {
+class FabricZone;
+}
+
+class Platform {
+public:
+  // Builds the platform; fails when the fabric cannot hold the nodes (radix, levels) or the spec
+  // is inconsistent. Only one Platform may ever exist in a process.
+  static Expected<std::unique_ptr<Platform>> create(const ClusterSpec& spec);
+  ~Platform();
+  Platform(const Platform&) = delete;
+  Platform& operator=(const Platform&) = delete;
+
+  const ClusterSpec& spec() const { return spec_; }
+  int ranks() const { return spec_.gpus(); }
+  int node_of(int rank) const { return rank / spec_.node.gpus; }
+  int local_of(int rank) const { return rank % spec_.node.gpus; }
+  simgrid::s4u::Host* gpu(int rank) const;
+  simgrid::s4u::Host* nvswitch(int node) const;
+
+  // NCCL's class of the hop between two ranks: NVLink inside a node, network across nodes.
+  HopClass hop_class(int src_rank, int dst_rank) const {
+    return node_of(src_rank) == node_of(dst_rank) ? HopClass::nvlink : HopClass::net;
+  }
+  // The physical latency (switch traversals) of the route between two ranks.
+  double route_latency_s(int src_rank, int dst_rank) const;
+  // The route as link names ("n0.gpu1.nvlink:UP", ...), for tests and --export.
+  std::vector<std::string> route_links(int src_rank, int dst_rank) const;
+  // Tree levels of the fabric as built (1, 2 or 3).
+  int fabric_levels() const;
+
+  // Runs `body` as a SimGrid actor on rank 0's host until the simulation has nothing left to do.
+  // May be called once per process.
+  void run(std::function<void()> body);
+
+  // Writes the platform as SimGrid XML (platform DTD v4.1, Full routing): every host, link and
+  // host-to-host route. The route table grows as hosts^2, so export refuses more than `max_hosts`.
+  Status export_xml(std::ostream& out, int max_hosts) const;
+
+private:
+  Platform(const ClusterSpec& spec, std::unique_ptr<simgrid::s4u::Engine> engine);
+
+  ClusterSpec spec_;
+  std::unique_ptr<simgrid::s4u::Engine> engine_;
+  internal::FabricZone* zone_ = nullptr;  // owned by SimGrid's engine (it is the root zone)
+};
+
+}  // namespace commbound::network

@@ -1,0 +1,266 @@
+// commbound: the command-line front end. Parses arguments, loads the scenario, runs, reports.
+// Exit codes: 0 success, 2 bad input (scenario, flags, refusing to overwrite), 1 internal failure.
+#include "network/nccl_tests.hpp"
+#include "network/platform.hpp"
+#include "sim/collective_report.hpp"
+#include "sim/output.hpp"
+#include "sim/presets.hpp"
+#include "sim/scenario.hpp"
+
+#include <boost/program_options.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+namespace po = boost::program_options;
+using namespace commbound;
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+// --export writes an N^2 route table; beyond this many hosts the file would reach gigabytes.
+constexpr int kExportMaxHosts = 1200;
+
+const char* kUsage = R"(commbound: emulate NCCL collectives and LLM training on GPU clusters (SimGrid).
+
+Usage:
+  commbound collective SCENARIO --op OP --nodes LIST --bytes LIST [options]
+  commbound platform SCENARIO [--export FILE] [options]
+  commbound help [COMMAND]
+
+Commands:
+  collective   nccl-tests-style table: one collective over node counts and sizes, on the
+               scenario's cluster and fabric, with NCCL's algorithms, protocols and tuner.
+  platform     describe the emulated platform (nodes, GPUs, links, fabric levels) and
+               optionally export it as SimGrid XML.
+
+Every command takes:
+  --set KEY=VALUE        override a scenario key, same dotted names as the file
+                         (e.g. --set cluster.nodes=64 --set fabric.link=roce-400g); repeatable
+  --calibration DIR      preset data (default: the calibration/ shipped with commbound)
+
+Examples:
+  commbound collective scenarios/examples/dgx-h100-ib-ndr.toml --op allreduce --nodes 1:512 --bytes 1G
+  commbound collective scenarios/examples/dgx-h100-roce.toml --op allgather --nodes 4 --bytes 1M:1G --format csv
+  commbound platform scenarios/examples/dgx-h100-ib-ndr.toml --set cluster.nodes=2 --export dgx2.xml
+
+Scenario format, presets and models: README.md and docs/.
+)";
+
+const char* kCollectiveHelp = R"(commbound collective SCENARIO --op OP --nodes LIST --bytes LIST [options]
+
+Simulates one NCCL collective, as nccl-tests would run it, for every (node count, size) pair, on
+the first NODES nodes of the scenario's cluster (which is sized for the largest count given).
+Prints time, algbw = size/time and busbw = algbw * factor, with nccl-tests' factors:
+(n-1)/n for allgather and reducescatter, 2(n-1)/n for allreduce, 1 for sendrecv. Size is the
+whole buffer as in nccl-tests (allgather: the gathered output).
+
+Options:
+  --op OP            allgather | reducescatter | allreduce | sendrecv
+  --nodes LIST       node counts: "1,2,4" or "1:512" (doubling)
+  --bytes LIST       sizes with binary suffixes K M G: "1G", "8M,64M", "1K:1G" (doubling)
+  --algo ALGO        force ring | tree | nvls (NCCL_ALGO); default: NCCL's tuner, or [nccl].algorithm
+  --proto PROTO      force LL | LL128 | Simple (NCCL_PROTO); default: tuner, or [nccl].protocol
+  --fidelity F       fluid (default; one flow per edge and channel) or step (every ring step /
+                     tree chunk a SimGrid communication; slower, for validation)
+  --format F         table (default) | csv | json
+  --out FILE         write there instead of standard output (never overwrites without --force)
+  --force            allow --out to replace an existing file
+  --set, --calibration   as for every command
+)";
+
+const char* kPlatformHelp = R"(commbound platform SCENARIO [--export FILE] [options]
+
+Builds the scenario's platform and prints what it holds: nodes, GPUs, NICs, links with their
+effective rates, fabric levels and routing. --export FILE writes it as SimGrid XML (platform
+DTD 4.1, Full routing with every host pair's route, so limited to small platforms).
+
+Options:
+  --export FILE      SimGrid XML output (never overwrites without --force)
+  --force            allow --export to replace an existing file
+  --set, --calibration   as for every command
+)";
+
+struct Common {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string calibration;
+};
+
+void add_common(po::options_description& d, Common& c) {
+  d.add_options()("scenario", po::value(&c.scenario))("set", po::value(&c.sets)->composing())(
+      "calibration", po::value(&c.calibration));
+}
+
+int fail(const std::string& message) {
+  std::cerr << "commbound: " << message << "\n";
+  return kExitBadInput;
+}
+
+// Parses `args` with `desc`; the first positional argument is the scenario.
+Status parse(const std::vector<std::string>& args, const po::options_description& desc, po::variables_map& vm) {
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return Error{e.what()};
+  }
+  return Ok{};
+}
+
+Expected<sim::Scenario> load(const Common& c) {
+  if (c.scenario.empty()) return Error{"missing SCENARIO (a .toml file); see commbound help"};
+  const sim::Presets presets(c.calibration.empty() ? sim::default_calibration_dir() : std::filesystem::path(c.calibration));
+  return sim::load_scenario(c.scenario, c.sets, presets);
+}
+
+int cmd_collective(const std::vector<std::string>& args) {
+  Common c;
+  std::string op, nodes, bytes, algo, proto, fidelity, format = "table", out;
+  bool force = false;
+  po::options_description desc;
+  add_common(desc, c);
+  desc.add_options()("op", po::value(&op))("nodes", po::value(&nodes))("bytes", po::value(&bytes))(
+      "algo", po::value(&algo))("proto", po::value(&proto))("fidelity", po::value(&fidelity))(
+      "format", po::value(&format))("out", po::value(&out))("force", po::bool_switch(&force));
+  po::variables_map vm;
+  if (Status s = parse(args, desc, vm); !s) return fail(s.error().message + " (see commbound help collective)");
+  if (op.empty() || nodes.empty() || bytes.empty()) return fail("collective needs --op, --nodes and --bytes (see commbound help collective)");
+
+  network::CollectiveSweep sweep;
+  auto parsed_op = network::parse_collective_op(op);
+  if (!parsed_op) return fail("--op " + op + ": expected allgather, reducescatter, allreduce or sendrecv");
+  sweep.op = *parsed_op;
+  auto node_list = sim::parse_list("--nodes", nodes, false);
+  if (!node_list) return fail(node_list.error().message);
+  for (double n : *node_list) sweep.nodes.push_back(static_cast<int>(n));
+  auto size_list = sim::parse_list("--bytes", bytes, true);
+  if (!size_list) return fail(size_list.error().message);
+  sweep.sizes_bytes = *size_list;
+  sim::Format fmt = sim::Format::table;
+  if (format == "csv") fmt = sim::Format::csv;
+  else if (format == "json") fmt = sim::Format::json;
+  else if (format != "table") return fail("--format " + format + ": expected table, csv or json");
+
+  const int max_nodes = *std::max_element(sweep.nodes.begin(), sweep.nodes.end());
+  std::vector<std::string> sets = c.sets;
+  sets.push_back("cluster.nodes=" + std::to_string(max_nodes));
+  Common sized = c;
+  sized.sets = sets;
+  auto sc = load(sized);
+  if (!sc) return fail(sc.error().message);
+  sweep.algorithm = sc->nccl_options.algorithm;
+  sweep.protocol = sc->nccl_options.protocol;
+  sweep.fidelity = sc->nccl_options.fidelity;
+  if (!algo.empty()) {
+    auto a = network::parse_algorithm(algo);
+    if (!a) return fail("--algo " + algo + ": expected ring, tree or nvls");
+    sweep.algorithm = a;
+  }
+  if (!proto.empty()) {
+    auto p = network::parse_protocol(proto);
+    if (!p) return fail("--proto " + proto + ": expected LL, LL128 or Simple");
+    sweep.protocol = p;
+  }
+  if (!fidelity.empty()) {
+    auto f = network::parse_fidelity(fidelity);
+    if (!f) return fail("--fidelity " + fidelity + ": expected fluid or step");
+    sweep.fidelity = *f;
+  }
+  if (!out.empty() && out != "-" && std::filesystem::exists(out) && !force) {
+    return fail(out + ": exists; not overwritten (pass --force to replace it)");
+  }
+
+  auto platform = network::Platform::create(sc->cluster);
+  if (!platform) return fail(sc->path + ": " + platform.error().message);
+  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  auto rows = network::run_sweep(**platform, sc->nccl, sweep, [&](int done, int total) {
+    if (show_progress) std::cerr << "\r[" << done << "/" << total << "] simulated" << (done == total ? "\n" : "") << std::flush;
+  });
+  if (!rows) return fail(rows.error().message);
+  std::ostringstream title;
+  title << "commbound collective: " << network::to_string(sweep.op) << " on " << sc->cluster.node.name << " x up to "
+        << max_nodes << " nodes, " << network::to_string(sc->cluster.fabric.topology) << " "
+        << sc->cluster.fabric.link.name << " (" << network::to_string(sc->cluster.fabric.routing) << ", "
+        << sc->cluster.fabric.oversubscription << ":1), NCCL " << sc->nccl.release << " model";
+  Status written = sim::write_output(out, force, [&](std::ostream& o) {
+    sim::write_collective_report(o, *rows, fmt, title.str());
+  });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
+int cmd_platform(const std::vector<std::string>& args) {
+  Common c;
+  std::string export_path;
+  bool force = false;
+  po::options_description desc;
+  add_common(desc, c);
+  desc.add_options()("export", po::value(&export_path))("force", po::bool_switch(&force));
+  po::variables_map vm;
+  if (Status s = parse(args, desc, vm); !s) return fail(s.error().message + " (see commbound help platform)");
+  auto sc = load(c);
+  if (!sc) return fail(sc.error().message);
+  if (!export_path.empty() && std::filesystem::exists(export_path) && !force) {
+    return fail(export_path + ": exists; not overwritten (pass --force to replace it)");
+  }
+  auto platform = network::Platform::create(sc->cluster);
+  if (!platform) return fail(sc->path + ": " + platform.error().message);
+  const auto& cl = sc->cluster;
+  const auto& nd = cl.node;
+  std::cout << "platform: " << cl.nodes << " x " << nd.name << " = " << cl.gpus() << " GPUs (" << nd.gpu << ")\n"
+            << "  NVLink  " << nd.nvlink.name << ": " << nd.nvlink.effective_bw_bytes_per_s() / 1e9
+            << " GB/s per GPU per direction (" << nd.nvlink.bw_bytes_per_s / 1e9 << " x " << nd.nvlink.efficiency << ")"
+            << (nd.nvls ? ", NVLS" : "") << "\n"
+            << "  PCIe    " << nd.pcie.name << ": " << nd.pcie.effective_bw_bytes_per_s() / 1e9 << " GB/s\n"
+            << "  NICs    " << nd.nics << " per node, " << cl.fabric.link.name << ": "
+            << cl.fabric.link.effective_bw_bytes_per_s() / 1e9 << " GB/s per direction\n"
+            << "  fabric  " << network::to_string(cl.fabric.topology) << ", " << (*platform)->fabric_levels()
+            << " level(s), radix " << cl.fabric.switch_radix << ", oversubscription " << cl.fabric.oversubscription
+            << ":1, " << network::to_string(cl.fabric.routing) << " routing, "
+            << cl.fabric.switch_latency_s * 1e9 << " ns per switch\n"
+            << "  NCCL    " << sc->nccl.release << " model, " << nd.nccl_channels << " channels\n";
+  if (!export_path.empty()) {
+    std::ostringstream xml;
+    if (Status s = (*platform)->export_xml(xml, kExportMaxHosts); !s) return fail(s.error().message);
+    Status written = sim::write_output(export_path, force, [&](std::ostream& o) { o << xml.str(); });
+    if (!written) return fail(written.error().message);
+    std::cout << "  wrote   " << export_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || (args[0] == "help" && args.size() == 1)) {
+    std::cout << kUsage;
+    return args.empty() ? kExitBadInput : 0;
+  }
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+                          std::find(rest.begin(), rest.end(), "-h") != rest.end();
+  if (cmd == "help") {
+    const std::string topic = rest.empty() ? "" : rest[0];
+    if (topic == "collective") std::cout << kCollectiveHelp;
+    else if (topic == "platform") std::cout << kPlatformHelp;
+    else std::cout << kUsage;
+    return 0;
+  }
+  if (cmd == "collective") {
+    if (wants_help) return std::cout << kCollectiveHelp, 0;
+    return cmd_collective(rest);
+  }
+  if (cmd == "platform") {
+    if (wants_help) return std::cout << kPlatformHelp, 0;
+    return cmd_platform(rest);
+  }
+  return fail("unknown command \"" + cmd + "\" (commands: collective, platform, help)");
+}

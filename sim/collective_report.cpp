@@ -1,0 +1,79 @@
+#include "sim/collective_report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace commbound::sim {
+namespace {
+
+constexpr double kBytesPerGB = 1e9;
+constexpr double kUsPerSecond = 1e6;
+
+std::string size_label(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, bytes == static_cast<long>(bytes) ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
+                             const std::string& title) {
+  using network::to_string;
+  if (format == Format::csv) {
+    out << "op,nodes,ranks,bytes,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,fidelity\n";
+    char buf[256];
+    for (const auto& r : rows) {
+      std::snprintf(buf, sizeof buf, "%s,%d,%d,%.0f,%.3f,%.3f,%.3f,%s,%s,%s\n", to_string(r.op), r.nodes, r.ranks,
+                    r.size_bytes, r.result.time_s * kUsPerSecond, r.alg_bw_bytes_per_s / kBytesPerGB,
+                    r.bus_bw_bytes_per_s / kBytesPerGB, to_string(r.result.choice.algorithm),
+                    to_string(r.result.choice.protocol), to_string(r.result.fidelity));
+      out << buf;
+    }
+    return;
+  }
+  if (format == Format::json) {
+    nlohmann::json rows_json = nlohmann::json::array();
+    for (const auto& r : rows) {
+      rows_json.push_back({{"op", to_string(r.op)},
+                           {"nodes", r.nodes},
+                           {"ranks", r.ranks},
+                           {"bytes", r.size_bytes},
+                           {"time_us", r.result.time_s * kUsPerSecond},
+                           {"algbw_GBps", r.alg_bw_bytes_per_s / kBytesPerGB},
+                           {"busbw_GBps", r.bus_bw_bytes_per_s / kBytesPerGB},
+                           {"algorithm", to_string(r.result.choice.algorithm)},
+                           {"protocol", to_string(r.result.choice.protocol)},
+                           {"fidelity", to_string(r.result.fidelity)},
+                           {"latency_us", r.result.latency_s * kUsPerSecond},
+                           {"bandwidth_time_us", r.result.bandwidth_s * kUsPerSecond},
+                           {"flows", r.result.flows}});
+    }
+    out << nlohmann::json{{"title", title}, {"rows", rows_json}}.dump(2) << "\n";
+    return;
+  }
+  out << "# " << title << "\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-14s %6s %6s %12s %12s %10s %10s  %-5s %-7s %s\n", "op", "nodes", "ranks", "size",
+                "time(us)", "algbw", "busbw", "algo", "proto", "fidelity");
+  out << buf;
+  std::snprintf(buf, sizeof buf, "%-14s %6s %6s %12s %12s %10s %10s\n", "", "", "", "", "", "(GB/s)", "(GB/s)");
+  out << buf;
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, "%-14s %6d %6d %12s %12.1f %10.2f %10.2f  %-5s %-7s %s\n", to_string(r.op), r.nodes,
+                  r.ranks, size_label(r.size_bytes).c_str(), r.result.time_s * kUsPerSecond,
+                  r.alg_bw_bytes_per_s / kBytesPerGB, r.bus_bw_bytes_per_s / kBytesPerGB,
+                  to_string(r.result.choice.algorithm), to_string(r.result.choice.protocol),
+                  to_string(r.result.fidelity));
+    out << buf;
+  }
+}
+
+}  // namespace commbound::sim

@@ -1,0 +1,101 @@
+#include "sim/output.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace commbound::sim {
+
+Status write_output(const std::string& path, bool force, const std::function<void(std::ostream&)>& write) {
+  if (path.empty() || path == "-") {
+    write(std::cout);
+    std::cout.flush();
+    return Ok{};
+  }
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (fs::exists(target) && !force) {
+    return Error{path + ": exists; not overwritten (pass --force to replace it)"};
+  }
+  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(getpid()));
+  {
+    std::ofstream out(tmp);
+    if (!out) return Error{path + ": cannot write (" + std::strerror(errno) + ")"};
+    write(out);
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return Error{path + ": write failed"};
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Error{path + ": cannot move into place: " + ec.message()};
+  }
+  return Ok{};
+}
+
+namespace {
+
+Expected<double> parse_one(const std::string& flag, const std::string& item, bool allow_suffix) {
+  const std::string bad = flag + " " + item + ": ";
+  if (item.empty()) return Error{bad + "empty item"};
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(item, &used);
+  } catch (const std::exception&) {
+    return Error{bad + "not a number"};
+  }
+  std::string suffix = item.substr(used);
+  double scale = 1;
+  if (!suffix.empty()) {
+    if (!allow_suffix) return Error{bad + "expected an integer"};
+    const char s = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
+    scale = s == 'K' ? 1024.0 : s == 'M' ? 1048576.0 : s == 'G' ? 1073741824.0 : s == 'T' ? 1099511627776.0 : 0;
+    const std::string rest = suffix.substr(1);
+    if (scale == 0 || !(rest.empty() || rest == "B" || rest == "iB")) {
+      return Error{bad + "unknown suffix \"" + suffix + "\" (use K, M, G or T: binary multiples)"};
+    }
+  }
+  v *= scale;
+  if (!(v >= 0) || !std::isfinite(v)) return Error{bad + "must be >= 0"};
+  if (!allow_suffix && (v < 1 || v != std::floor(v))) return Error{bad + "must be a positive integer"};
+  return v;
+}
+
+}  // namespace
+
+Expected<std::vector<double>> parse_list(const std::string& flag, const std::string& text, bool allow_suffix) {
+  std::vector<double> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) {
+      auto v = parse_one(flag, item, allow_suffix);
+      if (!v) return v.error();
+      out.push_back(*v);
+      continue;
+    }
+    auto lo = parse_one(flag, item.substr(0, colon), allow_suffix);
+    if (!lo) return lo.error();
+    auto hi = parse_one(flag, item.substr(colon + 1), allow_suffix);
+    if (!hi) return hi.error();
+    if (*lo <= 0 || *hi < *lo) return Error{flag + " " + item + ": a range A:B needs 0 < A <= B"};
+    for (double v = *lo; v <= *hi * (1 + 1e-12); v *= 2) out.push_back(v);
+  }
+  if (out.empty()) return Error{flag + ": empty list"};
+  return out;
+}
+
+}  // namespace commbound::sim

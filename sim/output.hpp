@@ -1,0 +1,21 @@
+// Output: where results go. Files are written whole or not at all (a temporary beside the target,
+// renamed into place), and an existing file is never replaced unless the user said --force.
+#pragma once
+
+#include "network/expected.hpp"
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace commbound::sim {
+
+// Writes `write`'s output to `path` ("-" or empty: standard output).
+Status write_output(const std::string& path, bool force, const std::function<void(std::ostream&)>& write);
+
+// Parses sizes: "1024", "64K", "16M", "1G" (binary multiples, as nccl-tests), comma lists, and
+// "A:B" for A, 2A, 4A, ... up to B. Suffixes only when `allow_suffix` (sizes, not node counts).
+Expected<std::vector<double>> parse_list(const std::string& flag, const std::string& text, bool allow_suffix);
+
+}  // namespace commbound::sim

@@ -1,0 +1,184 @@
+#include "sim/presets.hpp"
+
+#include "sim/table_reader.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <fstream>
+
+namespace commbound::sim {
+namespace {
+
+constexpr double kBytesPerGB = 1e9;
+constexpr double kSecondsPerUs = 1e-6;
+
+// The named sub-table of a preset file, or an error listing the names it has.
+Expected<const toml::table*> preset_table(const toml::table& file, const std::filesystem::path& path,
+                                          const std::string& name, const std::string& what) {
+  const toml::node* node = file.get(name);
+  if (node != nullptr && node->is_table()) return node->as_table();
+  std::string names;
+  for (const auto& [key, value] : file) {
+    if (value.is_table()) names += (names.empty() ? "" : ", ") + std::string(key.str());
+  }
+  return Error{path.string() + ": no " + what + " named \"" + name + "\" (known: " + names + ")"};
+}
+
+}  // namespace
+
+std::filesystem::path default_calibration_dir() {
+  std::array<char, 4096> buf{};
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return "calibration";
+  return std::filesystem::path(std::string(buf.data(), static_cast<std::size_t>(n))).parent_path().parent_path() /
+         "share" / "commbound" / "calibration";
+}
+
+Expected<toml::table> parse_toml_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return Error{path.string() + ": cannot be read"};
+  try {
+    return toml::parse(in, path.string());
+  } catch (const toml::parse_error& e) {
+    return Error{path.string() + ":" + std::to_string(e.source().begin.line) + ": invalid TOML: " +
+                 std::string(e.description())};
+  }
+}
+
+Expected<network::LinkTech> Presets::link(const std::string& name) const {
+  const auto path = dir_ / "links.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  auto table = preset_table(*file, path, name, "link technology");
+  if (!table) return table.error();
+  TableReader r(**table, name);
+  network::LinkTech t;
+  t.name = name;
+  r.string("description", "");
+  t.bw_bytes_per_s = r.required_number("bandwidth_GBps", 1e-3, 1e6) * kBytesPerGB;
+  t.efficiency = r.required_number("efficiency", 0.01, 1.0);
+  t.latency_s = r.required_number("latency_us", 0.0, 1e6) * kSecondsPerUs;
+  if (Status s = r.finish(); !s) return s.error();
+  return t;
+}
+
+Expected<network::NodeType> Presets::node(const std::string& name) const {
+  const auto path = dir_ / "nodes.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  auto table = preset_table(*file, path, name, "node type");
+  if (!table) return table.error();
+  TableReader r(**table, name);
+  network::NodeType n;
+  n.name = name;
+  r.string("description", "");
+  n.gpu = r.required_string("gpu");
+  n.gpus = static_cast<int>(r.integer("gpus", 8, 1, 1024));
+  n.nics = static_cast<int>(r.integer("nics", 8, 1, 1024));
+  const std::string nvlink = r.required_string("nvlink");
+  const std::string pcie = r.required_string("pcie");
+  n.sm_arch = static_cast<int>(r.integer("sm_arch", 90, 60, 200));
+  n.nvls = r.boolean("nvls", false);
+  n.nccl_channels = static_cast<int>(r.integer("nccl_channels", 16, 1, 64));
+  const std::string cpu = r.choice("host_cpu", "intel", {"intel", "amd", "other"});
+  n.host_cpu = cpu == "intel" ? network::HostCpu::intel : (cpu == "amd" ? network::HostCpu::amd : network::HostCpu::other);
+  if (!r.failed() && n.gpus % n.nics != 0) r.fail("nics", "GPUs per node (" + std::to_string(n.gpus) + ") must be a multiple of NICs");
+  if (Status s = r.finish(); !s) return s.error();
+  auto nv = link(nvlink);
+  if (!nv) return nv.error();
+  auto pc = link(pcie);
+  if (!pc) return pc.error();
+  n.nvlink = *nv;
+  n.pcie = *pc;
+  return n;
+}
+
+Expected<network::NcclConstants> Presets::nccl(const std::string& release) const {
+  const auto path = dir_ / "nccl" / ("nccl-" + release + ".toml");
+  if (!std::filesystem::exists(path)) {
+    std::string have;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ / "nccl")) have += " " + e.path().filename().string();
+    return Error{path.string() + ": no constants for NCCL release \"" + release + "\" (have:" + have + ")"};
+  }
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  network::NcclConstants c;
+  TableReader top(*file, "");
+  c.release = top.required_string("release");
+  const toml::table empty;
+  auto sub = [&](const std::string& key) -> const toml::table& {
+    const toml::table* t = top.table(key);
+    if (t == nullptr && !top.failed()) top.fail(key, "missing table [" + key + "]");
+    return t != nullptr ? *t : empty;
+  };
+  auto us3 = [&](TableReader& r, const std::string& key) {
+    auto v = r.numbers(key, 3, 0, 1e6);
+    return std::array<double, 3>{v[0] * kSecondsPerUs, v[1] * kSecondsPerUs, v[2] * kSecondsPerUs};
+  };
+  auto gbps3 = [&](TableReader& r, const std::string& key) {
+    auto v = r.numbers(key, 3, 0, 1e6);
+    return std::array<double, 3>{v[0] * kBytesPerGB, v[1] * kBytesPerGB, v[2] * kBytesPerGB};
+  };
+  const char* algos[] = {"ring", "tree", "nvls"};
+  const char* hops[] = {"nvlink", "pci", "net"};
+  {
+    TableReader r(sub("base_latency_us"), "base_latency_us");
+    for (int a = 0; a < network::kAlgorithms; ++a) c.base_latency_s[a] = us3(r, algos[a]);
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  {
+    TableReader r(sub("hop_latency_us"), "hop_latency_us");
+    for (int a = 0; a < network::kAlgorithms; ++a) {
+      for (int h = 0; h < network::kHopClasses; ++h) c.hop_latency_s[a][h] = us3(r, std::string(algos[a]) + "_" + hops[h]);
+    }
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  {
+    TableReader r(sub("net_overhead"), "net_overhead");
+    c.net_overhead_intel_s = r.required_number("intel_us", 0, 1e3) * kSecondsPerUs;
+    c.net_overhead_amd_s = r.required_number("amd_us", 0, 1e3) * kSecondsPerUs;
+    c.simple_net_overhead_factor = r.required_number("simple_factor", 0, 100);
+    c.ring_simple_allreduce_latency_factor = r.required_number("ring_simple_allreduce_latency_factor", 0, 100);
+    c.ring_simple_allreduce_latency_factor_pre_sm80 =
+        r.required_number("ring_simple_allreduce_latency_factor_pre_sm80", 0, 100);
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  {
+    TableReader r(sub("protocol"), "protocol");
+    auto eff = r.numbers("data_efficiency", 3, 0.01, 1.0);
+    auto step = r.numbers("step_bytes", 3, 1, 1e12);
+    for (int p = 0; p < 3; ++p) {
+      c.data_efficiency[p] = eff[p];
+      c.step_bytes[p] = step[p];
+    }
+    c.tree_ll_divisor = r.required_number("tree_ll_divisor", 1, 100);
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  {
+    TableReader caps(sub("caps"), "caps");
+    for (auto [name, arch] : {std::pair{"ampere", &c.ampere}, std::pair{"hopper", &c.hopper}}) {
+      const toml::table* t = caps.table(name);
+      if (t == nullptr) {
+        caps.fail(name, "missing table [caps." + std::string(name) + "]");
+        break;
+      }
+      TableReader r(*t, std::string("caps.") + name);
+      arch->tree_simple_bytes_per_s = gbps3(r, "tree_simple_GBps");
+      arch->tree_ll128_bytes_per_s = gbps3(r, "tree_ll128_GBps");
+      arch->ring_ll128_bytes_per_s = r.required_number("ring_ll128_GBps", 0, 1e6) * kBytesPerGB;
+      arch->ll_max_bytes_per_s = r.required_number("ll_max_GBps", 0, 1e6) * kBytesPerGB;
+      if (Status s = r.finish(); !s) return s.error();
+    }
+    if (Status s = caps.finish(); !s) return s.error();
+  }
+  {
+    TableReader r(sub("nvls"), "nvls");
+    c.nvls_efficiency = r.required_number("efficiency", 0.01, 1);
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  if (Status s = top.finish(); !s) return s.error();
+  return c;
+}
+
+}  // namespace commbound::sim

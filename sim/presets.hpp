@@ -1,0 +1,37 @@
+// Presets: the named hardware and NCCL data under calibration/ (links.toml, nodes.toml,
+// nccl/nccl-<release>.toml), read into the network's SI structs. Errors name the preset file,
+// line, key and value.
+#pragma once
+
+#include "network/cluster_spec.hpp"
+#include "network/expected.hpp"
+#include "network/nccl_constants.hpp"
+
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <string>
+
+namespace commbound::sim {
+
+// Where the shipped calibration data lives: <dir of the executable>/../share/commbound/calibration
+// (the build tree and an install share this layout).
+std::filesystem::path default_calibration_dir();
+
+class Presets {
+public:
+  explicit Presets(std::filesystem::path calibration_dir) : dir_(std::move(calibration_dir)) {}
+  const std::filesystem::path& dir() const { return dir_; }
+
+  Expected<network::LinkTech> link(const std::string& name) const;
+  Expected<network::NodeType> node(const std::string& name) const;
+  Expected<network::NcclConstants> nccl(const std::string& release) const;
+
+private:
+  std::filesystem::path dir_;
+};
+
+// Parses a TOML file; the error names the file and line.
+Expected<toml::table> parse_toml_file(const std::filesystem::path& path);
+
+}  // namespace commbound::sim

@@ -1,0 +1,137 @@
+#include "sim/scenario.hpp"
+
+#include "sim/table_reader.hpp"
+
+#include <sstream>
+
+namespace commbound::sim {
+namespace {
+
+constexpr double kSecondsPerUs = 1e-6;
+
+// Applies one --set override to the parsed document. Values parse as TOML ("4", "1.5", "true",
+// "\"x\"", "[1, 2]"); anything else is taken as a bare string (so --set fabric.link=ib-hdr works).
+Status apply_override(toml::table& doc, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Error{"--set " + assignment + ": expected key=value with a dotted key, e.g. --set cluster.nodes=4"};
+  }
+  const std::string key = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  const std::string origin = "--set " + assignment;
+  toml::table parsed;
+  try {
+    parsed = toml::parse("v = " + value, origin);
+  } catch (const toml::parse_error&) {
+    std::string quoted = "\"";
+    for (char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    try {
+      parsed = toml::parse("v = " + quoted + "\"", origin);
+    } catch (const toml::parse_error&) {
+      return Error{origin + ": the value is neither TOML nor a plain string"};
+    }
+  }
+  toml::table* at = &doc;
+  std::string part;
+  std::istringstream parts(key);
+  std::vector<std::string> path;
+  while (std::getline(parts, part, '.')) {
+    if (part.empty()) return Error{origin + ": empty part in dotted key \"" + key + "\""};
+    path.push_back(part);
+  }
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    toml::node* next = at->get(path[i]);
+    if (next == nullptr) {
+      at->insert(path[i], toml::table{});
+      next = at->get(path[i]);
+    }
+    if (!next->is_table()) return Error{origin + ": \"" + path[i] + "\" is not a table"};
+    at = next->as_table();
+  }
+  toml::node* v = parsed.get("v");
+  at->insert_or_assign(path.back(), *v);
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                                 const Presets& presets) {
+  auto parsed = parse_toml_file(path);
+  if (!parsed) return parsed.error();
+  toml::table doc = std::move(*parsed);
+  for (const auto& o : overrides) {
+    if (Status s = apply_override(doc, o); !s) return s.error();
+  }
+  Scenario sc;
+  sc.path = path;
+  TableReader top(doc, "");
+  sc.description = top.string("description", "");
+  const toml::table empty;
+  const toml::table* cluster_t = top.table("cluster");
+  const toml::table* fabric_t = top.table("fabric");
+  const toml::table* nccl_t = top.table("nccl");
+  if (!top.failed() && cluster_t == nullptr) top.fail("cluster", "missing table [cluster]");
+  if (Status s = top.finish(); !s) return s.error();
+
+  // [cluster]
+  TableReader cluster(*cluster_t, "cluster");
+  const std::string node_name = cluster.required_string("node_type");
+  sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
+  if (Status s = cluster.finish(); !s) return s.error();
+  auto node = presets.node(node_name);
+  if (!node) return Error{where(*cluster_t->get("node_type")) + ": cluster.node_type = \"" + node_name + "\": " +
+                          node.error().message};
+  sc.cluster.node = *node;
+
+  // [fabric]
+  TableReader fabric(fabric_t != nullptr ? *fabric_t : empty, "fabric");
+  network::FabricSpec& f = sc.cluster.fabric;
+  const std::string topo = fabric.choice("topology", "fat-tree", {"single-switch", "fat-tree", "rail-optimized"});
+  f.topology = topo == "single-switch" ? network::Topology::single_switch
+               : topo == "fat-tree"    ? network::Topology::fat_tree
+                                       : network::Topology::rail_optimized;
+  const std::string link_name = fabric.string("link", "ib-ndr");
+  f.routing = fabric.choice("routing", "adaptive", {"adaptive", "ecmp"}) == "ecmp" ? network::Routing::ecmp
+                                                                                  : network::Routing::adaptive;
+  f.oversubscription = fabric.number("oversubscription", 1.0, 1.0, 64.0);
+  f.switch_radix = static_cast<int>(fabric.integer("switch_radix", 64, 4, 1024));
+  f.levels = static_cast<int>(fabric.integer("levels", 0, 0, 3));
+  f.ecmp_seed = static_cast<unsigned>(fabric.integer("ecmp_seed", 0, 0, 1L << 31));
+  const bool latency_given = fabric.has("switch_latency_us");
+  const double switch_latency_us = fabric.number("switch_latency_us", 0, 0, 1e3);
+  if (fabric_t != nullptr && fabric_t->contains("levels") && f.levels == 1) {
+    fabric.fail("levels", "use topology = \"single-switch\" for one switch; levels is 2 or 3 (0 = automatic)");
+  }
+  if (Status s = fabric.finish(); !s) return s.error();
+  auto link = presets.link(link_name);
+  if (!link) {
+    const toml::node* n = fabric_t != nullptr ? fabric_t->get("link") : nullptr;
+    return Error{(n != nullptr ? where(*n) : path) + ": fabric.link = \"" + link_name + "\": " + link.error().message};
+  }
+  f.link = *link;
+  f.switch_latency_s = latency_given ? switch_latency_us * kSecondsPerUs : link->latency_s;
+
+  // [nccl]
+  TableReader nccl(nccl_t != nullptr ? *nccl_t : empty, "nccl");
+  const std::string release = nccl.string("release", "2.30.7");
+  const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls"});
+  const std::string proto = nccl.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
+  const std::string fid = nccl.choice("fidelity", "fluid", {"fluid", "step"});
+  if (nccl.has("channels")) {
+    sc.cluster.node.nccl_channels = static_cast<int>(nccl.integer("channels", 16, 1, 64));
+  }
+  if (Status s = nccl.finish(); !s) return s.error();
+  if (algo != "auto") sc.nccl_options.algorithm = network::parse_algorithm(algo);
+  if (proto != "auto") sc.nccl_options.protocol = network::parse_protocol(proto);
+  sc.nccl_options.fidelity = *network::parse_fidelity(fid);
+  auto constants = presets.nccl(release);
+  if (!constants) return constants.error();
+  sc.nccl = *constants;
+  return sc;
+}
+
+}  // namespace commbound::sim

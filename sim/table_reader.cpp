@@ -1,0 +1,190 @@
+#include "sim/table_reader.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace commbound::sim {
+namespace {
+
+std::string show(const toml::node& node) {
+  std::ostringstream out;
+  if (node.is_string()) {
+    out << '"' << node.value_or<std::string>("") << '"';
+  } else if (node.is_table()) {
+    out << "(a table)";
+  } else if (node.is_array()) {
+    out << *node.as_array();
+  } else {
+    node.visit([&](auto&& v) { out << v; });
+  }
+  return out.str();
+}
+
+std::string type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    default: return "a date or time";
+  }
+}
+
+std::string fmt(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+std::string where(const toml::node& node) {
+  const auto& src = node.source();
+  const std::string path = src.path ? *src.path : std::string("<input>");
+  if (path.rfind("--set", 0) == 0) return path;
+  return path + ":" + std::to_string(src.begin.line);
+}
+
+TableReader::TableReader(const toml::table& table, std::string prefix) : table_(table), prefix_(std::move(prefix)) {}
+
+void TableReader::fail_at(const toml::node* node, const std::string& key, const std::string& reason) {
+  if (error_) return;
+  if (node != nullptr) {
+    error_ = Error{where(*node) + ": " + dotted(key) + " = " + show(*node) + ": " + reason};
+  } else {
+    error_ = Error{where(table_) + ": [" + prefix_ + "] " + dotted(key) + ": " + reason};
+  }
+}
+
+void TableReader::fail(const std::string& key, const std::string& reason) { fail_at(table_.get(key), key, reason); }
+
+const toml::node* TableReader::get(const std::string& key, bool required) {
+  read_.insert(key);
+  const toml::node* node = table_.get(key);
+  if (node == nullptr && required) fail_at(nullptr, key, "missing (required)");
+  return node;
+}
+
+std::string TableReader::string(const std::string& key, const std::string& fallback) {
+  const toml::node* node = get(key, false);
+  if (node == nullptr) return fallback;
+  if (!node->is_string()) {
+    fail_at(node, key, "expected a string, got " + type_name(*node));
+    return fallback;
+  }
+  return node->value_or<std::string>("");
+}
+
+std::string TableReader::required_string(const std::string& key) {
+  if (get(key, true) == nullptr) return "";
+  return string(key, "");
+}
+
+std::string TableReader::choice(const std::string& key, const std::string& fallback,
+                                const std::vector<std::string>& allowed) {
+  std::string v = string(key, fallback);
+  for (const auto& a : allowed) {
+    if (v == a) return v;
+  }
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  fail(key, "must be one of: " + list);
+  return fallback;
+}
+
+double TableReader::number(const std::string& key, double fallback, double min, double max) {
+  const toml::node* node = get(key, false);
+  if (node == nullptr) return fallback;
+  if (!node->is_number()) {
+    fail_at(node, key, "expected a number, got " + type_name(*node));
+    return fallback;
+  }
+  const double v = node->value_or<double>(0.0);
+  if (!std::isfinite(v) || v < min || v > max) {
+    fail_at(node, key, "must be between " + fmt(min) + " and " + fmt(max));
+    return fallback;
+  }
+  return v;
+}
+
+double TableReader::required_number(const std::string& key, double min, double max) {
+  if (get(key, true) == nullptr) return 0;
+  return number(key, 0, min, max);
+}
+
+long TableReader::integer(const std::string& key, long fallback, long min, long max) {
+  const toml::node* node = get(key, false);
+  if (node == nullptr) return fallback;
+  if (!node->is_integer()) {
+    fail_at(node, key, "expected an integer, got " + type_name(*node));
+    return fallback;
+  }
+  const long v = static_cast<long>(node->value_or<int64_t>(0));
+  if (v < min || v > max) {
+    fail_at(node, key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    return fallback;
+  }
+  return v;
+}
+
+bool TableReader::boolean(const std::string& key, bool fallback) {
+  const toml::node* node = get(key, false);
+  if (node == nullptr) return fallback;
+  if (!node->is_boolean()) {
+    fail_at(node, key, "expected true or false, got " + type_name(*node));
+    return fallback;
+  }
+  return node->value_or<bool>(false);
+}
+
+std::vector<double> TableReader::numbers(const std::string& key, std::size_t count, double min, double max) {
+  std::vector<double> out(count, 0.0);
+  const toml::node* node = get(key, true);
+  if (node == nullptr) return out;
+  const toml::array* arr = node->as_array();
+  if (arr == nullptr || arr->size() != count) {
+    fail_at(node, key, "expected an array of " + std::to_string(count) + " numbers");
+    return out;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const toml::node& e = *arr->get(i);
+    const double v = e.value_or<double>(NAN);
+    if (!e.is_number() || !(v >= min && v <= max)) {
+      fail_at(node, key, "element " + std::to_string(i) + " must be a number between " + fmt(min) + " and " + fmt(max));
+      return out;
+    }
+    out[i] = v;
+  }
+  return out;
+}
+
+const toml::table* TableReader::table(const std::string& key) {
+  const toml::node* node = get(key, false);
+  if (node == nullptr) return nullptr;
+  if (!node->is_table()) {
+    fail_at(node, key, "expected a table, got " + type_name(*node));
+    return nullptr;
+  }
+  return node->as_table();
+}
+
+Status TableReader::finish() {
+  if (!error_) {
+    for (const auto& [key, node] : table_) {
+      const std::string k(key.str());
+      if (!read_.count(k)) {
+        std::string known;
+        for (const auto& r : read_) known += (known.empty() ? "" : ", ") + r;
+        error_ = Error{where(node) + ": " + dotted(k) + " = " + show(node) + ": unknown key" +
+                       (prefix_.empty() ? "" : " in [" + prefix_ + "]") + " (known: " + known + ")"};
+        break;
+      }
+    }
+  }
+  if (error_) return *error_;
+  return Ok{};
+}
+
+}  // namespace commbound::sim

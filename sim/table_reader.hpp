@@ -1,0 +1,61 @@
+// TableReader: typed, validated reads of one TOML table, with errors that name the file, the line,
+// the dotted key and the offending value. Every key a table holds must be read: finish() reports
+// the first unknown key, so a typo never silently keeps a default (STYLE.md rule 12).
+//
+// The first error wins; later reads return their fallback and are ignored. Typical use:
+//   TableReader r(table, "cluster");
+//   int nodes = r.integer("nodes", 1, 1, 1 << 20);
+//   if (Status s = r.finish(); !s) return s.error();
+#pragma once
+
+#include "network/expected.hpp"
+
+#include <toml++/toml.h>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace commbound::sim {
+
+// "file:line" of a TOML node; for values given on the command line, the "--set key=value" itself.
+std::string where(const toml::node& node);
+
+class TableReader {
+public:
+  // `table` must outlive the reader; `prefix` is the table's dotted path ("" at the top level).
+  TableReader(const toml::table& table, std::string prefix);
+
+  bool has(const std::string& key) const { return table_.contains(key); }
+  std::string string(const std::string& key, const std::string& fallback);
+  std::string required_string(const std::string& key);
+  // A string that must be one of `allowed`.
+  std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
+  double number(const std::string& key, double fallback, double min, double max);
+  double required_number(const std::string& key, double min, double max);
+  long integer(const std::string& key, long fallback, long min, long max);
+  bool boolean(const std::string& key, bool fallback);
+  // A fixed-length array of numbers, each within [min, max].
+  std::vector<double> numbers(const std::string& key, std::size_t count, double min, double max);
+  // A sub-table (absent: an empty one); `read` marks it as consumed.
+  const toml::table* table(const std::string& key);
+
+  // Records an error about `key` (for checks that span several keys).
+  void fail(const std::string& key, const std::string& reason);
+  bool failed() const { return error_.has_value(); }
+  // The first error, or the first key nobody read.
+  Status finish();
+  std::string dotted(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+
+private:
+  const toml::node* get(const std::string& key, bool required);
+  void fail_at(const toml::node* node, const std::string& key, const std::string& reason);
+
+  const toml::table& table_;
+  std::string prefix_;
+  std::set<std::string> read_;
+  std::optional<Error> error_;
+};
+
+}  // namespace commbound::sim
