@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <deque>
+#include <limits>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -30,27 +30,44 @@ double route_latency(sg4::Host* src, sg4::Host* dst) {
   return latency_s;
 }
 
-sg4::CommPtr send(sg4::Mailbox* to, double bytes, double rate_cap) {
+sg4::CommPtr start_send(sg4::Mailbox* to, double bytes, double rate_cap) {
   sg4::CommPtr c = to->put_init(&token, static_cast<uint64_t>(std::llround(bytes)));
   if (rate_cap > 0) c->set_rate(rate_cap);
   c->start();
   return c;
 }
 
-// Sends still in flight; completed ones are dropped (a running comm's last CommPtr must not be).
-class PendingSends {
+// Receives the next message of `in` and returns when its data arrived (it may have arrived, on an
+// eager mailbox, while this actor was busy).
+double receive(sg4::Mailbox* in) {
+  int* payload = nullptr;
+  sg4::CommPtr c = in->get_async<int>(&payload);
+  c->wait();
+  return c->get_finish_time();
+}
+
+// Waits until `ready_s` + `latency_s`: a message's protocol latency is paid per message, not per
+// actor, so latencies of consecutive steps overlap (pipelined), as in NCCL's cost model.
+void wait_latency(double ready_s, double latency_s) {
+  const double at = ready_s + latency_s;
+  if (at > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(at);
+}
+
+// The sends of one edge, one after another: a message starts once the previous one on the same
+// edge has been delivered (the link serialises them; latencies still overlap, see wait_latency).
+class SendPipe {
 public:
-  void add(sg4::CommPtr c) {
-    while (!q_.empty() && q_.front()->test()) q_.pop_front();
-    q_.push_back(std::move(c));
+  void send(sg4::Mailbox* to, double bytes, double rate_cap) {
+    if (last_) last_->wait();
+    last_ = start_send(to, bytes, rate_cap);
   }
-  void wait_all() {
-    for (auto& c : q_) c->wait();
-    q_.clear();
+  void drain() {
+    if (last_) last_->wait();
+    last_ = nullptr;
   }
 
 private:
-  std::deque<sg4::CommPtr> q_;
+  sg4::CommPtr last_;
 };
 
 // A set of channels following one path, merged: `channels` NCCL channels' worth of traffic.
@@ -178,6 +195,81 @@ std::vector<TreeGroup> build_trees(const Platform& p, const std::vector<int>& ra
   return out;
 }
 
+// A channel group's edges progress together: a ring or a pipelined tree moves every edge's data at
+// the pace of its slowest edge. Computes, by progressive filling over the links of every edge's
+// route (a link crossed by k edges of a group carries k times the group's rate), the max-min fair
+// rate of each group, capped by `cap_bytes_per_s` (<= 0: none). The fluid flows then run in SimGrid
+// with these rates as caps, so other traffic still shares the links with them.
+std::vector<double> coupled_rates(const std::vector<std::vector<std::pair<sg4::Host*, sg4::Host*>>>& edges,
+                                  const std::vector<double>& cap_bytes_per_s) {
+  const std::size_t groups = edges.size();
+  std::unordered_map<sg4::Link*, int> index;
+  std::vector<double> capacity;
+  std::vector<std::vector<std::pair<int, int>>> users;  // per link: (group, edges of it crossing)
+  std::vector<sg4::Link*> route;
+  for (std::size_t g = 0; g < groups; ++g) {
+    for (const auto& [src, dst] : edges[g]) {
+      route.clear();
+      double latency_s = 0;
+      src->route_to(dst, route, &latency_s);
+      for (sg4::Link* l : route) {
+        if (l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE) continue;
+        auto [it, fresh] = index.try_emplace(l, static_cast<int>(capacity.size()));
+        if (fresh) {
+          capacity.push_back(l->get_bandwidth());
+          users.emplace_back();
+        }
+        auto& u = users[it->second];
+        if (!u.empty() && u.back().first == static_cast<int>(g)) {
+          ++u.back().second;
+        } else {
+          u.emplace_back(static_cast<int>(g), 1);
+        }
+      }
+    }
+  }
+  std::vector<double> rate(groups, 0);
+  std::vector<bool> frozen(groups, false);
+  std::vector<double> used(capacity.size(), 0);
+  std::size_t active = groups;
+  while (active > 0) {
+    double delta = std::numeric_limits<double>::infinity();
+    for (std::size_t g = 0; g < groups; ++g) {
+      if (!frozen[g] && cap_bytes_per_s[g] > 0) delta = std::min(delta, cap_bytes_per_s[g] - rate[g]);
+    }
+    std::vector<double> weight(capacity.size(), 0);
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+      for (auto [g, k] : users[l]) {
+        if (!frozen[g]) weight[l] += k;
+      }
+      if (weight[l] > 0) delta = std::min(delta, (capacity[l] - used[l]) / weight[l]);
+    }
+    if (!std::isfinite(delta)) break;  // no constraint left (cannot happen with real routes)
+    for (std::size_t g = 0; g < groups; ++g) {
+      if (!frozen[g]) rate[g] += delta;
+    }
+    for (std::size_t l = 0; l < capacity.size(); ++l) used[l] += weight[l] * delta;
+    constexpr double kSaturated = 1e-9;  // relative slack below which a link or cap is full
+    for (std::size_t g = 0; g < groups; ++g) {
+      if (!frozen[g] && cap_bytes_per_s[g] > 0 && rate[g] >= cap_bytes_per_s[g] * (1 - kSaturated)) {
+        frozen[g] = true;
+        --active;
+      }
+    }
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+      if (weight[l] > 0 && used[l] >= capacity[l] * (1 - kSaturated)) {
+        for (auto [g, k] : users[l]) {
+          if (!frozen[g]) {
+            frozen[g] = true;
+            --active;
+          }
+        }
+      }
+    }
+  }
+  return rate;
+}
+
 // Runs flows all at once; returns the longest time any flow spent moving bytes (its route latency
 // excluded), i.e. the bandwidth part of a fluid collective.
 double run_fluid(const std::vector<Flow>& flows) {
@@ -208,7 +300,7 @@ double run_fluid(const std::vector<Flow>& flows) {
       std::vector<sg4::CommPtr> sends;
       std::vector<double> latency_s;
       for (const Flow* f : out[h]) {
-        sends.push_back(send(sg4::Mailbox::by_name("fluid." + f->dst->get_name()), f->wire_bytes, f->rate_cap));
+        sends.push_back(start_send(sg4::Mailbox::by_name("fluid." + f->dst->get_name()), f->wire_bytes, f->rate_cap));
         latency_s.push_back(route_latency(f->src, f->dst));
       }
       sg4::Mailbox* in = sg4::Mailbox::by_name("fluid." + hosts[h]->get_name());
@@ -247,14 +339,15 @@ void run_ring_steps(const std::vector<RingGroup>& rings, int steps, const std::v
       sg4::ActorPtr a = sg4::Actor::init("ring", p.gpu(order[i]));
       in->set_receiver(a);  // eager: data flows as soon as it is sent, as into NCCL's FIFO slots
       a->start([in, to, bytes, cap, sleep_s, steps] {
-        PendingSends pending;
+        SendPipe pipe;
+        double ready_s = sg4::Engine::get_clock();
         for (int s = 0; s < steps; ++s) {
-          if (s > 0) in->get<int>();
-          if (sleep_s > 0) sg4::this_actor::sleep_for(sleep_s);
-          pending.add(send(to, bytes, cap));
+          if (s > 0) ready_s = receive(in);
+          wait_latency(ready_s, sleep_s);
+          pipe.send(to, bytes, cap);
         }
-        pending.wait_all();
-        in->get<int>();
+        pipe.drain();
+        receive(in);
         in->set_receiver(nullptr);
       });
       actors.push_back(a);
@@ -272,6 +365,7 @@ void run_tree_steps(const std::vector<TreeGroup>& trees, int chunks, const std::
   for (std::size_t g = 0; g < trees.size(); ++g) {
     const TreeGroup& t = trees[g];
     const int n = static_cast<int>(t.ranks.size());
+    // up[i]: rank i -> its parent (the root's goes to its own down actor); down[i]: parent -> rank i.
     std::vector<sg4::Mailbox*> up(n), down(n);
     for (int i = 0; i < n; ++i) {
       up[i] = sg4::Mailbox::by_name("tree.up." + std::to_string(g) + "." + std::to_string(i));
@@ -280,36 +374,42 @@ void run_tree_steps(const std::vector<TreeGroup>& trees, int chunks, const std::
     const double bytes = chunk_wire_bytes[g];
     const double cap = caps[g];
     for (int i = 0; i < n; ++i) {
-      const int nchildren = static_cast<int>(t.children[i].size());
-      sg4::Mailbox* to_parent = t.parent[i] < 0 ? down[i] : up[t.parent[i]];
-      const double up_bytes = t.parent[i] < 0 ? 0 : bytes;
-      const double up_sleep = up_sleep_s[g][i];
-      sg4::ActorPtr ua = sg4::Actor::init("tree.up", p.gpu(t.ranks[i]));
-      up[i]->set_receiver(ua);
-      ua->start([in = up[i], to_parent, up_bytes, cap, up_sleep, nchildren, chunks] {
-        PendingSends pending;
-        for (int k = 0; k < chunks; ++k) {
-          for (int c = 0; c < nchildren; ++c) in->get<int>();
-          if (up_sleep > 0) sg4::this_actor::sleep_for(up_sleep);
-          pending.add(send(to_parent, up_bytes, cap));
-        }
-        pending.wait_all();
-        in->set_receiver(nullptr);
-      });
+      std::vector<sg4::Mailbox*> from_children;
       std::vector<sg4::Mailbox*> to_children;
-      for (int c : t.children[i]) to_children.push_back(down[c]);
+      for (int c : t.children[i]) {
+        from_children.push_back(up[c]);
+        to_children.push_back(down[c]);
+      }
+      const bool root = t.parent[i] < 0;
+      sg4::Mailbox* to_parent = root ? down[i] : up[i];
+      const double up_bytes = root ? 0 : bytes;
+      const double up_sleep = up_sleep_s[g][i];
       const double down_sleep = down_sleep_s[g][i];
+      sg4::ActorPtr ua = sg4::Actor::init("tree.up", p.gpu(t.ranks[i]));
+      for (sg4::Mailbox* m : from_children) m->set_receiver(ua);
+      ua->start([from_children, to_parent, up_bytes, cap, up_sleep, chunks] {
+        SendPipe pipe;
+        const double start_s = sg4::Engine::get_clock();
+        for (int k = 0; k < chunks; ++k) {
+          double ready_s = start_s;  // a leaf holds all its chunks from the start
+          for (sg4::Mailbox* m : from_children) ready_s = std::max(ready_s, receive(m));
+          wait_latency(ready_s, up_sleep);
+          pipe.send(to_parent, up_bytes, cap);
+        }
+        pipe.drain();
+        for (sg4::Mailbox* m : from_children) m->set_receiver(nullptr);
+      });
       sg4::ActorPtr da = sg4::Actor::init("tree.down", p.gpu(t.ranks[i]));
       down[i]->set_receiver(da);
       da->start([in = down[i], to_children, bytes, cap, down_sleep, chunks] {
-        PendingSends pending;
+        std::vector<SendPipe> pipes(to_children.size());
         for (int k = 0; k < chunks; ++k) {
-          in->get<int>();
+          const double ready_s = receive(in);
           if (to_children.empty()) continue;
-          if (down_sleep > 0) sg4::this_actor::sleep_for(down_sleep);
-          for (sg4::Mailbox* c : to_children) pending.add(send(c, bytes, cap));
+          wait_latency(ready_s, down_sleep);
+          for (std::size_t c = 0; c < to_children.size(); ++c) pipes[c].send(to_children[c], bytes, cap);
         }
-        pending.wait_all();
+        for (auto& pipe : pipes) pipe.drain();
         in->set_receiver(nullptr);
       });
       actors.push_back(ua);
@@ -331,6 +431,32 @@ double ring_critical_latency(const std::vector<double>& alpha_s, int steps) {
   double best = 0;
   for (int j = 0; j < n; ++j) best = std::max(best, laps * total + prefix[j + rest] - prefix[j]);
   return best;
+}
+
+// The latest arrival of a chunk at any rank of tree `t` after it left the leaves: up to the root
+// (a rank forwards once all its children delivered), then down. A hop costs its latency plus
+// `chunk_s`. up_s[i]: latency of rank i's hop to its parent; down_s[i][k]: of rank i's hop to its
+// k-th child.
+double tree_path_s(const TreeGroup& t, const std::vector<double>& up_s, const std::vector<std::vector<double>>& down_s,
+                   double chunk_s) {
+  const int n = static_cast<int>(t.ranks.size());
+  std::vector<int> order = {t.root};  // parents before children
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    for (int c : t.children[order[k]]) order.push_back(c);
+  }
+  std::vector<double> arrive(n, 0);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (t.parent[*it] >= 0) arrive[t.parent[*it]] = std::max(arrive[t.parent[*it]], arrive[*it] + up_s[*it] + chunk_s);
+  }
+  double last = arrive[t.root];
+  for (int i : order) {
+    for (std::size_t k = 0; k < t.children[i].size(); ++k) {
+      const int c = t.children[i][k];
+      arrive[c] = arrive[i] + down_s[i][k] + chunk_s;
+      last = std::max(last, arrive[c]);
+    }
+  }
+  return last;
 }
 
 }  // namespace
@@ -387,6 +513,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   result.fidelity = fidelity;
   double latency_s = 0;
   double bw_s = 0;
+  double fluid_total_s = -1;  // the fluid schedule's length, where it is not bandwidth + latency
 
   auto proto_hop_s = [&](int src, int dst) {
     const HopClass hc = platform_.hop_class(src, dst);
@@ -427,113 +554,107 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     double per_channel_cap = -1;  // payload bytes/s
     if (proto == Protocol::ll128) per_channel_cap = caps.ring_ll128_bytes_per_s;
     if (proto == Protocol::ll && shape.nodes == 1) per_channel_cap = caps.ll_max_bytes_per_s / nch;
-    std::vector<double> chunk(rings.size()), cap(rings.size());
-    std::vector<std::vector<double>> sleep(rings.size());
-    for (std::size_t g = 0; g < rings.size(); ++g) {
+    const std::size_t groups = rings.size();
+    std::vector<double> chunk(groups), cap(groups);
+    std::vector<std::vector<double>> sleep(groups);
+    std::vector<std::vector<std::pair<sg4::Host*, sg4::Host*>>> edges(groups);
+    for (std::size_t g = 0; g < groups; ++g) {
       const auto& order = rings[g].order;
       chunk[g] = call.size_bytes / n / nch * rings[g].channels / efficiency;
       cap[g] = per_channel_cap > 0 ? per_channel_cap * rings[g].channels / efficiency : -1;
       std::vector<double> alpha(n);
       for (int i = 0; i < n; ++i) {
-        const int src = order[i];
-        const int dst = order[(i + 1) % n];
-        sleep[g].push_back(proto_hop_s(src, dst));
-        alpha[i] = sleep[g][i] + route_latency(platform_.gpu(src), platform_.gpu(dst));
+        sg4::Host* src = platform_.gpu(order[i]);
+        sg4::Host* dst = platform_.gpu(order[(i + 1) % n]);
+        edges[g].emplace_back(src, dst);
+        sleep[g].push_back(proto_hop_s(order[i], order[(i + 1) % n]));
+        alpha[i] = sleep[g][i] + route_latency(src, dst);
       }
       latency_s = std::max(latency_s, ring_critical_latency(alpha, steps));
     }
     latency_s += base_s;
+    const std::vector<double> rate = coupled_rates(edges, cap);
     sg4::this_actor::sleep_for(base_s);
     if (fidelity == Fidelity::step) {
-      run_ring_steps(rings, steps, chunk, cap, sleep, platform_);
-      result.flows = static_cast<long>(rings.size()) * n * steps;
+      run_ring_steps(rings, steps, chunk, rate, sleep, platform_);
+      result.flows = static_cast<long>(groups) * n * steps;
     } else {
       std::vector<Flow> flows;
-      for (std::size_t g = 0; g < rings.size(); ++g) {
-        const auto& order = rings[g].order;
-        for (int i = 0; i < n; ++i) {
-          flows.push_back({platform_.gpu(order[i]), platform_.gpu(order[(i + 1) % n]), chunk[g] * steps, cap[g]});
-        }
+      for (std::size_t g = 0; g < groups; ++g) {
+        for (const auto& [src, dst] : edges[g]) flows.push_back({src, dst, chunk[g] * steps, rate[g]});
       }
       bw_s = run_fluid(flows);
       result.flows = static_cast<long>(flows.size());
+      // Every step's message waits for its data and for the previous message on its edge, so the
+      // schedule's longest path is the bandwidth time plus the latency chain (see run_ring_steps).
+      fluid_total_s = bw_s + latency_s;
     }
   } else {  // tree
     const auto trees = build_trees(platform_, call.ranks);
     double per_channel_cap = caps.tree_simple_bytes_per_s[regime];
     if (proto == Protocol::ll128) per_channel_cap = caps.tree_ll128_bytes_per_s[regime];
     if (proto == Protocol::ll) per_channel_cap = caps.tree_simple_bytes_per_s[regime] / nccl_.tree_ll_divisor;
-    const double step_bytes = nccl_.step_bytes[int(proto)];
-    const int chunks = std::max(1, static_cast<int>(std::ceil(call.size_bytes / nch / step_bytes)));
-    std::vector<double> chunk(trees.size()), cap(trees.size());
-    std::vector<std::vector<double>> up_sleep(trees.size()), down_sleep(trees.size());
-    int max_hops = 0;
-    for (std::size_t g = 0; g < trees.size(); ++g) {
+    const int chunks = std::max(1, static_cast<int>(std::ceil(call.size_bytes / nch / nccl_.step_bytes[int(proto)])));
+    const std::size_t groups = trees.size();
+    std::vector<double> chunk(groups), cap(groups);
+    std::vector<std::vector<double>> up_sleep(groups), down_sleep(groups);
+    std::vector<std::vector<double>> up_alpha(groups);
+    std::vector<std::vector<std::vector<double>>> down_alpha(groups);
+    std::vector<std::vector<std::pair<sg4::Host*, sg4::Host*>>> edges(groups);
+    for (std::size_t g = 0; g < groups; ++g) {
       const TreeGroup& t = trees[g];
       const int n = static_cast<int>(t.ranks.size());
       chunk[g] = call.size_bytes / nch / chunks * t.channels / efficiency;
       cap[g] = per_channel_cap * t.channels / efficiency;
       up_sleep[g].assign(n, 0);
       down_sleep[g].assign(n, 0);
+      up_alpha[g].assign(n, 0);
+      down_alpha[g].resize(n);
       for (int i = 0; i < n; ++i) {
-        if (t.parent[i] >= 0) up_sleep[g][i] = proto_hop_s(t.ranks[i], t.ranks[t.parent[i]]);
         for (int c : t.children[i]) down_sleep[g][i] = std::max(down_sleep[g][i], proto_hop_s(t.ranks[i], t.ranks[c]));
       }
-      // Critical path: arrival of a chunk at each rank going up (children before parents), then down.
-      std::vector<int> topo = {t.root};
-      for (std::size_t k = 0; k < topo.size(); ++k) {
-        for (int c : t.children[topo[k]]) topo.push_back(c);
-      }
-      std::vector<double> arrive_up(n, 0);
-      std::vector<int> depth(n, 0);
-      for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-        const int i = *it;
-        if (t.parent[i] < 0) continue;
-        const double at = arrive_up[i] + up_sleep[g][i] + route_latency(platform_.gpu(t.ranks[i]), platform_.gpu(t.ranks[t.parent[i]]));
-        arrive_up[t.parent[i]] = std::max(arrive_up[t.parent[i]], at);
-      }
-      std::vector<double> arrive_down(n, 0);
-      arrive_down[t.root] = arrive_up[t.root];
-      for (int i : topo) {
-        for (int c : t.children[i]) {
-          depth[c] = depth[i] + 1;
-          max_hops = std::max(max_hops, depth[c]);
-          arrive_down[c] = arrive_down[i] + down_sleep[g][i] + route_latency(platform_.gpu(t.ranks[i]), platform_.gpu(t.ranks[c]));
+      for (int i = 0; i < n; ++i) {
+        sg4::Host* self = platform_.gpu(t.ranks[i]);
+        if (t.parent[i] >= 0) {
+          sg4::Host* parent = platform_.gpu(t.ranks[t.parent[i]]);
+          up_sleep[g][i] = proto_hop_s(t.ranks[i], t.ranks[t.parent[i]]);
+          up_alpha[g][i] = up_sleep[g][i] + route_latency(self, parent);
+          edges[g].emplace_back(self, parent);
+          edges[g].emplace_back(parent, self);
         }
+        for (int c : t.children[i]) down_alpha[g][i].push_back(down_sleep[g][i] + route_latency(self, platform_.gpu(t.ranks[c])));
       }
-      latency_s = std::max(latency_s, *std::max_element(arrive_down.begin(), arrive_down.end()));
+      latency_s = std::max(latency_s, tree_path_s(t, up_alpha[g], down_alpha[g], 0));
     }
     latency_s += base_s;
+    const std::vector<double> rate = coupled_rates(edges, cap);
     sg4::this_actor::sleep_for(base_s);
     if (fidelity == Fidelity::step) {
-      run_tree_steps(trees, chunks, chunk, cap, up_sleep, down_sleep, platform_);
-      long edges = 0;
-      for (const auto& t : trees) edges += static_cast<long>(t.ranks.size()) - 1;
-      result.flows = edges * 2 * chunks;
+      run_tree_steps(trees, chunks, chunk, rate, up_sleep, down_sleep, platform_);
+      long n_edges = 0;
+      for (const auto& e : edges) n_edges += static_cast<long>(e.size());
+      result.flows = n_edges * chunks;
     } else {
       std::vector<Flow> flows;
-      for (std::size_t g = 0; g < trees.size(); ++g) {
-        const TreeGroup& t = trees[g];
-        for (std::size_t i = 0; i < t.ranks.size(); ++i) {
-          if (t.parent[i] < 0) continue;
-          sg4::Host* child = platform_.gpu(t.ranks[i]);
-          sg4::Host* parent = platform_.gpu(t.ranks[t.parent[i]]);
-          flows.push_back({child, parent, chunk[g] * chunks, cap[g]});
-          flows.push_back({parent, child, chunk[g] * chunks, cap[g]});
-        }
+      for (std::size_t g = 0; g < groups; ++g) {
+        for (const auto& [src, dst] : edges[g]) flows.push_back({src, dst, chunk[g] * chunks, rate[g]});
       }
       bw_s = run_fluid(flows);
-      // Pipeline fill: the last chunk trails the first by (chunks - 1) chunk times, and the first
-      // needs one chunk time per hop up and down; fluid flows count `chunks` of them.
-      const int hops = 2 * max_hops;
-      latency_s += std::max(0, hops - 1) * bw_s / chunks;
       result.flows = static_cast<long>(flows.size());
+      // Chunks stream through the tree: the schedule's longest path is the slowest leaf-root-leaf
+      // path for the first chunk (latency plus one chunk time per hop), then chunks - 1 chunk times.
+      const double chunk_s = bw_s / chunks;
+      double path_s = 0;
+      for (std::size_t g = 0; g < groups; ++g) {
+        path_s = std::max(path_s, tree_path_s(trees[g], up_alpha[g], down_alpha[g], chunk_s));
+      }
+      fluid_total_s = base_s + path_s + (chunks - 1) * chunk_s;
     }
   }
 
   if (fidelity == Fidelity::fluid || call.op == CollectiveOp::send_recv || algo == Algorithm::nvls) {
     // Fluid: flows ran for bw_s (+ one route latency); finish the latency terms in simulated time.
-    const double total_s = bw_s + latency_s;
+    const double total_s = fluid_total_s >= 0 ? fluid_total_s : bw_s + latency_s;
     const double elapsed_s = sg4::Engine::get_clock() - start_s;
     if (total_s > elapsed_s) sg4::this_actor::sleep_for(total_s - elapsed_s);
     result.time_s = std::max(total_s, elapsed_s);

@@ -20,7 +20,9 @@ std::unique_ptr<sg4::Engine> start_engine() {
   static std::vector<std::string> args = {
       "commbound",
       "--cfg=network/model:CM02",          // pure max-min sharing, no TCP-derived factors
-      "--cfg=network/TCP-gamma:0",         // no per-flow window cap
+      // No per-flow TCP window cap. Not 0: SimGrid 3.32 then bounds a comm with latency by
+      // min(rate, 0) = "unbounded", dropping Comm::set_rate caps; a huge window keeps them.
+      "--cfg=network/TCP-gamma:1e30",
       "--cfg=network/crosstraffic:0",      // no reverse-direction ACK load (RDMA, NVLink)
       std::string("--cfg=contexts/stack-size:") + kStackSizeKiB,
       "--cfg=contexts/factory:raw",

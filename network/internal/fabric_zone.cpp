@@ -93,6 +93,7 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry)
     }
   }
   build_fabric();
+  loopback_ = make_fatpipe("loopback", 0);
   zone->seal();
 }
 
@@ -203,6 +204,7 @@ void FabricZone::walk_fabric(int src_nic, int dst_nic, Visit&& visit) const {
 template <class Visit>
 void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit) const {
   if (src_id == dst_id) {
+    visit(loopback_);  // SimGrid needs a non-empty route, even from a host to itself
     return;
   }
   const int gpus = spec_.node.gpus;

@@ -94,6 +94,7 @@ private:
   std::vector<Duplex> pcie_;     // per GPU: UP = GPU -> NIC
   std::vector<Duplex> nic_;      // per NIC: UP = NIC -> leaf switch
   std::vector<Hop> leaf_xbar_;   // per leaf: the switch traversal (latency only)
+  Hop loopback_{};                // a host's messages to itself
   std::vector<Hop> upper_xbar_;  // per upper level (1 or 2 entries): a traversal of that layer
   std::vector<Duplex> leaf_up_;  // ECMP: leaf x up_ports (to spine/agg j); adaptive: one bundle per leaf
   std::vector<Duplex> pod_up_;   // 3 levels. ECMP: pod x agg x core; adaptive: one bundle per pod

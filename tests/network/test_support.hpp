@@ -1,0 +1,38 @@
+// Helpers shared by the network tests: the shipped presets, loaded the way the CLI loads them.
+#pragma once
+
+#include "network/cluster_spec.hpp"
+#include "network/nccl_constants.hpp"
+#include "sim/presets.hpp"
+
+#include <gtest/gtest.h>
+
+namespace commbound::testing {
+
+// Tests run from the source tree (ctest's WORKING_DIRECTORY), so the shipped data is ./calibration.
+inline sim::Presets shipped_presets() { return sim::Presets("calibration"); }
+
+inline network::NcclConstants nccl_2_30_7() {
+  auto c = shipped_presets().nccl("2.30.7");
+  if (!c) ADD_FAILURE() << c.error().message;
+  return c ? *c : network::NcclConstants{};
+}
+
+// `nodes` DGX H100 nodes on an IB NDR fabric of the given shape.
+inline network::ClusterSpec dgx_h100(int nodes, network::Topology topology = network::Topology::rail_optimized,
+                                     network::Routing routing = network::Routing::adaptive) {
+  const sim::Presets presets = shipped_presets();
+  network::ClusterSpec spec;
+  auto node = presets.node("dgx-h100");
+  auto link = presets.link("ib-ndr");
+  if (!node || !link) ADD_FAILURE() << "presets missing";
+  spec.node = *node;
+  spec.nodes = nodes;
+  spec.fabric.topology = topology;
+  spec.fabric.routing = routing;
+  spec.fabric.link = *link;
+  spec.fabric.switch_latency_s = link->latency_s;
+  return spec;
+}
+
+}  // namespace commbound::testing
