@@ -118,17 +118,33 @@ std::vector<int> rotate_to_rail(const Platform& p, std::vector<int> node_ranks, 
   return node_ranks;
 }
 
+// Distinct rails the channels use: channel c uses rail c % nics; inside one node every rail's ring
+// is the same ring (the NVSwitch is symmetric), so one suffices.
 int rail_groups(const Platform& p, int nodes) {
   return nodes == 1 ? 1 : std::min(p.spec().node.nics, p.spec().node.nccl_channels);
 }
 
-std::vector<RingGroup> build_rings(const Platform& p, const std::vector<int>& ranks) {
+// Channel c follows group c % groups. Merged: one entry per group carrying its channels;
+// unmerged: one entry per channel (only to show in a test that merging changes nothing).
+struct GroupSlot {
+  int group;
+  double channels;
+};
+std::vector<GroupSlot> slots(int groups, int channels, bool merge) {
+  std::vector<GroupSlot> out;
+  for (int c = 0; c < (merge ? groups : channels); ++c) {
+    out.push_back({c % groups, merge ? channels_of(c, groups, channels) : 1.0});
+  }
+  return out;
+}
+
+std::vector<RingGroup> build_rings(const Platform& p, const std::vector<int>& ranks, bool merge) {
   const auto nodes = by_node(p, ranks);
   const int groups = rail_groups(p, static_cast<int>(nodes.size()));
   std::vector<RingGroup> rings;
-  for (int g = 0; g < groups; ++g) {
+  for (auto [g, channels] : slots(groups, p.spec().node.nccl_channels, merge)) {
     RingGroup ring;
-    ring.channels = channels_of(g, groups, p.spec().node.nccl_channels);
+    ring.channels = channels;
     for (const auto& n : nodes) {
       for (int r : rotate_to_rail(p, n, g)) ring.order.push_back(r);
     }
@@ -157,18 +173,17 @@ int dtree_parent(int n, int tree, int rank) {
   return up < 0 ? -1 : n - 1 - up;
 }
 
-std::vector<TreeGroup> build_trees(const Platform& p, const std::vector<int>& ranks) {
+std::vector<TreeGroup> build_trees(const Platform& p, const std::vector<int>& ranks, bool merge) {
   const auto nodes = by_node(p, ranks);
   const int n_nodes = static_cast<int>(nodes.size());
   const int rails = rail_groups(p, n_nodes);
   const int trees = n_nodes == 1 ? 1 : 2;
-  const int groups = rails * trees;
   std::vector<TreeGroup> out;
-  for (int g = 0; g < groups; ++g) {
+  for (auto [g, channels] : slots(rails * trees, p.spec().node.nccl_channels, merge)) {
     const int rail = g % rails;
     const int tree = g / rails;
     TreeGroup t;
-    t.channels = channels_of(g, groups, p.spec().node.nccl_channels);
+    t.channels = channels;
     std::vector<int> head(n_nodes);
     for (int i = 0; i < n_nodes; ++i) {
       const auto chain = rotate_to_rail(p, nodes[i], rail);
@@ -461,8 +476,11 @@ double tree_path_s(const TreeGroup& t, const std::vector<double>& up_s, const st
 
 }  // namespace
 
-CollectiveRunner::CollectiveRunner(const Platform& platform, const NcclConstants& nccl)
-    : platform_(platform), nccl_(nccl), tuner_(platform.spec().node, platform.spec().fabric, nccl) {}
+CollectiveRunner::CollectiveRunner(const Platform& platform, const NcclConstants& nccl, bool merge_channels)
+    : platform_(platform),
+      nccl_(nccl),
+      tuner_(platform.spec().node, platform.spec().fabric, nccl),
+      merge_channels_(merge_channels) {}
 
 CallShape CollectiveRunner::shape_of(const CollectiveCall& call) const {
   std::vector<int> nodes;
@@ -548,7 +566,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     latency_s = base_s + hop_s + route_latency(flows[0].src, flows[0].dst) + route_latency(flows[1].src, flows[1].dst);
     result.flows = static_cast<long>(flows.size());
   } else if (algo == Algorithm::ring) {
-    const auto rings = build_rings(platform_, call.ranks);
+    const auto rings = build_rings(platform_, call.ranks, merge_channels_);
     const int n = static_cast<int>(call.ranks.size());
     const int steps = ar ? 2 * (n - 1) : n - 1;
     double per_channel_cap = -1;  // payload bytes/s
@@ -590,7 +608,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
       fluid_total_s = bw_s + latency_s;
     }
   } else {  // tree
-    const auto trees = build_trees(platform_, call.ranks);
+    const auto trees = build_trees(platform_, call.ranks, merge_channels_);
     double per_channel_cap = caps.tree_simple_bytes_per_s[regime];
     if (proto == Protocol::ll128) per_channel_cap = caps.tree_ll128_bytes_per_s[regime];
     if (proto == Protocol::ll) per_channel_cap = caps.tree_simple_bytes_per_s[regime] / nccl_.tree_ll_divisor;

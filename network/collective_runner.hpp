@@ -27,7 +27,8 @@ namespace commbound::network {
 
 class CollectiveRunner {
 public:
-  CollectiveRunner(const Platform& platform, const NcclConstants& nccl);
+  // `merge_channels` = false simulates every NCCL channel as its own flow (slower; for tests).
+  CollectiveRunner(const Platform& platform, const NcclConstants& nccl, bool merge_channels = true);
 
   // NCCL's tuner as it would run on this platform.
   const NcclTuner& tuner() const { return tuner_; }
@@ -44,6 +45,7 @@ private:
   const Platform& platform_;
   NcclConstants nccl_;
   NcclTuner tuner_;
+  bool merge_channels_;
 };
 
 }  // namespace commbound::network

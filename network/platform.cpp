@@ -85,11 +85,14 @@ void Platform::run(std::function<void()> body) {
 
 Status Platform::export_xml(std::ostream& out, int max_hosts) const {
   std::vector<sg4::Host*> hosts;
+  std::vector<int> node;             // node of each host
+  std::vector<bool> switch_endpoint;  // NVLS endpoints only talk to their own node's GPUs
   for (int n = 0; n < spec_.nodes; ++n) {
-    for (int g = 0; g < spec_.node.gpus; ++g) {
-      hosts.push_back(zone_->gpu_host(n, g));
+    for (int g = 0; g <= spec_.node.gpus; ++g) {
+      hosts.push_back(g < spec_.node.gpus ? zone_->gpu_host(n, g) : zone_->nvswitch_host(n));
+      node.push_back(n);
+      switch_endpoint.push_back(g == spec_.node.gpus);
     }
-    hosts.push_back(zone_->nvswitch_host(n));
   }
   if (static_cast<int>(hosts.size()) > max_hosts) {
     return Error{"--export: the platform has " + std::to_string(hosts.size()) + " hosts; the XML route table grows " +
@@ -111,9 +114,11 @@ Status Platform::export_xml(std::ostream& out, int max_hosts) const {
     if (l.fatpipe) out << " sharing_policy=\"FATPIPE\"";
     out << "/>\n";
   }
-  for (sg4::Host* src : hosts) {
-    for (sg4::Host* dst : hosts) {
-      if (src == dst) continue;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    for (std::size_t j = 0; j < hosts.size(); ++j) {
+      if (i == j || ((switch_endpoint[i] || switch_endpoint[j]) && node[i] != node[j])) continue;
+      sg4::Host* src = hosts[i];
+      sg4::Host* dst = hosts[j];
       auto route = zone_->named_route(src, dst);
       out << "    <route src=\"" << src->get_name() << "\" dst=\"" << dst->get_name() << "\" symmetrical=\"NO\">";
       for (const std::string& link : route.links) {
