@@ -33,49 +33,57 @@ Expected<CollectiveChoice> resolve_choice(const CollectiveRunner& runner, const 
   return *best;
 }
 
-Expected<std::vector<SweepRow>> run_sweep(Platform& platform, const NcclConstants& nccl, const CollectiveSweep& sweep,
-                                          const std::function<void(int, int)>& progress) {
+Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstants& nccl,
+                                           const std::vector<SweepPoint>& points, Fidelity fidelity,
+                                           const std::function<void(int, int)>& progress) {
   CollectiveRunner runner(platform, nccl);
   const int gpus = platform.spec().node.gpus;
-  struct Point {
+  struct Planned {
     CollectiveCall call;
     CollectiveChoice choice;
     int nodes;
   };
-  std::vector<Point> points;
-  for (int nodes : sweep.nodes) {
-    if (nodes < 1 || nodes > platform.spec().nodes) {
-      return Error{"--nodes " + std::to_string(nodes) + ": outside 1.." + std::to_string(platform.spec().nodes)};
+  std::vector<Planned> planned;
+  for (const SweepPoint& pt : points) {
+    if (pt.nodes < 1 || pt.nodes > platform.spec().nodes) {
+      return Error{"nodes " + std::to_string(pt.nodes) + ": outside 1.." + std::to_string(platform.spec().nodes)};
     }
-    for (double size : sweep.sizes_bytes) {
-      CollectiveCall call;
-      call.op = sweep.op;
-      call.size_bytes = size;
-      if (sweep.op == CollectiveOp::send_recv) {
-        // nccl-tests sendrecv across the farthest pair: first GPU to the last node's first GPU.
-        call.ranks = {0, nodes == 1 ? 1 : (nodes - 1) * gpus};
-      } else {
-        call.ranks.resize(static_cast<std::size_t>(nodes) * gpus);
-        std::iota(call.ranks.begin(), call.ranks.end(), 0);
-      }
-      auto choice = resolve_choice(runner, call, sweep.algorithm, sweep.protocol);
-      if (!choice) return choice.error();
-      if (Status ok = runner.check(call, *choice); !ok) return ok.error();
-      points.push_back({std::move(call), *choice, nodes});
+    CollectiveCall call;
+    call.op = pt.op;
+    call.size_bytes = pt.size_bytes;
+    if (pt.op == CollectiveOp::send_recv) {
+      // nccl-tests sendrecv across the farthest pair: first GPU to the last node's first GPU.
+      call.ranks = {0, pt.nodes == 1 ? 1 : (pt.nodes - 1) * gpus};
+    } else {
+      call.ranks.resize(static_cast<std::size_t>(pt.nodes) * gpus);
+      std::iota(call.ranks.begin(), call.ranks.end(), 0);
     }
+    auto choice = resolve_choice(runner, call, pt.algorithm, pt.protocol);
+    if (!choice) return choice.error();
+    if (Status ok = runner.check(call, *choice); !ok) return ok.error();
+    planned.push_back({std::move(call), *choice, pt.nodes});
   }
   std::vector<SweepRow> rows;
   platform.run([&] {
-    for (const Point& pt : points) {
-      CollectiveResult r = runner.run(pt.call, pt.choice, sweep.fidelity);
+    for (const Planned& pt : planned) {
+      CollectiveResult r = runner.run(pt.call, pt.choice, fidelity);
       const int ranks = static_cast<int>(pt.call.ranks.size());
       const double alg_bw = r.time_s > 0 ? pt.call.size_bytes / r.time_s : 0;
-      rows.push_back({pt.call.op, pt.nodes, sweep.op == CollectiveOp::send_recv ? 2 : ranks, pt.call.size_bytes, r,
-                      alg_bw, alg_bw * bus_bw_factor(pt.call.op, ranks)});
-      if (progress) progress(static_cast<int>(rows.size()), static_cast<int>(points.size()));
+      rows.push_back({pt.call.op, pt.nodes, ranks, pt.call.size_bytes, r, alg_bw,
+                      alg_bw * bus_bw_factor(pt.call.op, ranks)});
+      if (progress) progress(static_cast<int>(rows.size()), static_cast<int>(planned.size()));
     }
   });
   return rows;
+}
+
+Expected<std::vector<SweepRow>> run_sweep(Platform& platform, const NcclConstants& nccl, const CollectiveSweep& sweep,
+                                          const std::function<void(int, int)>& progress) {
+  std::vector<SweepPoint> points;
+  for (int nodes : sweep.nodes) {
+    for (double size : sweep.sizes_bytes) points.push_back({sweep.op, nodes, size, sweep.algorithm, sweep.protocol});
+  }
+  return run_points(platform, nccl, points, sweep.fidelity, progress);
 }
 
 }  // namespace commbound::network

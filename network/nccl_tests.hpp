@@ -35,6 +35,21 @@ struct SweepRow {
 Expected<CollectiveChoice> resolve_choice(const CollectiveRunner& runner, const CollectiveCall& call,
                                           std::optional<Algorithm> algorithm, std::optional<Protocol> protocol);
 
+// One nccl-tests measurement to simulate.
+struct SweepPoint {
+  CollectiveOp op = CollectiveOp::all_gather;
+  int nodes = 1;
+  double size_bytes = 0;
+  std::optional<Algorithm> algorithm;
+  std::optional<Protocol> protocol;
+};
+
+// Runs `points` one after the other in simulated time on `platform` (which must hold the largest
+// node count), in `fidelity`. Checks every point before simulating any. Calls `progress(done, total)`.
+Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstants& nccl,
+                                           const std::vector<SweepPoint>& points, Fidelity fidelity,
+                                           const std::function<void(int, int)>& progress);
+
 // Runs every (nodes, size) point in order, one after the other in simulated time, on `platform`
 // (which must hold the largest node count). Calls `progress(done, total)` after each point.
 // Checks every point before simulating any, so a bad forced choice fails without output.

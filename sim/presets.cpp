@@ -46,13 +46,9 @@ Expected<toml::table> parse_toml_file(const std::filesystem::path& path) {
   }
 }
 
-Expected<network::LinkTech> Presets::link(const std::string& name) const {
-  const auto path = dir_ / "links.toml";
-  auto file = parse_toml_file(path);
-  if (!file) return file.error();
-  auto table = preset_table(*file, path, name, "link technology");
-  if (!table) return table.error();
-  TableReader r(**table, name);
+Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
+                                      const Overrides* overrides) {
+  TableReader r(table, prefix, overrides);
   network::LinkTech t;
   t.name = name;
   r.string("description", "");
@@ -61,6 +57,15 @@ Expected<network::LinkTech> Presets::link(const std::string& name) const {
   t.latency_s = r.required_number("latency_us", 0.0, 1e6) * kSecondsPerUs;
   if (Status s = r.finish(); !s) return s.error();
   return t;
+}
+
+Expected<network::LinkTech> Presets::link(const std::string& name) const {
+  const auto path = dir_ / "links.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  auto table = preset_table(*file, path, name, "link technology");
+  if (!table) return table.error();
+  return read_link(**table, name, name);
 }
 
 Expected<network::NodeType> Presets::node(const std::string& name) const {

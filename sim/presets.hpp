@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 namespace commbound::sim {
@@ -30,6 +31,11 @@ public:
 private:
   std::filesystem::path dir_;
 };
+
+// Reads one link technology table (keys as in calibration/links.toml: description, bandwidth_GBps,
+// efficiency, latency_us); `prefix` is its dotted path for error messages.
+Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
+                                      const std::map<std::string, std::string>* overrides = nullptr);
 
 // Parses a TOML file; the error names the file and line.
 Expected<toml::table> parse_toml_file(const std::filesystem::path& path);

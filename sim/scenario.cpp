@@ -11,7 +11,7 @@ constexpr double kSecondsPerUs = 1e-6;
 
 // Applies one --set override to the parsed document. Values parse as TOML ("4", "1.5", "true",
 // "\"x\"", "[1, 2]"); anything else is taken as a bare string (so --set fabric.link=ib-hdr works).
-Status apply_override(toml::table& doc, const std::string& assignment) {
+Status apply_override(toml::table& doc, const std::string& assignment, Overrides& origins) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     return Error{"--set " + assignment + ": expected key=value with a dotted key, e.g. --set cluster.nodes=4"};
@@ -53,6 +53,7 @@ Status apply_override(toml::table& doc, const std::string& assignment) {
   }
   toml::node* v = parsed.get("v");
   at->insert_or_assign(path.back(), *v);
+  origins[key] = origin;
   return Ok{};
 }
 
@@ -63,12 +64,13 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   auto parsed = parse_toml_file(path);
   if (!parsed) return parsed.error();
   toml::table doc = std::move(*parsed);
+  Overrides origins;
   for (const auto& o : overrides) {
-    if (Status s = apply_override(doc, o); !s) return s.error();
+    if (Status s = apply_override(doc, o, origins); !s) return s.error();
   }
   Scenario sc;
   sc.path = path;
-  TableReader top(doc, "");
+  TableReader top(doc, "", &origins);
   sc.description = top.string("description", "");
   const toml::table empty;
   const toml::table* cluster_t = top.table("cluster");
@@ -78,23 +80,29 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   if (Status s = top.finish(); !s) return s.error();
 
   // [cluster]
-  TableReader cluster(*cluster_t, "cluster");
+  TableReader cluster(*cluster_t, "cluster", &origins);
   const std::string node_name = cluster.required_string("node_type");
   sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
   if (Status s = cluster.finish(); !s) return s.error();
   auto node = presets.node(node_name);
-  if (!node) return Error{where(*cluster_t->get("node_type")) + ": cluster.node_type = \"" + node_name + "\": " +
-                          node.error().message};
+  if (!node) {
+    const auto it = origins.find("cluster.node_type");
+    return Error{(it != origins.end() ? it->second : where(*cluster_t->get("node_type"))) + ": cluster.node_type = \"" +
+                 node_name + "\": " + node.error().message};
+  }
   sc.cluster.node = *node;
 
   // [fabric]
-  TableReader fabric(fabric_t != nullptr ? *fabric_t : empty, "fabric");
+  TableReader fabric(fabric_t != nullptr ? *fabric_t : empty, "fabric", &origins);
   network::FabricSpec& f = sc.cluster.fabric;
   const std::string topo = fabric.choice("topology", "fat-tree", {"single-switch", "fat-tree", "rail-optimized"});
   f.topology = topo == "single-switch" ? network::Topology::single_switch
                : topo == "fat-tree"    ? network::Topology::fat_tree
                                        : network::Topology::rail_optimized;
-  const std::string link_name = fabric.string("link", "ib-ndr");
+  // fabric.link: a preset name from calibration/links.toml, or a table defining a technology.
+  const bool custom_link = fabric_t != nullptr && fabric_t->get("link") != nullptr && fabric_t->get("link")->is_table();
+  const toml::table* link_table = custom_link ? fabric.table("link") : nullptr;
+  const std::string link_name = custom_link ? "custom" : fabric.string("link", "ib-ndr");
   f.routing = fabric.choice("routing", "adaptive", {"adaptive", "ecmp"}) == "ecmp" ? network::Routing::ecmp
                                                                                   : network::Routing::adaptive;
   f.oversubscription = fabric.number("oversubscription", 1.0, 1.0, 64.0);
@@ -107,16 +115,19 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
     fabric.fail("levels", "use topology = \"single-switch\" for one switch; levels is 2 or 3 (0 = automatic)");
   }
   if (Status s = fabric.finish(); !s) return s.error();
-  auto link = presets.link(link_name);
+  auto link = custom_link ? read_link(*link_table, "custom", "fabric.link", &origins) : presets.link(link_name);
+  if (!link && custom_link) return link.error();
   if (!link) {
     const toml::node* n = fabric_t != nullptr ? fabric_t->get("link") : nullptr;
-    return Error{(n != nullptr ? where(*n) : path) + ": fabric.link = \"" + link_name + "\": " + link.error().message};
+    const auto it = origins.find("fabric.link");
+    const std::string at = it != origins.end() ? it->second : (n != nullptr ? where(*n) : path);
+    return Error{at + ": fabric.link = \"" + link_name + "\": " + link.error().message};
   }
   f.link = *link;
   f.switch_latency_s = latency_given ? switch_latency_us * kSecondsPerUs : link->latency_s;
 
   // [nccl]
-  TableReader nccl(nccl_t != nullptr ? *nccl_t : empty, "nccl");
+  TableReader nccl(nccl_t != nullptr ? *nccl_t : empty, "nccl", &origins);
   const std::string release = nccl.string("release", "2.30.7");
   const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls"});
   const std::string proto = nccl.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});

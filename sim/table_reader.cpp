@@ -40,19 +40,28 @@ std::string fmt(double v) {
 
 }  // namespace
 
-std::string where(const toml::node& node) {
+std::string where(const toml::node& node, const std::string& fallback) {
   const auto& src = node.source();
-  const std::string path = src.path ? *src.path : std::string("<input>");
-  if (path.rfind("--set", 0) == 0) return path;
-  return path + ":" + std::to_string(src.begin.line);
+  if (!src.path) return fallback;
+  return *src.path + ":" + std::to_string(src.begin.line);
 }
 
-TableReader::TableReader(const toml::table& table, std::string prefix) : table_(table), prefix_(std::move(prefix)) {}
+TableReader::TableReader(const toml::table& table, std::string prefix, const Overrides* overrides)
+    : table_(table), prefix_(std::move(prefix)), overrides_(overrides) {}
+
+std::string TableReader::where_is(const toml::node& node, const std::string& key) const {
+  if (node.source().path || overrides_ == nullptr) return where(node);
+  // A value from --set has no place in a file: name the --set (of the key, or of a table it made).
+  for (std::string k = dotted(key);; k.erase(k.rfind('.'))) {
+    if (auto it = overrides_->find(k); it != overrides_->end()) return it->second;
+    if (k.find('.') == std::string::npos) return where(node);
+  }
+}
 
 void TableReader::fail_at(const toml::node* node, const std::string& key, const std::string& reason) {
   if (error_) return;
   if (node != nullptr) {
-    error_ = Error{where(*node) + ": " + dotted(key) + " = " + show(*node) + ": " + reason};
+    error_ = Error{where_is(*node, key) + ": " + dotted(key) + " = " + show(*node) + ": " + reason};
   } else {
     error_ = Error{where(table_) + ": [" + prefix_ + "] " + dotted(key) + ": " + reason};
   }
@@ -177,7 +186,7 @@ Status TableReader::finish() {
       if (!read_.count(k)) {
         std::string known;
         for (const auto& r : read_) known += (known.empty() ? "" : ", ") + r;
-        error_ = Error{where(node) + ": " + dotted(k) + " = " + show(node) + ": unknown key" +
+        error_ = Error{where_is(node, k) + ": " + dotted(k) + " = " + show(node) + ": unknown key" +
                        (prefix_.empty() ? "" : " in [" + prefix_ + "]") + " (known: " + known + ")"};
         break;
       }

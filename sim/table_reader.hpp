@@ -12,6 +12,7 @@
 
 #include <toml++/toml.h>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,13 +20,17 @@
 
 namespace commbound::sim {
 
-// "file:line" of a TOML node; for values given on the command line, the "--set key=value" itself.
-std::string where(const toml::node& node);
+// Values given on the command line: dotted key -> the "--set key=value" that set it.
+using Overrides = std::map<std::string, std::string>;
+
+// "file:line" of a TOML node (its source), or `fallback` when it has none.
+std::string where(const toml::node& node, const std::string& fallback = "<input>");
 
 class TableReader {
 public:
-  // `table` must outlive the reader; `prefix` is the table's dotted path ("" at the top level).
-  TableReader(const toml::table& table, std::string prefix);
+  // `table` must outlive the reader; `prefix` is the table's dotted path ("" at the top level);
+  // `overrides` (may be null) names the --set behind a value that has no place in a file.
+  TableReader(const toml::table& table, std::string prefix, const Overrides* overrides = nullptr);
 
   bool has(const std::string& key) const { return table_.contains(key); }
   std::string string(const std::string& key, const std::string& fallback);
@@ -51,9 +56,11 @@ public:
 private:
   const toml::node* get(const std::string& key, bool required);
   void fail_at(const toml::node* node, const std::string& key, const std::string& reason);
+  std::string where_is(const toml::node& node, const std::string& key) const;
 
   const toml::table& table_;
   std::string prefix_;
+  const Overrides* overrides_;
   std::set<std::string> read_;
   std::optional<Error> error_;
 };

@@ -6,6 +6,7 @@
 #include "sim/output.hpp"
 #include "sim/presets.hpp"
 #include "sim/scenario.hpp"
+#include "sim/validation.hpp"
 
 #include <boost/program_options.hpp>
 #include <unistd.h>
@@ -29,6 +30,7 @@ const char* kUsage = R"(commbound: emulate NCCL collectives and LLM training on 
 Usage:
   commbound collective SCENARIO --op OP --nodes LIST --bytes LIST [options]
   commbound platform SCENARIO [--export FILE] [options]
+  commbound validate SCENARIO [--reference CSV] [options]
   commbound help [COMMAND]
 
 Commands:
@@ -36,6 +38,8 @@ Commands:
                scenario's cluster and fabric, with NCCL's algorithms, protocols and tuner.
   platform     describe the emulated platform (nodes, GPUs, links, fabric levels) and
                optionally export it as SimGrid XML.
+  validate     simulate every published nccl-tests point measured on the scenario's GPU
+               and print published vs simulated busbw (nothing is fitted to them).
 
 Every command takes:
   --set KEY=VALUE        override a scenario key, same dotted names as the file
@@ -46,6 +50,7 @@ Examples:
   commbound collective scenarios/examples/dgx-h100-ib-ndr.toml --op allreduce --nodes 1:512 --bytes 1G
   commbound collective scenarios/examples/dgx-h100-roce.toml --op allgather --nodes 4 --bytes 1M:1G --format csv
   commbound platform scenarios/examples/dgx-h100-ib-ndr.toml --set cluster.nodes=2 --export dgx2.xml
+  commbound validate scenarios/examples/dgx-a100-ib-hdr.toml
 
 Scenario format, presets and models: README.md and docs/.
 )";
@@ -82,6 +87,21 @@ Options:
   --export FILE      SimGrid XML output (never overwrites without --force)
   --force            allow --export to replace an existing file
   --set, --calibration   as for every command
+)";
+
+const char* kValidateHelp = R"(commbound validate SCENARIO [--reference CSV] [options]
+
+Reads the published nccl-tests results (default: calibration/reference/nccl-tests-published.csv),
+keeps the rows measured on the scenario's GPU, simulates each on the scenario's cluster (the row's
+node count; a named algorithm is forced, "any" lets NCCL's tuner choose; "large" = 8 GiB,
+"multi" = 8 nodes) and prints published busbw, simulated busbw and their ratio with the source.
+The published fabrics are not always the scenario's: read the source column.
+
+Options:
+  --reference CSV    the published table (columns: gpu,nodes,gpus_per_node,collective,algorithm,
+                     bytes,busbw_GBps,source)
+  --format F         table (default) | csv
+  --out FILE, --force, --set, --calibration   as for collective
 )";
 
 struct Common {
@@ -235,6 +255,51 @@ int cmd_platform(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_validate(const std::vector<std::string>& args) {
+  Common c;
+  std::string reference, format = "table", out;
+  bool force = false;
+  po::options_description desc;
+  add_common(desc, c);
+  desc.add_options()("reference", po::value(&reference))("format", po::value(&format))("out", po::value(&out))(
+      "force", po::bool_switch(&force));
+  po::variables_map vm;
+  if (Status s = parse(args, desc, vm); !s) return fail(s.error().message + " (see commbound help validate)");
+  if (format != "table" && format != "csv") return fail("--format " + format + ": expected table or csv");
+  const std::filesystem::path calibration =
+      c.calibration.empty() ? sim::default_calibration_dir() : std::filesystem::path(c.calibration);
+  if (reference.empty()) reference = (calibration / "reference" / "nccl-tests-published.csv").string();
+  auto published = sim::read_published(reference);
+  if (!published) return fail(published.error().message);
+  auto base = load(c);
+  if (!base) return fail(base.error().message);
+  const auto points = sim::matching(*published, *base);
+  if (points.empty()) return fail(reference + ": no published point for GPU " + base->cluster.node.gpu);
+  int max_nodes = 1;
+  for (const auto& p : points) max_nodes = std::max(max_nodes, p.point.nodes);
+  Common sized = c;
+  sized.sets.push_back("cluster.nodes=" + std::to_string(max_nodes));
+  auto sc = load(sized);
+  if (!sc) return fail(sc.error().message);
+  if (!out.empty() && out != "-" && std::filesystem::exists(out) && !force) {
+    return fail(out + ": exists; not overwritten (pass --force to replace it)");
+  }
+  auto platform = network::Platform::create(sc->cluster);
+  if (!platform) return fail(sc->path + ": " + platform.error().message);
+  std::vector<network::SweepPoint> sweep;
+  for (const auto& p : points) sweep.push_back(p.point);
+  auto rows = network::run_points(**platform, sc->nccl, sweep, sc->nccl_options.fidelity, {});
+  if (!rows) return fail(rows.error().message);
+  std::vector<sim::ValidationRow> table;
+  for (std::size_t i = 0; i < points.size(); ++i) table.push_back({points[i], (*rows)[i]});
+  Status written = sim::write_output(out, force, [&](std::ostream& o) {
+    if (format == "table") o << "# commbound validate: " << sc->path << " vs " << reference << "\n";
+    sim::write_validation(o, table, format == "csv");
+  });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,6 +316,7 @@ int main(int argc, char** argv) {
     const std::string topic = rest.empty() ? "" : rest[0];
     if (topic == "collective") std::cout << kCollectiveHelp;
     else if (topic == "platform") std::cout << kPlatformHelp;
+    else if (topic == "validate") std::cout << kValidateHelp;
     else std::cout << kUsage;
     return 0;
   }
@@ -262,5 +328,9 @@ int main(int argc, char** argv) {
     if (wants_help) return std::cout << kPlatformHelp, 0;
     return cmd_platform(rest);
   }
-  return fail("unknown command \"" + cmd + "\" (commands: collective, platform, help)");
+  if (cmd == "validate") {
+    if (wants_help) return std::cout << kValidateHelp, 0;
+    return cmd_validate(rest);
+  }
+  return fail("unknown command \"" + cmd + "\" (commands: collective, platform, validate, help)");
 }

@@ -1,0 +1,143 @@
+// Scenario loading: valid files become SI structs; every kind of bad input becomes one error that
+// names the file, the line, the dotted key and the value.
+#include "sim/output.hpp"
+#include "sim/scenario.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace commbound::sim {
+namespace {
+
+const Presets kPresets("calibration");
+
+// Writes `text` to a scratch scenario file and returns its path.
+std::string scenario_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kValid = R"(# a valid scenario
+[cluster]
+node_type = "dgx-h100"
+nodes = 4
+
+[fabric]
+topology = "fat-tree"
+link = "ib-ndr"
+routing = "ecmp"
+oversubscription = 2.0
+)";
+
+TEST(Scenario, LoadsInSiUnits) {
+  auto sc = load_scenario(scenario_file("valid.toml", kValid), {}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_EQ(sc->cluster.nodes, 4);
+  EXPECT_EQ(sc->cluster.node.gpus, 8);
+  EXPECT_DOUBLE_EQ(sc->cluster.fabric.link.bw_bytes_per_s, 50e9);          // 400 Gb/s
+  EXPECT_DOUBLE_EQ(sc->cluster.node.nvlink.bw_bytes_per_s, 450e9);
+  EXPECT_DOUBLE_EQ(sc->cluster.fabric.switch_latency_s, 0.13e-6);
+  EXPECT_EQ(sc->cluster.fabric.routing, network::Routing::ecmp);
+  EXPECT_DOUBLE_EQ(sc->nccl.base(network::Algorithm::ring, network::Protocol::simple), 8.4e-6);
+  EXPECT_DOUBLE_EQ(sc->nccl.hop(network::Algorithm::tree, network::HopClass::net, network::Protocol::ll128), 8.5e-6);
+}
+
+TEST(Scenario, SetOverridesUseTheSameDottedKeys) {
+  auto sc = load_scenario(scenario_file("set.toml", kValid),
+                          {"cluster.nodes=16", "fabric.link=roce-400g", "nccl.protocol=\"LL128\""}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_EQ(sc->cluster.nodes, 16);
+  EXPECT_EQ(sc->cluster.fabric.link.name, "roce-400g");
+  ASSERT_TRUE(sc->nccl_options.protocol.has_value());
+  EXPECT_EQ(*sc->nccl_options.protocol, network::Protocol::ll128);
+}
+
+TEST(Scenario, CustomLinkTable) {
+  auto sc = load_scenario(scenario_file("custom.toml", std::string(kValid) + R"(
+[fabric.link]
+bandwidth_GBps = 100.0
+efficiency = 0.9
+latency_us = 0.2
+)"), {"fabric.routing=adaptive"}, kPresets);
+  // kValid already sets fabric.link = "ib-ndr": TOML forbids defining it twice.
+  ASSERT_FALSE(sc);
+  auto ok = load_scenario(scenario_file("custom2.toml", R"([cluster]
+node_type = "dgx-h100"
+[fabric.link]
+bandwidth_GBps = 100.0
+efficiency = 0.9
+latency_us = 0.2
+)"), {}, kPresets);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_DOUBLE_EQ(ok->cluster.fabric.link.effective_bw_bytes_per_s(), 90e9);
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  std::vector<std::string> overrides;
+  std::vector<std::string> expected_parts;  // each must appear in the one-line error
+};
+
+class ScenarioErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ScenarioErrors, NameFileLineKeyAndValue) {
+  const BadCase& c = GetParam();
+  const std::string path = scenario_file(std::string(c.name) + ".toml", c.text);
+  auto sc = load_scenario(path, c.overrides, kPresets);
+  ASSERT_FALSE(sc) << c.name;
+  const std::string& msg = sc.error().message;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (const auto& part : c.expected_parts) {
+    const std::string want = part == "$FILE" ? path : part;
+    EXPECT_NE(msg.find(want), std::string::npos) << "missing \"" << want << "\" in: " << msg;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ScenarioErrors,
+    ::testing::Values(
+        BadCase{"bad_toml", "[cluster]\nnode_type = \"dgx-h100\"\nnodes = = 4\n", {}, {"$FILE", ":3:", "invalid TOML"}},
+        BadCase{"unknown_key", "[cluster]\nnode_type = \"dgx-h100\"\nnodez = 4\n", {},
+                {"$FILE", ":3:", "cluster.nodez = 4", "unknown key"}},
+        BadCase{"unknown_section", "[cluster]\nnode_type = \"dgx-h100\"\n[modle]\nname = \"x\"\n", {},
+                {"$FILE", ":3:", "modle", "unknown key"}},
+        BadCase{"zero_nodes", "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 0\n", {},
+                {"$FILE", ":3:", "cluster.nodes = 0", "between 1 and"}},
+        BadCase{"nodes_type", "[cluster]\nnode_type = \"dgx-h100\"\nnodes = \"four\"\n", {},
+                {"$FILE", ":3:", "cluster.nodes = \"four\"", "expected an integer"}},
+        BadCase{"negative_bandwidth",
+                "[cluster]\nnode_type = \"dgx-h100\"\n[fabric.link]\nbandwidth_GBps = -50.0\nefficiency = 0.9\n"
+                "latency_us = 0.1\n",
+                {}, {"$FILE", ":4:", "fabric.link.bandwidth_GBps = -50", "between"}},
+        BadCase{"unknown_node_type", "[cluster]\nnode_type = \"dgx-z100\"\n", {},
+                {"$FILE", ":2:", "cluster.node_type = \"dgx-z100\"", "dgx-h100"}},
+        BadCase{"bad_choice", "[cluster]\nnode_type = \"dgx-h100\"\n[fabric]\nrouting = \"random\"\n", {},
+                {"$FILE", ":4:", "fabric.routing = \"random\"", "adaptive, ecmp"}},
+        BadCase{"oversubscription", "[cluster]\nnode_type = \"dgx-h100\"\n[fabric]\noversubscription = 0.5\n", {},
+                {"$FILE", ":4:", "fabric.oversubscription = 0.5"}},
+        BadCase{"set_zero_nodes", "[cluster]\nnode_type = \"dgx-h100\"\n", {"cluster.nodes=0"},
+                {"--set cluster.nodes=0", "cluster.nodes = 0"}},
+        BadCase{"set_unknown_key", "[cluster]\nnode_type = \"dgx-h100\"\n", {"fabric.speed=9"},
+                {"--set fabric.speed=9", "unknown key"}},
+        BadCase{"set_malformed", "[cluster]\nnode_type = \"dgx-h100\"\n", {"nodes"}, {"--set nodes", "key=value"}},
+        BadCase{"missing_cluster", "description = \"nothing\"\n", {}, {"$FILE", "[cluster]"}}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
+
+TEST(ParseList, SizesAndRanges) {
+  auto v = parse_list("--bytes", "1K,1M:4M,1G", true);
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(*v, (std::vector<double>{1024, 1048576, 2097152, 4194304, 1073741824}));
+  auto n = parse_list("--nodes", "1:8", false);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, (std::vector<double>{1, 2, 4, 8}));
+  EXPECT_FALSE(parse_list("--nodes", "2.5", false));
+  EXPECT_FALSE(parse_list("--nodes", "4K", false));
+  EXPECT_FALSE(parse_list("--bytes", "1X", true));
+  EXPECT_FALSE(parse_list("--bytes", "8:4", true));
+}
+
+}  // namespace
+}  // namespace commbound::sim
