@@ -84,12 +84,31 @@ struct TreeGroup {
   double channels = 1;
 };
 
-struct Flow {
-  sg4::Host* src;
-  sg4::Host* dst;
-  double wire_bytes;
-  double rate_cap;  // <= 0: none
+using Edge = std::pair<sg4::Host*, sg4::Host*>;
+
+// Edges that move together at one rate, simulated as one segment flow (see Platform::route_segment).
+struct Segment {
+  std::vector<Edge> edges;
+  double wire_bytes;  // through each edge
+  double rate_cap;    // <= 0: none
 };
+
+// Cuts every group's edges (in order, so neighbours share a node) into segments, as few edges per
+// segment as the platform's free segment slots allow.
+std::vector<Segment> segments_of(const std::vector<std::vector<Edge>>& edges, const std::vector<double>& wire_bytes,
+                                 const std::vector<double>& rate, int free_slots) {
+  std::size_t total = 0;
+  for (const auto& e : edges) total += e.size();
+  const std::size_t per = std::max<std::size_t>(1, (total + free_slots - 1) / std::max(1, free_slots));
+  std::vector<Segment> out;
+  for (std::size_t g = 0; g < edges.size(); ++g) {
+    for (std::size_t i = 0; i < edges[g].size(); i += per) {
+      const auto end = edges[g].begin() + static_cast<long>(std::min(edges[g].size(), i + per));
+      out.push_back({std::vector<Edge>(edges[g].begin() + static_cast<long>(i), end), wire_bytes[g], rate[g]});
+    }
+  }
+  return out;
+}
 
 // Splits `total` channels over `groups` groups as evenly as NCCL's round-robin would.
 double channels_of(int group, int groups, int total) {
@@ -285,53 +304,28 @@ std::vector<double> coupled_rates(const std::vector<std::vector<std::pair<sg4::H
   return rate;
 }
 
-// Runs flows all at once; returns the longest time any flow spent moving bytes (its route latency
-// excluded), i.e. the bandwidth part of a fluid collective.
-double run_fluid(const std::vector<Flow>& flows) {
-  std::unordered_map<sg4::Host*, int> index;
-  std::vector<sg4::Host*> hosts;
-  auto slot = [&](sg4::Host* h) {
-    auto [it, fresh] = index.try_emplace(h, static_cast<int>(hosts.size()));
-    if (fresh) hosts.push_back(h);
-    return it->second;
-  };
-  std::vector<std::vector<const Flow*>> out;
-  std::vector<int> incoming;
-  for (const Flow& f : flows) {
-    const int s = slot(f.src);
-    const int d = slot(f.dst);
-    out.resize(hosts.size());
-    incoming.resize(hosts.size());
-    out[s].push_back(&f);
-    ++incoming[d];
-  }
-  out.resize(hosts.size());
-  incoming.resize(hosts.size());
+// Runs the segments all at once; returns the longest time any spent moving bytes (its route
+// latency excluded), i.e. the bandwidth part of a fluid collective. The flows are actor-less
+// comms between each segment's pair of hosts, awaited by the calling actor.
+double run_fluid(Platform& p, const std::vector<Segment>& segments) {
   const double start_s = sg4::Engine::get_clock();
-  double bw_s = 0;
-  std::vector<sg4::ActorPtr> actors;
-  for (std::size_t h = 0; h < hosts.size(); ++h) {
-    actors.push_back(sg4::Actor::create("fluid", hosts[h], [&, h] {
-      std::vector<sg4::CommPtr> sends;
-      std::vector<double> latency_s;
-      for (const Flow* f : out[h]) {
-        sends.push_back(start_send(sg4::Mailbox::by_name("fluid." + f->dst->get_name()), f->wire_bytes, f->rate_cap));
-        latency_s.push_back(route_latency(f->src, f->dst));
-      }
-      sg4::Mailbox* in = sg4::Mailbox::by_name("fluid." + hosts[h]->get_name());
-      std::vector<int*> sink(incoming[h]);
-      std::vector<sg4::CommPtr> recvs;
-      for (int i = 0; i < incoming[h]; ++i) recvs.push_back(in->get_async<int>(&sink[i]));
-      while (!sends.empty()) {
-        const auto done = static_cast<std::size_t>(sg4::Comm::wait_any(sends));
-        bw_s = std::max(bw_s, sg4::Engine::get_clock() - start_s - latency_s[done]);
-        sends.erase(sends.begin() + static_cast<long>(done));
-        latency_s.erase(latency_s.begin() + static_cast<long>(done));
-      }
-      sg4::Comm::wait_all(recvs);
-    }));
+  std::vector<sg4::CommPtr> comms;
+  std::vector<int> slots;
+  std::vector<double> latency_s;
+  for (const Segment& seg : segments) {
+    const int slot = p.acquire_segment();
+    assert(slot >= 0 && "segments_of sized the segments to the free slots");
+    latency_s.push_back(p.route_segment(slot, seg.edges, seg.rate_cap));
+    slots.push_back(slot);
+    comms.push_back(sg4::Comm::sendto_async(p.segment_src(slot), p.segment_dst(slot),
+                                            static_cast<uint64_t>(std::llround(seg.wire_bytes))));
   }
-  for (auto& a : actors) a->join();
+  sg4::Comm::wait_all(comms);
+  double bw_s = 0;
+  for (std::size_t i = 0; i < comms.size(); ++i) {
+    bw_s = std::max(bw_s, comms[i]->get_finish_time() - start_s - latency_s[i]);
+    p.release_segment(slots[i]);
+  }
   return bw_s;
 }
 
@@ -476,7 +470,7 @@ double tree_path_s(const TreeGroup& t, const std::vector<double>& up_s, const st
 
 }  // namespace
 
-CollectiveRunner::CollectiveRunner(const Platform& platform, const NcclConstants& nccl, bool merge_channels)
+CollectiveRunner::CollectiveRunner(Platform& platform, const NcclConstants& nccl, bool merge_channels)
     : platform_(platform),
       nccl_(nccl),
       tuner_(platform.spec().node, platform.spec().fabric, nccl),
@@ -545,7 +539,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     const int dst = call.ranks[1];
     const double sleep_s = proto_hop_s(src, dst);
     sg4::this_actor::sleep_for(base_s + sleep_s);
-    bw_s = run_fluid({{platform_.gpu(src), platform_.gpu(dst), call.size_bytes / efficiency, -1}});
+    bw_s = run_fluid(platform_, {{{{platform_.gpu(src), platform_.gpu(dst)}}, call.size_bytes / efficiency, -1}});
     latency_s = base_s + sleep_s + route_latency(platform_.gpu(src), platform_.gpu(dst));
     result.flows = 1;
   } else if (algo == Algorithm::nvls) {
@@ -554,16 +548,18 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     const double n = static_cast<double>(call.ranks.size());
     const double wire = call.size_bytes * (n + 1) / n / efficiency;
     const double cap = nccl_.nvls_efficiency * node.nvlink.effective_bw_bytes_per_s();
-    std::vector<Flow> flows;
+    std::vector<Segment> flows;
     for (int r : call.ranks) {
       sg4::Host* sw = platform_.nvswitch(platform_.node_of(r));
-      flows.push_back({platform_.gpu(r), sw, wire, cap});
-      flows.push_back({sw, platform_.gpu(r), wire, cap});
+      flows.push_back({{{platform_.gpu(r), sw}}, wire, cap});
+      flows.push_back({{{sw, platform_.gpu(r)}}, wire, cap});
     }
     const double hop_s = nccl_.hop(algo, HopClass::nvlink, proto);
     sg4::this_actor::sleep_for(base_s + hop_s);
-    bw_s = run_fluid(flows);
-    latency_s = base_s + hop_s + route_latency(flows[0].src, flows[0].dst) + route_latency(flows[1].src, flows[1].dst);
+    bw_s = run_fluid(platform_, flows);
+    const Edge& up = flows[0].edges[0];
+    const Edge& down = flows[1].edges[0];
+    latency_s = base_s + hop_s + route_latency(up.first, up.second) + route_latency(down.first, down.second);
     result.flows = static_cast<long>(flows.size());
   } else if (algo == Algorithm::ring) {
     const auto rings = build_rings(platform_, call.ranks, merge_channels_);
@@ -575,7 +571,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     const std::size_t groups = rings.size();
     std::vector<double> chunk(groups), cap(groups);
     std::vector<std::vector<double>> sleep(groups);
-    std::vector<std::vector<std::pair<sg4::Host*, sg4::Host*>>> edges(groups);
+    std::vector<std::vector<Edge>> edges(groups);
     for (std::size_t g = 0; g < groups; ++g) {
       const auto& order = rings[g].order;
       chunk[g] = call.size_bytes / n / nch * rings[g].channels / efficiency;
@@ -597,12 +593,11 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
       run_ring_steps(rings, steps, chunk, rate, sleep, platform_);
       result.flows = static_cast<long>(groups) * n * steps;
     } else {
-      std::vector<Flow> flows;
-      for (std::size_t g = 0; g < groups; ++g) {
-        for (const auto& [src, dst] : edges[g]) flows.push_back({src, dst, chunk[g] * steps, rate[g]});
-      }
-      bw_s = run_fluid(flows);
-      result.flows = static_cast<long>(flows.size());
+      std::vector<double> bytes(groups);
+      for (std::size_t g = 0; g < groups; ++g) bytes[g] = chunk[g] * steps;
+      const auto segments = segments_of(edges, bytes, rate, platform_.free_segments());
+      bw_s = run_fluid(platform_, segments);
+      result.flows = static_cast<long>(segments.size());
       // Every step's message waits for its data and for the previous message on its edge, so the
       // schedule's longest path is the bandwidth time plus the latency chain (see run_ring_steps).
       fluid_total_s = bw_s + latency_s;
@@ -618,7 +613,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     std::vector<std::vector<double>> up_sleep(groups), down_sleep(groups);
     std::vector<std::vector<double>> up_alpha(groups);
     std::vector<std::vector<std::vector<double>>> down_alpha(groups);
-    std::vector<std::vector<std::pair<sg4::Host*, sg4::Host*>>> edges(groups);
+    std::vector<std::vector<Edge>> edges(groups);
     for (std::size_t g = 0; g < groups; ++g) {
       const TreeGroup& t = trees[g];
       const int n = static_cast<int>(t.ranks.size());
@@ -653,12 +648,11 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
       for (const auto& e : edges) n_edges += static_cast<long>(e.size());
       result.flows = n_edges * chunks;
     } else {
-      std::vector<Flow> flows;
-      for (std::size_t g = 0; g < groups; ++g) {
-        for (const auto& [src, dst] : edges[g]) flows.push_back({src, dst, chunk[g] * chunks, rate[g]});
-      }
-      bw_s = run_fluid(flows);
-      result.flows = static_cast<long>(flows.size());
+      std::vector<double> bytes(groups);
+      for (std::size_t g = 0; g < groups; ++g) bytes[g] = chunk[g] * chunks;
+      const auto segments = segments_of(edges, bytes, rate, platform_.free_segments());
+      bw_s = run_fluid(platform_, segments);
+      result.flows = static_cast<long>(segments.size());
       // Chunks stream through the tree: the schedule's longest path is the slowest leaf-root-leaf
       // path for the first chunk (latency plus one chunk time per hop), then chunks - 1 chunk times.
       const double chunk_s = bw_s / chunks;

@@ -11,9 +11,11 @@
 //  - step: every ring step / every tree chunk is a SimGrid communication that starts when its data
 //    has arrived (the real dependency on the previous step); per-hop protocol latency (NCCL's hwLat)
 //    is paid before each send, physical switch latency by SimGrid on each route.
-//  - fluid: one flow per edge and channel group carries the whole payload; the latency terms are the
-//    critical path through the same dependency graph, computed exactly, plus the pipeline fill of
-//    chunked algorithms (tree).
+//  - fluid: each channel group's edges carry their whole payload at one rate, the group's max-min
+//    fair share computed over the links of all its edges (a ring or a pipelined tree advances at
+//    its slowest edge's pace); they run in SimGrid as a few segment flows, each over the routes of
+//    several edges, so other traffic shares the links. The time is the schedule's longest path:
+//    bandwidth time plus the latency chain (plus, for the tree, the pipeline fill).
 // Both add NCCL's base latency once per call.
 #pragma once
 
@@ -28,7 +30,7 @@ namespace commbound::network {
 class CollectiveRunner {
 public:
   // `merge_channels` = false simulates every NCCL channel as its own flow (slower; for tests).
-  CollectiveRunner(const Platform& platform, const NcclConstants& nccl, bool merge_channels = true);
+  CollectiveRunner(Platform& platform, const NcclConstants& nccl, bool merge_channels = true);
 
   // NCCL's tuner as it would run on this platform.
   const NcclTuner& tuner() const { return tuner_; }
@@ -42,7 +44,7 @@ public:
   CollectiveResult run(const CollectiveCall& call, const CollectiveChoice& choice, Fidelity fidelity) const;
 
 private:
-  const Platform& platform_;
+  Platform& platform_;
   NcclConstants nccl_;
   NcclTuner tuner_;
   bool merge_channels_;

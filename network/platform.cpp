@@ -6,12 +6,17 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 
+#include <algorithm>
 #include <iomanip>
 
 namespace sg4 = simgrid::s4u;
 
 namespace commbound::network {
 namespace {
+
+// Segment slots: enough for every channel group of a whole-cluster collective to use one flow per
+// 2 nodes (8 rail groups x nodes / 2), and for several collectives in flight on small clusters.
+int segment_slots_for(const ClusterSpec& spec) { return std::max(256, 4 * spec.nodes); }
 
 // Actor stacks: our actors are shallow loops; 16k actors x 8 MiB default would reserve 128 GiB.
 constexpr const char* kStackSizeKiB = "64";
@@ -55,7 +60,9 @@ Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec) {
     return Error{"fabric: " + std::to_string(spec.nodes) + " nodes do not fit: " + plan.error};
   }
   std::unique_ptr<Platform> platform(new Platform(spec, start_engine()));
-  platform->zone_ = new internal::FabricZone(spec, plan.geometry);  // SimGrid owns the root zone
+  const int slots = segment_slots_for(spec);
+  platform->zone_ = new internal::FabricZone(spec, plan.geometry, slots);  // SimGrid owns the root zone
+  for (int j = slots - 1; j >= 0; --j) platform->free_segments_.push_back(j);
   return platform;
 }
 
@@ -75,6 +82,23 @@ double Platform::route_latency_s(int src_rank, int dst_rank) const {
 std::vector<std::string> Platform::route_links(int src_rank, int dst_rank) const {
   return zone_->named_route(gpu(src_rank), gpu(dst_rank)).links;
 }
+
+int Platform::acquire_segment() {
+  if (free_segments_.empty()) return -1;
+  const int slot = free_segments_.back();
+  free_segments_.pop_back();
+  return slot;
+}
+
+double Platform::route_segment(int slot, const std::vector<std::pair<sg4::Host*, sg4::Host*>>& edges,
+                               double cap_bytes_per_s) {
+  constexpr double kUncappedBytesPerS = 1e18;
+  zone_->segment_cap_link(slot)->set_bandwidth(cap_bytes_per_s > 0 ? cap_bytes_per_s : kUncappedBytesPerS);
+  return zone_->set_segment(slot, edges);
+}
+
+sg4::Host* Platform::segment_src(int slot) const { return zone_->segment_src(slot); }
+sg4::Host* Platform::segment_dst(int slot) const { return zone_->segment_dst(slot); }
 
 int Platform::fabric_levels() const { return zone_->geometry().levels; }
 
@@ -108,6 +132,7 @@ Status Platform::export_xml(std::ostream& out, int max_hosts) const {
     out << "    <host id=\"" << h->get_name() << "\" speed=\"1Tf\"/>\n";
   }
   for (const auto& l : zone_->links()) {
+    if (l.internal) continue;
     out << "    <link id=\"" << l.name << "\" bandwidth=\"" << l.bw_bytes_per_s << "Bps\" latency=\"" << l.latency_s
         << "s\"";
     if (l.split_duplex) out << " sharing_policy=\"SPLITDUPLEX\"";

@@ -55,6 +55,18 @@ public:
   // Tree levels of the fabric as built (1, 2 or 3).
   int fabric_levels() const;
 
+  // Segment flows (see internal/fabric_zone.hpp): one SimGrid flow over the routes of many edges,
+  // capped at a rate. acquire_segment() returns a free slot or -1; route_segment() sets its route
+  // and cap (<= 0: none) and returns the route's summed latency; the flow runs from
+  // segment_src(slot) to segment_dst(slot); release_segment() frees the slot once it completed.
+  int acquire_segment();
+  double route_segment(int slot, const std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>>& edges,
+                       double cap_bytes_per_s);
+  simgrid::s4u::Host* segment_src(int slot) const;
+  simgrid::s4u::Host* segment_dst(int slot) const;
+  void release_segment(int slot) { free_segments_.push_back(slot); }
+  int free_segments() const { return static_cast<int>(free_segments_.size()); }
+
   // Runs `body` as a SimGrid actor on rank 0's host until the simulation has nothing left to do.
   // May be called once per process.
   void run(std::function<void()> body);
@@ -69,6 +81,7 @@ private:
   ClusterSpec spec_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   internal::FabricZone* zone_ = nullptr;  // owned by SimGrid's engine (it is the root zone)
+  std::vector<int> free_segments_;
 };
 
 }  // namespace commbound::network

@@ -70,7 +70,7 @@ TreePlan plan_tree(const ClusterSpec& spec) {
   return plan;
 }
 
-FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry)
+FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, int segment_slots)
     : NetZoneImpl("cluster"), spec_(spec), geometry_(geometry), hosts_per_node_(spec.node.gpus + 1) {
   sg4::NetZone* zone = get_iface();
   const NodeType& node = spec_.node;
@@ -80,6 +80,11 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry)
       gpu_hosts_.push_back(zone->create_host(prefix + ".gpu" + std::to_string(g), kHostSpeedFlopsPerS));
     }
     nvswitch_hosts_.push_back(zone->create_host(prefix + ".nvswitch", kHostSpeedFlopsPerS));
+  }
+  segment_base_id_ = static_cast<unsigned long>(spec_.nodes) * hosts_per_node_;
+  for (int j = 0; j < segment_slots; ++j) {
+    segment_hosts_.push_back(zone->create_host("segment" + std::to_string(j) + ".src", kHostSpeedFlopsPerS));
+    segment_hosts_.push_back(zone->create_host("segment" + std::to_string(j) + ".dst", kHostSpeedFlopsPerS));
   }
   for (int n = 0; n < spec_.nodes; ++n) {
     const std::string prefix = "n" + std::to_string(n);
@@ -94,13 +99,21 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry)
   }
   build_fabric();
   loopback_ = make_fatpipe("loopback", 0);
+  for (int j = 0; j < segment_slots; ++j) {
+    sg4::Link* cap = zone->create_link("segment" + std::to_string(j) + ".cap", kFatpipeBwBytesPerS);
+    link_infos_.push_back({cap->get_name(), kFatpipeBwBytesPerS, 0, false, false, true});
+    segment_cap_links_.push_back(cap);
+    segment_cap_.push_back(Hop{get_link_list_impl({sg4::LinkInRoute(cap)}, false).front(), 0,
+                               static_cast<int>(link_infos_.size()) - 1, 0});
+  }
+  segment_route_.resize(segment_slots);
   zone->seal();
 }
 
 FabricZone::Duplex FabricZone::make_duplex(const std::string& name, double bw_bytes_per_s, double latency_s) {
   sg4::Link* link = get_iface()->create_split_duplex_link(name, bw_bytes_per_s)->set_latency(latency_s);
   const int info = static_cast<int>(link_infos_.size());
-  link_infos_.push_back({name, bw_bytes_per_s, latency_s, true, false});
+  link_infos_.push_back({name, bw_bytes_per_s, latency_s, true, false, false});
   auto impl = [&](sg4::LinkInRoute::Direction d) {
     return get_link_list_impl({sg4::LinkInRoute(link, d)}, false).front();
   };
@@ -114,7 +127,7 @@ FabricZone::Hop FabricZone::make_fatpipe(const std::string& name, double latency
                         ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                         ->set_latency(latency_s);
   const int info = static_cast<int>(link_infos_.size());
-  link_infos_.push_back({name, kFatpipeBwBytesPerS, latency_s, false, true});
+  link_infos_.push_back({name, kFatpipeBwBytesPerS, latency_s, false, true, false});
   return Hop{get_link_list_impl({sg4::LinkInRoute(link)}, false).front(), latency_s, info, 0};
 }
 
@@ -203,6 +216,12 @@ void FabricZone::walk_fabric(int src_nic, int dst_nic, Visit&& visit) const {
 
 template <class Visit>
 void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit) const {
+  if (src_id >= segment_base_id_) {
+    const std::size_t slot = (src_id - segment_base_id_) / 2;
+    visit(segment_cap_[slot]);
+    for (const Hop& hop : segment_route_[slot]) visit(hop);
+    return;
+  }
   if (src_id == dst_id) {
     visit(loopback_);  // SimGrid needs a non-empty route, even from a host to itself
     return;
@@ -240,6 +259,20 @@ void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit)
     visit(nvlink_[dn * gpus + relay].up);
     visit(nvlink_[dn * gpus + dl].down);
   }
+}
+
+double FabricZone::set_segment(int slot, const std::vector<std::pair<sg4::Host*, sg4::Host*>>& edges) {
+  std::vector<Hop>& route = segment_route_[slot];
+  route.clear();
+  double latency_s = 0;
+  for (const auto& [src, dst] : edges) {
+    walk(src->get_netpoint()->id(), dst->get_netpoint()->id(), [&](const Hop& hop) {
+      if (hop.direction == 0) return;  // fatpipes (switch traversals) never constrain bandwidth
+      route.push_back(hop);
+      latency_s += hop.latency_s;
+    });
+  }
+  return latency_s;
 }
 
 void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,

@@ -36,10 +36,18 @@ class FabricZone : public simgrid::kernel::routing::NetZoneImpl {
 public:
   // Creates the zone (the first zone created becomes SimGrid's root), its hosts and links.
   // `geometry` must come from plan_tree() for the same spec.
-  FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry);
+  FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, int segment_slots);
 
   simgrid::s4u::Host* gpu_host(int node, int local) const { return gpu_hosts_[node * spec_.node.gpus + local]; }
   simgrid::s4u::Host* nvswitch_host(int node) const { return nvswitch_hosts_[node]; }
+
+  int segment_slots() const { return static_cast<int>(segment_cap_.size()); }
+  simgrid::s4u::Host* segment_src(int slot) const { return segment_hosts_[2 * slot]; }
+  simgrid::s4u::Host* segment_dst(int slot) const { return segment_hosts_[2 * slot + 1]; }
+  simgrid::s4u::Link* segment_cap_link(int slot) const { return segment_cap_links_[slot]; }
+  // Sets the route of `slot` to the concatenated routes of `edges`, less their fatpipes (switch
+  // traversals, never a bandwidth limit); returns the route's summed latency.
+  double set_segment(int slot, const std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>>& edges);
   const TreeGeometry& geometry() const { return geometry_; }
 
   // The links a message from `src` to `dst` crosses, by name with direction, and the summed latency.
@@ -56,6 +64,7 @@ public:
     double latency_s;
     bool split_duplex;
     bool fatpipe;
+    bool internal;  // a segment cap link: a modelling device, not hardware (not exported)
   };
   const std::vector<LinkInfo>& links() const { return link_infos_; }
 
@@ -95,6 +104,11 @@ private:
   std::vector<Duplex> nic_;      // per NIC: UP = NIC -> leaf switch
   std::vector<Hop> leaf_xbar_;   // per leaf: the switch traversal (latency only)
   Hop loopback_{};                // a host's messages to itself
+  unsigned long segment_base_id_ = 0;  // NetPoint id of the first segment host
+  std::vector<simgrid::s4u::Host*> segment_hosts_;     // src, dst per slot
+  std::vector<simgrid::s4u::Link*> segment_cap_links_;
+  std::vector<Hop> segment_cap_;
+  std::vector<std::vector<Hop>> segment_route_;
   std::vector<Hop> upper_xbar_;  // per upper level (1 or 2 entries): a traversal of that layer
   std::vector<Duplex> leaf_up_;  // ECMP: leaf x up_ports (to spine/agg j); adaptive: one bundle per leaf
   std::vector<Duplex> pod_up_;   // 3 levels. ECMP: pod x agg x core; adaptive: one bundle per pod

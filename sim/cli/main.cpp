@@ -167,6 +167,8 @@ int cmd_collective(const std::vector<std::string>& args) {
   else if (format == "json") fmt = sim::Format::json;
   else if (format != "table") return fail("--format " + format + ": expected table, csv or json");
 
+  // The file as written must be valid, even where --nodes will resize the cluster.
+  if (auto as_written = load(c); !as_written) return fail(as_written.error().message);
   const int max_nodes = *std::max_element(sweep.nodes.begin(), sweep.nodes.end());
   std::vector<std::string> sets = c.sets;
   sets.push_back("cluster.nodes=" + std::to_string(max_nodes));

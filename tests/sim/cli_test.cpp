@@ -1,0 +1,124 @@
+// The commbound CLI as a user meets it: exit codes, one-line errors, no partial or overwritten
+// output, stable CSV, and the published-data validation (label golden).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun run(const std::string& args) {
+  const std::string cmd = std::string(COMMBOUND_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (p != nullptr && fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  const int status = p != nullptr ? pclose(p) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kExample = "scenarios/examples/dgx-h100-ib-ndr.toml";
+
+TEST(Cli, HelpTeachesAndExitsZero) {
+  const CliRun r = run("help collective");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--nodes LIST"), std::string::npos);
+  EXPECT_EQ(run("--help").exit_code, 0);
+  EXPECT_EQ(run("").exit_code, 2);  // no command: usage on stdout, exit 2
+}
+
+TEST(Cli, BadScenarioIsOneLineWithFileLineAndExitTwo) {
+  const std::string path = temp_file("cli_bad.toml", "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 0\n");
+  const CliRun r = run("collective " + path + " --op allgather --nodes 1 --bytes 1M");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "commbound: " + path + ":3: cluster.nodes = 0: must be between 1 and 1048576\n");
+  // The file's own value is checked even though --nodes resizes the cluster.
+  const CliRun bad_toml = run("platform " + temp_file("cli_bad2.toml", "[cluster\n"));
+  EXPECT_EQ(bad_toml.exit_code, 2);
+  EXPECT_NE(bad_toml.out.find("cli_bad2.toml:1: invalid TOML"), std::string::npos) << bad_toml.out;
+}
+
+TEST(Cli, UnsupportedForcedChoiceFailsBeforeAnyOutput) {
+  const CliRun r = run("collective " + kExample + " --op allgather --nodes 1 --bytes 1M --algo tree");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("Tree runs AllReduce only"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CsvColumnsAreStable) {
+  const CliRun r = run("collective " + kExample + " --op allgather --nodes 1,2 --bytes 1M --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::string header, row;
+  std::getline(lines, header);
+  EXPECT_EQ(header, "op,nodes,ranks,bytes,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,fidelity");
+  std::getline(lines, row);
+  EXPECT_EQ(row.rfind("allgather,1,8,1048576,", 0), 0u) << row;
+}
+
+TEST(Cli, NeverOverwritesWithoutForce) {
+  const std::string path = temp_file("cli_out.csv", "precious\n");
+  const std::string args = "collective " + kExample + " --op allgather --nodes 1 --bytes 1M --format csv --out " + path;
+  EXPECT_EQ(run(args).exit_code, 2);
+  std::ifstream kept(path);
+  std::string content((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "precious\n");
+  EXPECT_EQ(run(args + " --force").exit_code, 0);
+  std::ifstream replaced(path);
+  std::string first;
+  std::getline(replaced, first);
+  EXPECT_EQ(first.rfind("op,nodes", 0), 0u);
+}
+
+// Published nccl-tests points (calibration/reference/nccl-tests-published.csv), simulated on the
+// example clusters: at 1 GiB and above, within 15%. Smaller sizes and two rows are reported by
+// `commbound validate` but not asserted here, for the reasons written beside each exclusion.
+void expect_validated(const std::string& scenario) {
+  const CliRun r = run("validate " + scenario + " --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);  // header
+  int checked = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) f.push_back(cell);
+    ASSERT_GE(f.size(), 11u) << line;
+    const std::string& bytes = f[4];
+    const bool large = bytes == "large" || std::stod(bytes) >= 1073741824.0;
+    if (!large) continue;  // below 1 GiB the model is optimistic by 4-57%: see README "Validation"
+    // Exclusion 1: a GCP A3 Mega log (8 x 200 Gb/s GPUDirect-TCPXO, not InfiniBand NDR).
+    if (f[10] == "same" || f[10].find("a3mega") != std::string::npos) continue;
+    // Exclusion 2: 470 GB/s on 2 nodes exceeds what a ring can move through 8 x 48 GB/s NICs;
+    // it needs NVLSTree/CollNet (in-network reduction), which this model does not have.
+    if (f[1] == "2" && f[9].size() > 0 && std::stod(f[5]) > 400) continue;
+    const double ratio = std::stod(f[7]);
+    EXPECT_NEAR(ratio, 1.0, 0.15) << line;
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+TEST(Validation, H100WithinFifteenPercentAtOneGibAndAbove) { expect_validated(kExample); }
+TEST(Validation, A100WithinFifteenPercentAtOneGibAndAbove) {
+  expect_validated("scenarios/examples/dgx-a100-ib-hdr.toml");
+}
+
+}  // namespace
