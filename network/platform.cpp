@@ -101,6 +101,9 @@ sg4::Host* Platform::segment_src(int slot) const { return zone_->segment_src(slo
 sg4::Host* Platform::segment_dst(int slot) const { return zone_->segment_dst(slot); }
 
 int Platform::fabric_levels() const { return zone_->geometry().levels; }
+int Platform::leaf_switches() const { return zone_->geometry().leaves; }
+int Platform::leaf_down_ports() const { return zone_->geometry().down_ports; }
+int Platform::leaf_up_ports() const { return zone_->geometry().up_ports; }
 
 void Platform::run(std::function<void()> body) {
   sg4::Actor::create("driver", gpu(0), std::move(body));

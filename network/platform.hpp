@@ -52,8 +52,11 @@ public:
   double route_latency_s(int src_rank, int dst_rank) const;
   // The route as link names ("n0.gpu1.nvlink:UP", ...), for tests and --export.
   std::vector<std::string> route_links(int src_rank, int dst_rank) const;
-  // Tree levels of the fabric as built (1, 2 or 3).
+  // The fabric as built: tree levels (1, 2 or 3), leaf switches and their port split.
   int fabric_levels() const;
+  int leaf_switches() const;
+  int leaf_down_ports() const;
+  int leaf_up_ports() const;
 
   // Segment flows (see internal/fabric_zone.hpp): one SimGrid flow over the routes of many edges,
   // capped at a rate. acquire_segment() returns a free slot or -1; route_segment() sets its route

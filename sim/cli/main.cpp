@@ -243,8 +243,9 @@ int cmd_platform(const std::vector<std::string>& args) {
             << "  NICs    " << nd.nics << " per node, " << cl.fabric.link.name << ": "
             << cl.fabric.link.effective_bw_bytes_per_s() / 1e9 << " GB/s per direction\n"
             << "  fabric  " << network::to_string(cl.fabric.topology) << ", " << (*platform)->fabric_levels()
-            << " level(s), radix " << cl.fabric.switch_radix << ", oversubscription " << cl.fabric.oversubscription
-            << ":1, " << network::to_string(cl.fabric.routing) << " routing, "
+            << " level(s), " << (*platform)->leaf_switches() << " leaf switch(es) of radix " << cl.fabric.switch_radix
+            << " (" << (*platform)->leaf_down_ports() << " down / " << (*platform)->leaf_up_ports()
+            << " up ports), " << network::to_string(cl.fabric.routing) << " routing, "
             << cl.fabric.switch_latency_s * 1e9 << " ns per switch\n"
             << "  NCCL    " << sc->nccl.release << " model, " << nd.nccl_channels << " channels\n";
   if (!export_path.empty()) {
