@@ -597,10 +597,9 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
       for (std::size_t g = 0; g < groups; ++g) bytes[g] = chunk[g] * steps;
       const auto segments = segments_of(edges, bytes, rate, platform_.free_segments());
       bw_s = run_fluid(platform_, segments);
-      result.flows = static_cast<long>(segments.size());
       // Every step's message waits for its data and for the previous message on its edge, so the
       // schedule's longest path is the bandwidth time plus the latency chain (see run_ring_steps).
-      fluid_total_s = bw_s + latency_s;
+      result.flows = static_cast<long>(segments.size());
     }
   } else {  // tree
     const auto trees = build_trees(platform_, call.ranks, merge_channels_);

@@ -95,6 +95,23 @@ TEST(CollectiveRunner, NvlsMatchesTheSwitchReductionTime) {
   EXPECT_NEAR(simulated_s, expected_s, 0.01 * expected_s);
 }
 
+// One DGX H100, AllGather 1 GiB as NCCL's tuner picks it (ring, Simple): every GPU pushes 7/8 of
+// the buffer through its NVLink at 370.8 GB/s, 2.53 ms, plus 8.4 + 7 x 3.4 us of latency, so busbw
+// = 7/8 x 1 GiB / 2.566 ms = 366 GB/s: inside the 350-370 GB/s NVIDIA publishes for such nodes
+// (shared/reference/hardware.md).
+TEST(CollectiveRunner, SingleNodeAllGatherLiesInThePublishedRange) {
+  auto platform = Platform::create(testing::dgx_h100(1));
+  ASSERT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  const CollectiveCall call{CollectiveOp::all_gather, first(8), 1073741824.0};
+  const CollectiveChoice choice = runner.tuner().choose(runner.shape_of(call));
+  double time_s = 0;
+  (*platform)->run([&] { time_s = runner.run(call, choice, Fidelity::fluid).time_s; });
+  const double busbw_gbps = call.size_bytes / time_s * bus_bw_factor(call.op, 8) / 1e9;
+  EXPECT_GE(busbw_gbps, 350.0);
+  EXPECT_LE(busbw_gbps, 370.0);
+}
+
 // SendRecv between two nodes' GPU 0: one message through PCIe, NIC, leaf switch, NIC, PCIe.
 TEST(CollectiveRunner, SendRecvIsOneMessage) {
   const ClusterSpec spec = testing::dgx_h100(2);
