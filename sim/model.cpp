@@ -1,0 +1,46 @@
+#include "sim/model.hpp"
+
+#include "sim/table_reader.hpp"
+
+namespace commbound::sim {
+
+double ModelSpec::layer_params() const {
+  const double h = hidden;
+  return 2 * h * h + 2 * h * kv_dim() + 3 * h * ffn + 2 * h;
+}
+
+double ModelSpec::params() const { return layers * layer_params() + 2 * embedding_params() + hidden; }
+
+double ModelSpec::matmul_params() const { return layers * (layer_params() - 2.0 * hidden) + embedding_params(); }
+
+double ModelSpec::flops_per_token(int seq) const {
+  return 6 * matmul_params() + 12.0 * layers * hidden * seq;
+}
+
+Expected<ModelSpec> load_model(const Presets& presets, const std::string& name) {
+  const auto path = presets.dir() / "models.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  const toml::node* node = file->get(name);
+  if (node == nullptr || !node->is_table()) {
+    std::string names;
+    for (const auto& [key, value] : *file) names += (names.empty() ? "" : ", ") + std::string(key.str());
+    return Error{path.string() + ": no model named \"" + name + "\" (known: " + names + ")"};
+  }
+  TableReader r(*node->as_table(), name);
+  ModelSpec m;
+  m.name = name;
+  r.string("description", "");
+  m.layers = static_cast<int>(r.integer("layers", 0, 1, 100000));
+  m.hidden = static_cast<int>(r.integer("hidden", 0, 1, 1 << 20));
+  m.heads = static_cast<int>(r.integer("heads", 0, 1, 1 << 16));
+  m.kv_heads = static_cast<int>(r.integer("kv_heads", 0, 1, 1 << 16));
+  m.ffn = static_cast<int>(r.integer("ffn", 0, 1, 1 << 22));
+  m.vocab = static_cast<int>(r.integer("vocab", 0, 1, 1 << 24));
+  if (!r.failed() && m.hidden % m.heads != 0) r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ")");
+  if (!r.failed() && m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
+  if (Status s = r.finish(); !s) return s.error();
+  return m;
+}
+
+}  // namespace commbound::sim
