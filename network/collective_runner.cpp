@@ -93,13 +93,15 @@ struct Segment {
   double rate_cap;    // <= 0: none
 };
 
-// Cuts every group's edges (in order, so neighbours share a node) into segments, as few edges per
-// segment as the platform's free segment slots allow.
+// Cuts every group's edges (in order, so neighbours share a node) into segments: as few edges per
+// segment as a quarter of the free segment slots allow (leaving slots for collectives that run at
+// the same time), and at least one segment per group.
 std::vector<Segment> segments_of(const std::vector<std::vector<Edge>>& edges, const std::vector<double>& wire_bytes,
                                  const std::vector<double>& rate, int free_slots) {
   std::size_t total = 0;
   for (const auto& e : edges) total += e.size();
-  const std::size_t per = std::max<std::size_t>(1, (total + free_slots - 1) / std::max(1, free_slots));
+  const std::size_t budget = std::max<std::size_t>(edges.size(), static_cast<std::size_t>(free_slots) / 4);
+  const std::size_t per = std::max<std::size_t>(1, (total + budget - 1) / budget);
   std::vector<Segment> out;
   for (std::size_t g = 0; g < edges.size(); ++g) {
     for (std::size_t i = 0; i < edges[g].size(); i += per) {

@@ -14,9 +14,10 @@ namespace sg4 = simgrid::s4u;
 namespace commbound::network {
 namespace {
 
-// Segment slots: enough for every channel group of a whole-cluster collective to use one flow per
-// 2 nodes (8 rail groups x nodes / 2), and for several collectives in flight on small clusters.
-int segment_slots_for(const ClusterSpec& spec) { return std::max(256, 4 * spec.nodes); }
+// Segment slots: a collective takes a quarter of the free ones (see segments_of), so on a whole
+// cluster 8 rail groups get about one flow per 8 nodes... per 2 nodes on 512+ nodes; several
+// collectives (training streams, parallel groups) can run at once.
+int segment_slots_for(const ClusterSpec& spec) { return std::max(512, 4 * spec.nodes); }
 
 // Actor stacks: our actors are shallow loops; 16k actors x 8 MiB default would reserve 128 GiB.
 constexpr const char* kStackSizeKiB = "64";

@@ -1,6 +1,7 @@
 #include "sim/scenario.hpp"
 
 #include "sim/table_reader.hpp"
+#include "sim/model.hpp"
 
 #include <sstream>
 
@@ -76,6 +77,13 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   const toml::table* cluster_t = top.table("cluster");
   const toml::table* fabric_t = top.table("fabric");
   const toml::table* nccl_t = top.table("nccl");
+  const toml::table* model_t = top.table("model");
+  const toml::table* training_t = top.table("training");
+  const toml::table* parallel_t = top.table("parallel");
+  const toml::table* sweep_t = top.table("sweep");
+  if (!top.failed() && (training_t != nullptr || parallel_t != nullptr) && model_t == nullptr) {
+    top.fail(training_t != nullptr ? "training" : "parallel", "needs a [model] section");
+  }
   if (!top.failed() && cluster_t == nullptr) top.fail("cluster", "missing table [cluster]");
   if (Status s = top.finish(); !s) return s.error();
 
@@ -142,6 +150,91 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   auto constants = presets.nccl(release);
   if (!constants) return constants.error();
   sc.nccl = *constants;
+
+  if (sweep_t != nullptr) {
+    TableReader sweep(*sweep_t, "sweep", &origins);
+    Sweep sw;
+    sw.key = sweep.required_string("key");
+    const toml::array* values = sweep.required_array("values");
+    if (Status s = sweep.finish(); !s) return s.error();
+    for (const auto& v : *values) {
+      std::ostringstream text;
+      if (v.is_string()) {
+        text << v.value_or<std::string>("");
+      } else {
+        v.visit([&](auto&& x) { text << x; });
+      }
+      sw.values.push_back(text.str());
+    }
+    sc.sweep = sw;
+  }
+  if (model_t == nullptr) return sc;
+
+  // [model], [training], [parallel]
+  TrainingSpec t;
+  TableReader model(*model_t, "model", &origins);
+  const std::string model_name = model.required_string("name");
+  if (Status s = model.finish(); !s) return s.error();
+  auto m = load_model(presets, model_name);
+  if (!m) return Error{where(*model_t->get("name")) + ": model.name = \"" + model_name + "\": " + m.error().message};
+  t.model = *m;
+  auto gpu = load_gpu(presets, sc.cluster.node.gpu);
+  if (!gpu) return gpu.error();
+  t.gpu = *gpu;
+
+  TableReader par(parallel_t != nullptr ? *parallel_t : empty, "parallel", &origins);
+  const std::string strategy = par.choice("strategy", "fsdp", {"fsdp", "ddp"});
+  t.strategy = strategy == "ddp" ? Strategy::ddp : Strategy::fsdp;
+  t.zero_stage = static_cast<int>(par.integer("zero_stage", 2, 2, 3));
+  t.tp = static_cast<int>(par.integer("tp", 1, 1, 1024));
+  t.pp = static_cast<int>(par.integer("pp", 1, 1, 1024));
+  t.cp = static_cast<int>(par.integer("cp", 1, 1, 1024));
+  t.sequence_parallel = par.boolean("sequence_parallel", false);
+  t.max_inflight_allgathers = static_cast<int>(par.integer("max_inflight_allgathers", 2, 1, 64));
+  t.ddp_bucket_bytes = par.number("ddp_bucket_MB", 25, 1, 1e5) * 1e6;
+  if (!par.failed() && t.model.heads % t.tp != 0) {
+    par.fail("tp", "must divide the model's " + std::to_string(t.model.heads) + " attention heads");
+  }
+  if (!par.failed() && t.model.kv_heads % t.tp != 0) {
+    par.fail("tp", "must divide the model's " + std::to_string(t.model.kv_heads) + " KV heads");
+  }
+  if (!par.failed() && t.model.layers % t.pp != 0) {
+    par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
+  }
+  if (!par.failed() && t.pp > 1) par.fail("pp", "pipeline parallelism is not implemented yet (use pp = 1)");
+  if (!par.failed() && t.cp > 1) par.fail("cp", "context parallelism is not implemented yet (use cp = 1)");
+  const int world = sc.cluster.gpus();
+  const int model_parallel = t.tp * t.pp * t.cp;
+  if (!par.failed() && world % model_parallel != 0) {
+    par.fail(parallel_t != nullptr && parallel_t->contains("tp") ? "tp" : "pp",
+             "tp x pp x cp = " + std::to_string(model_parallel) + " does not divide the " + std::to_string(world) +
+                 " GPUs of the cluster");
+  }
+  if (Status s = par.finish(); !s) return s.error();
+  t.dp = world / model_parallel;
+
+  TableReader tr(training_t != nullptr ? *training_t : empty, "training", &origins);
+  t.seq_len = static_cast<int>(tr.integer("seq_len", 4096, 1, 1 << 24));
+  const bool has_global = tr.has("global_batch");
+  const bool has_local = tr.has("local_batch");
+  const long global = tr.integer("global_batch", 0, 1, 1L << 40);
+  const long local = tr.integer("local_batch", 2, 1, 1L << 30);
+  t.activation_checkpointing = tr.boolean("activation_checkpointing", false);
+  t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 1, 0, 100));
+  if (!tr.failed() && has_global && has_local) tr.fail("local_batch", "give global_batch or local_batch, not both");
+  const long per_replica = has_global ? global / t.dp : local;
+  if (!tr.failed() && has_global && global % t.dp != 0) {
+    tr.fail("global_batch", "must be divisible by the " + std::to_string(t.dp) + " data-parallel replicas");
+  }
+  const long micro = tr.integer("micro_batch", per_replica, 1, 1L << 30);
+  if (!tr.failed() && per_replica % micro != 0) {
+    tr.fail("micro_batch", "must divide the " + std::to_string(per_replica) + " sequences per replica");
+  }
+  if (Status s = tr.finish(); !s) return s.error();
+  t.global_batch = static_cast<int>(per_replica * t.dp);
+  t.micro_batch = static_cast<int>(micro);
+  t.micro_batches = static_cast<int>(per_replica / micro);
+  sc.training = t;
   return sc;
 }
 

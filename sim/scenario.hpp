@@ -1,7 +1,7 @@
 // Scenario: one validated scenario file (plus --set overrides), in SI units.
 //
-// Sections read today: [cluster], [fabric], [nccl]. [model], [training], [parallel] and [sweep]
-// arrive with the training emulation; until then they are rejected as unknown, never ignored.
+// Sections: [cluster], [fabric], [nccl] (the hardware and NCCL); [model], [training], [parallel]
+// (a training iteration, optional: present together); [sweep] (one key over a list of values).
 // Every problem is reported as "file:line: key = value: reason" (or "--set key=value: ...").
 #pragma once
 
@@ -10,6 +10,7 @@
 #include "network/expected.hpp"
 #include "network/nccl_constants.hpp"
 #include "sim/presets.hpp"
+#include "sim/training.hpp"
 
 #include <optional>
 #include <string>
@@ -23,12 +24,20 @@ struct NcclOptions {
   network::Fidelity fidelity = network::Fidelity::fluid;
 };
 
+// [sweep]: `commbound run` repeats the scenario with `key` set to each value (as --set would).
+struct Sweep {
+  std::string key;
+  std::vector<std::string> values;  // TOML renderings, ready for --set
+};
+
 struct Scenario {
   std::string path;
   std::string description;
   network::ClusterSpec cluster;
   network::NcclConstants nccl;
   NcclOptions nccl_options;
+  std::optional<TrainingSpec> training;
+  std::optional<Sweep> sweep;
 };
 
 // Loads `path`, applies `overrides` ("a.b=value", value in TOML syntax or a bare string), resolves

@@ -179,6 +179,16 @@ const toml::table* TableReader::table(const std::string& key) {
   return node->as_table();
 }
 
+const toml::array* TableReader::required_array(const std::string& key) {
+  const toml::node* node = get(key, true);
+  if (node == nullptr) return nullptr;
+  if (!node->is_array() || node->as_array()->empty()) {
+    fail_at(node, key, "expected a non-empty array");
+    return nullptr;
+  }
+  return node->as_array();
+}
+
 Status TableReader::finish() {
   if (!error_) {
     for (const auto& [key, node] : table_) {

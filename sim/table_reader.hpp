@@ -43,8 +43,10 @@ public:
   bool boolean(const std::string& key, bool fallback);
   // A fixed-length array of numbers, each within [min, max].
   std::vector<double> numbers(const std::string& key, std::size_t count, double min, double max);
-  // A sub-table (absent: an empty one); `read` marks it as consumed.
+  // A sub-table, or null when absent; reading marks it as consumed.
   const toml::table* table(const std::string& key);
+  // A non-empty array, or null (and an error) when absent, empty or not an array.
+  const toml::array* required_array(const std::string& key);
 
   // Records an error about `key` (for checks that span several keys).
   void fail(const std::string& key, const std::string& reason);

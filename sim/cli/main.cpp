@@ -6,7 +6,13 @@
 #include "sim/output.hpp"
 #include "sim/presets.hpp"
 #include "sim/scenario.hpp"
+#include "sim/engine.hpp"
+#include "sim/metrics.hpp"
 #include "sim/validation.hpp"
+#include "sim/workload.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include <boost/program_options.hpp>
 #include <unistd.h>
@@ -28,12 +34,16 @@ constexpr int kExportMaxHosts = 1200;
 const char* kUsage = R"(commbound: emulate NCCL collectives and LLM training on GPU clusters (SimGrid).
 
 Usage:
+  commbound run SCENARIO [--format table|csv|json] [--trace FILE] [options]
   commbound collective SCENARIO --op OP --nodes LIST --bytes LIST [options]
   commbound platform SCENARIO [--export FILE] [options]
   commbound validate SCENARIO [--reference CSV] [options]
   commbound help [COMMAND]
 
 Commands:
+  run          one training iteration of the scenario's [model] with its [training] and
+               [parallel] settings on its cluster: throughput, MFU, exposed communication,
+               power, memory (a [sweep] repeats it for each value of one key).
   collective   nccl-tests-style table: one collective over node counts and sizes, on the
                scenario's cluster and fabric, with NCCL's algorithms, protocols and tuner.
   platform     describe the emulated platform (nodes, GPUs, links, fabric levels) and
@@ -101,6 +111,28 @@ Options:
   --reference CSV    the published table (columns: gpu,nodes,gpus_per_node,collective,algorithm,
                      bytes,busbw_GBps,source)
   --format F         table (default) | csv
+  --out FILE, --force, --set, --calibration   as for collective
+)";
+
+const char* kRunHelp = R"(commbound run SCENARIO [--format table|csv|json] [--trace FILE] [options]
+
+Simulates training iterations (warm-up, then one measured) of the scenario's model on its cluster:
+per-GPU program (FSDP ZeRO-2/3 or DDP, optional Megatron tensor parallelism) on a compute stream
+and communication streams, collectives through NCCL's algorithms on the emulated fabric. Prints
+iteration time, tokens/s (global, per GPU), model TFLOP/s per GPU and MFU (PaLM FLOPs, see
+docs/metrics.md), compute, communication and exposed communication time, power per GPU, tokens
+per joule and memory per GPU. A layout that does not fit in GPU memory is reported with its
+breakdown instead of being simulated.
+
+Compute times come from a DERIVED datasheet roofline until a measured calibration table exists;
+power from a DERIVED model. Both are marked in every report.
+
+With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row.
+
+Options:
+  --format F         table (default) | csv | json
+  --trace FILE       Chrome/Perfetto trace of rank 0's streams (no [sweep]; never overwrites
+                     without --force)
   --out FILE, --force, --set, --calibration   as for collective
 )";
 
@@ -303,6 +335,149 @@ int cmd_validate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// One training point, simulated in a child process (one SimGrid platform per process); the child
+// sends back its metrics, or an error, as JSON through a pipe.
+nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bool force) {
+  int fds[2];
+  if (pipe(fds) != 0) return {{"error", "pipe failed"}};
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    nlohmann::json out;
+    auto sc = load(c);
+    if (!sc) {
+      out = {{"error", sc.error().message}};
+    } else if (!sc->training) {
+      out = {{"error", sc->path + ": run needs a [model] section (and optionally [training], [parallel])"}};
+    } else {
+      const sim::TrainingSpec& t = *sc->training;
+      const sim::Program program = sim::build_program(t);
+      const sim::MemoryUse memory = sim::memory_per_gpu(t, sc->cluster.node.nccl_channels);
+      sim::Metrics m;
+      m.gpus = t.world();
+      m.memory = memory;
+      m.memory_bytes_per_gpu = memory.total_bytes;
+      m.oom = !memory.fits();
+      if (!m.oom) {
+        auto platform = network::Platform::create(sc->cluster);
+        if (!platform) {
+          out = {{"error", sc->path + ": " + platform.error().message}};
+        } else {
+          const sim::CostModel cost(t.gpu);
+          sim::EngineOptions options;
+          options.algorithm = sc->nccl_options.algorithm;
+          options.protocol = sc->nccl_options.protocol;
+          const sim::IterationTimeline timeline = sim::simulate(**platform, sc->nccl, t, program, cost, options);
+          m = sim::compute_metrics(t, program, timeline, memory);
+          if (!trace_path.empty()) {
+            Status w = sim::write_output(trace_path, force, [&](std::ostream& o) { sim::write_trace(o, program, timeline); });
+            if (!w) out = {{"error", w.error().message}};
+          }
+        }
+      }
+      if (out.is_null()) {
+        std::ostringstream text;
+        sim::write_metrics(text, {{"x", m}}, "json", "");
+        out = nlohmann::json::parse(text.str())["rows"][0];
+        out["memory_capacity_bytes"] = memory.capacity_bytes;
+      }
+    }
+    const std::string text = out.dump();
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (text.empty()) return {{"error", "simulation process failed (status " + std::to_string(status) + ")"}};
+  return nlohmann::json::parse(text);
+}
+
+sim::Metrics metrics_from_json(const nlohmann::json& j) {
+  sim::Metrics m;
+  m.gpus = j["gpus"];
+  m.iteration_s = j["iteration_s"];
+  m.tokens_per_s = j["tokens_per_s"];
+  m.tokens_per_s_per_gpu = j["tokens_per_s_per_gpu"];
+  m.model_tflops_per_gpu = j["model_tflops_per_gpu"];
+  m.mfu = j["mfu"];
+  m.compute_s = j["compute_s"];
+  m.comm_s = j["comm_s"];
+  m.exposed_comm_s = j["exposed_comm_s"];
+  m.exposed_comm_fraction = j["exposed_comm_fraction"];
+  m.power_w_per_gpu = j["power_w_per_gpu"];
+  m.tokens_per_joule = j["tokens_per_joule"];
+  m.memory_bytes_per_gpu = j["memory_bytes_per_gpu"];
+  m.oom = j["oom"];
+  for (const auto& [what, bytes] : j["memory_breakdown_bytes"].items()) m.memory.bytes.emplace_back(what, bytes);
+  m.memory.total_bytes = m.memory_bytes_per_gpu;
+  m.memory.capacity_bytes = j["memory_capacity_bytes"];
+  return m;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  Common c;
+  std::string format = "table", out, trace;
+  bool force = false;
+  po::options_description desc;
+  add_common(desc, c);
+  desc.add_options()("format", po::value(&format))("out", po::value(&out))("trace", po::value(&trace))(
+      "force", po::bool_switch(&force));
+  po::variables_map vm;
+  if (Status s = parse(args, desc, vm); !s) return fail(s.error().message + " (see commbound help run)");
+  if (format != "table" && format != "csv" && format != "json") return fail("--format " + format + ": expected table, csv or json");
+  auto base = load(c);
+  if (!base) return fail(base.error().message);
+  if (!base->training) return fail(base->path + ": run needs a [model] section (and optionally [training], [parallel])");
+  for (const std::string& path : {out, trace}) {
+    if (!path.empty() && path != "-" && std::filesystem::exists(path) && !force) {
+      return fail(path + ": exists; not overwritten (pass --force to replace it)");
+    }
+  }
+  std::vector<std::pair<std::string, Common>> points;
+  if (base->sweep) {
+    if (!trace.empty()) return fail("--trace needs one point: drop the [sweep] or pick a value with --set");
+    for (const auto& v : base->sweep->values) {
+      Common p = c;
+      p.sets.push_back(base->sweep->key + "=" + v);
+      points.emplace_back(base->sweep->key + "=" + v, p);
+    }
+  } else {
+    points.emplace_back(std::filesystem::path(base->path).stem().string(), c);
+  }
+  const bool show_progress = isatty(STDERR_FILENO) != 0 && points.size() > 1;
+  std::vector<std::pair<std::string, sim::Metrics>> rows;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (show_progress) std::cerr << "\r[" << i + 1 << "/" << points.size() << "] " << points[i].first << "   " << std::flush;
+    const nlohmann::json r = simulate_point(points[i].second, trace, force);
+    if (r.contains("error")) {
+      if (show_progress) std::cerr << "\n";
+      return fail(r["error"].get<std::string>());
+    }
+    rows.emplace_back(points[i].first, metrics_from_json(r));
+  }
+  if (show_progress) std::cerr << "\n";
+  const sim::TrainingSpec& t = *base->training;
+  std::ostringstream title;
+  title << "commbound run: " << base->path << ": " << t.model.name << ", seq " << t.seq_len << ", "
+        << (t.strategy == sim::Strategy::fsdp ? "FSDP ZeRO-" + std::to_string(t.zero_stage) : std::string("DDP"))
+        << ", tp " << t.tp << "; compute " << sim::CostModel::kSource << "; power " << sim::kPowerModelSource;
+  Status written = sim::write_output(out, force, [&](std::ostream& o) { sim::write_metrics(o, rows, format, title.str()); });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,6 +495,7 @@ int main(int argc, char** argv) {
     if (topic == "collective") std::cout << kCollectiveHelp;
     else if (topic == "platform") std::cout << kPlatformHelp;
     else if (topic == "validate") std::cout << kValidateHelp;
+    else if (topic == "run") std::cout << kRunHelp;
     else std::cout << kUsage;
     return 0;
   }
@@ -331,9 +507,13 @@ int main(int argc, char** argv) {
     if (wants_help) return std::cout << kPlatformHelp, 0;
     return cmd_platform(rest);
   }
+  if (cmd == "run") {
+    if (wants_help) return std::cout << kRunHelp, 0;
+    return cmd_run(rest);
+  }
   if (cmd == "validate") {
     if (wants_help) return std::cout << kValidateHelp, 0;
     return cmd_validate(rest);
   }
-  return fail("unknown command \"" + cmd + "\" (commands: collective, platform, validate, help)");
+  return fail("unknown command \"" + cmd + "\" (commands: run, collective, platform, validate, help)");
 }

@@ -1,0 +1,169 @@
+#include "sim/engine.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Mutex.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace sg4 = simgrid::s4u;
+
+namespace commbound::sim {
+namespace {
+
+// A one-shot event for SimGrid actors: set once, waited by any number.
+class Event {
+public:
+  void set() {
+    std::unique_lock lock(*mutex_);
+    done_ = true;
+    cv_->notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(*mutex_);
+    while (!done_) cv_->wait(lock);
+  }
+
+private:
+  bool done_ = false;
+  sg4::MutexPtr mutex_ = sg4::Mutex::create();
+  sg4::ConditionVariablePtr cv_ = sg4::ConditionVariable::create();
+};
+
+// A collective of one group: members arrive; the last to arrive runs it and releases the others.
+struct Rendezvous {
+  int arrived = 0;
+  Event done;
+  network::CollectiveChoice choice;
+};
+
+class Iteration {
+public:
+  Iteration(network::Platform& platform, network::CollectiveRunner& runner, const TrainingSpec& t,
+            const Program& program, const CostModel& cost, const EngineOptions& options)
+      : platform_(platform), runner_(runner), t_(t), layout_(t.dp, t.tp, t.pp, t.cp), program_(program), cost_(cost),
+        options_(options) {}
+
+  IterationTimeline run() {
+    IterationTimeline timeline;
+    timeline.start_s = sg4::Engine::get_clock();
+    std::vector<int> ranks;
+    if (options_.every_rank) {
+      for (int r = 0; r < layout_.world(); ++r) ranks.push_back(r);
+    } else {
+      ranks.push_back(0);
+    }
+    for (int r : ranks) done_[r] = std::vector<std::unique_ptr<Event>>(program_.ops.size());
+    for (int r : ranks) {
+      for (auto& e : done_[r]) e = std::make_unique<Event>();
+    }
+    std::vector<sg4::ActorPtr> actors;
+    for (int r : ranks) {
+      for (int s = 0; s < kStreams; ++s) {
+        std::vector<int> mine;
+        for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+          if (static_cast<int>(program_.ops[i].stream) == s) mine.push_back(static_cast<int>(i));
+        }
+        if (mine.empty()) continue;
+        actors.push_back(sg4::Actor::create(to_string(static_cast<StreamId>(s)), platform_.gpu(r),
+                                            [this, r, mine, &timeline] { run_stream(r, mine, timeline); }));
+      }
+    }
+    for (auto& a : actors) a->join();
+    timeline.end_s = sg4::Engine::get_clock();
+    return timeline;
+  }
+
+private:
+  std::vector<int> group_of(int rank, GroupKind kind) const {
+    return kind == GroupKind::data_parallel ? layout_.dp_group(rank) : layout_.tp_group(rank);
+  }
+
+  network::CollectiveChoice choose(const network::CollectiveCall& call) const {
+    const network::CallShape shape = runner_.shape_of(call);
+    network::CollectiveChoice c = runner_.tuner().choose(shape);
+    if (options_.algorithm || options_.protocol) {
+      const network::CollectiveChoice forced{options_.algorithm.value_or(c.algorithm),
+                                             options_.protocol.value_or(c.protocol)};
+      if (runner_.tuner().unsupported(shape, forced).empty()) c = forced;
+    }
+    return c;
+  }
+
+  // Runs the collective of `rank`'s group; in representative mode also the same collective of the
+  // data-parallel groups of the other tensor-parallel ranks, concurrently.
+  network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
+    network::CollectiveCall call{op.collective, group, op.size_bytes};
+    const network::CollectiveChoice choice = choose(call);
+    std::vector<sg4::ActorPtr> copies;
+    if (!options_.every_rank && op.group == GroupKind::data_parallel) {
+      for (int tp = 1; tp < t_.tp; ++tp) {
+        network::CollectiveCall copy{op.collective, layout_.dp_group(rank + tp), op.size_bytes};
+        copies.push_back(sg4::Actor::create("copy", platform_.gpu(rank + tp), [this, copy, choice] {
+          runner_.run(copy, choice, network::Fidelity::fluid);
+        }));
+      }
+    }
+    runner_.run(call, choice, network::Fidelity::fluid);
+    for (auto& a : copies) a->join();
+    return choice;
+  }
+
+  void run_stream(int rank, const std::vector<int>& ops, IterationTimeline& timeline) {
+    for (int i : ops) {
+      const Op& op = program_.ops[static_cast<std::size_t>(i)];
+      for (int d : op.deps) done_[rank][static_cast<std::size_t>(d)]->wait();
+      const double start_s = sg4::Engine::get_clock();
+      network::CollectiveChoice choice;
+      if (op.kind == OpKind::collective) {
+        const std::vector<int> group = group_of(rank, op.group);
+        if (group.size() > 1) {
+          const int expected = options_.every_rank ? static_cast<int>(group.size()) : 1;
+          Rendezvous& rv = rendezvous_[{i, group.front()}];
+          if (++rv.arrived == expected) {
+            rv.choice = run_collective(rank, op, group);
+            rv.done.set();
+          } else {
+            rv.done.wait();
+          }
+          choice = rv.choice;
+        }
+      } else {
+        const double seconds = cost_.seconds(op);
+        if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+      }
+      if (rank == 0) timeline.spans.push_back({i, op.stream, start_s, sg4::Engine::get_clock(), choice});
+      done_[rank][static_cast<std::size_t>(i)]->set();
+    }
+  }
+
+  network::Platform& platform_;
+  network::CollectiveRunner& runner_;
+  const TrainingSpec& t_;
+  Layout layout_;
+  const Program& program_;
+  const CostModel& cost_;
+  const EngineOptions& options_;
+  std::map<int, std::vector<std::unique_ptr<Event>>> done_;
+  std::map<std::pair<int, int>, Rendezvous> rendezvous_;
+};
+
+}  // namespace
+
+IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
+                           const Program& program, const CostModel& cost, const EngineOptions& options) {
+  network::CollectiveRunner runner(platform, nccl);
+  IterationTimeline last;
+  platform.run([&] {
+    for (int it = 0; it <= t.warmup_iterations; ++it) {
+      Iteration iteration(platform, runner, t, program, cost, options);
+      last = iteration.run();
+    }
+  });
+  return last;
+}
+
+}  // namespace commbound::sim

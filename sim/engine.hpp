@@ -1,0 +1,47 @@
+// Engine: simulates training iterations of one representative GPU's program (workload.hpp) on the
+// emulated cluster. One SimGrid actor per stream runs that stream's ops in order, each op waiting
+// for its dependencies; compute ops take their cost-model time; collectives run through NCCL's
+// algorithms on the fabric over their whole group, started together with the same collective of
+// the other tensor-parallel ranks' data-parallel groups (they share the NICs and the fabric).
+// Warm-up iterations run first; the last iteration is reported.
+#pragma once
+
+#include "network/collective_runner.hpp"
+#include "network/platform.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/layout.hpp"
+#include "sim/training.hpp"
+#include "sim/workload.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace commbound::sim {
+
+struct Span {
+  int op;  // index into the program
+  StreamId stream;
+  double start_s;
+  double end_s;
+  network::CollectiveChoice choice;  // collectives only
+};
+
+struct IterationTimeline {
+  double start_s = 0;
+  double end_s = 0;
+  std::vector<Span> spans;  // the representative rank's, in completion order
+  double iteration_s() const { return end_s - start_s; }
+};
+
+struct EngineOptions {
+  std::optional<network::Algorithm> algorithm;  // forced for every collective, else NCCL's tuner
+  std::optional<network::Protocol> protocol;
+  // Simulate these ranks' programs too (all of them: no symmetry shortcut). Empty: rank 0 only.
+  bool every_rank = false;
+};
+
+// Runs `warmup + 1` iterations of `program` (inside Platform::run) and returns the last.
+IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
+                           const Program& program, const CostModel& cost, const EngineOptions& options);
+
+}  // namespace commbound::sim

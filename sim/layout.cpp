@@ -1,0 +1,30 @@
+#include "sim/layout.hpp"
+
+namespace commbound::sim {
+
+Coords Layout::coords(int rank) const {
+  Coords c;
+  c.tp = rank % tp_;
+  rank /= tp_;
+  c.cp = rank % cp_;
+  rank /= cp_;
+  c.dp = rank % dp_;
+  c.pp = rank / dp_;
+  return c;
+}
+
+std::vector<int> Layout::dp_group(int rank) const {
+  Coords c = coords(rank);
+  std::vector<int> g;
+  for (c.dp = 0; c.dp < dp_; ++c.dp) g.push_back(this->rank(c));
+  return g;
+}
+
+std::vector<int> Layout::tp_group(int rank) const {
+  Coords c = coords(rank);
+  std::vector<int> g;
+  for (c.tp = 0; c.tp < tp_; ++c.tp) g.push_back(this->rank(c));
+  return g;
+}
+
+}  // namespace commbound::sim

@@ -1,0 +1,39 @@
+// Layout: how a world of GPUs is cut into data, tensor, pipeline and context parallel groups.
+//
+// world = dp x pp x cp x tp, tp innermost (tensor-parallel ranks are neighbours inside a node, as
+// Megatron places them), then cp, then dp, pp outermost:
+//   rank = ((pp_i * dp + dp_i) * cp + cp_i) * tp + tp_i
+// A process group is the set of ranks that differ only in one coordinate.
+#pragma once
+
+#include "network/expected.hpp"
+
+#include <string>
+#include <vector>
+
+namespace commbound::sim {
+
+struct Coords {
+  int dp = 0, pp = 0, cp = 0, tp = 0;
+};
+
+class Layout {
+public:
+  Layout(int dp, int tp, int pp, int cp) : dp_(dp), tp_(tp), pp_(pp), cp_(cp) {}
+  int world() const { return dp_ * tp_ * pp_ * cp_; }
+  int dp() const { return dp_; }
+  int tp() const { return tp_; }
+  int pp() const { return pp_; }
+  int cp() const { return cp_; }
+
+  Coords coords(int rank) const;
+  int rank(const Coords& c) const { return ((c.pp * dp_ + c.dp) * cp_ + c.cp) * tp_ + c.tp; }
+  // The ranks of `rank`'s group along one dimension, in coordinate order.
+  std::vector<int> dp_group(int rank) const;
+  std::vector<int> tp_group(int rank) const;
+
+private:
+  int dp_, tp_, pp_, cp_;
+};
+
+}  // namespace commbound::sim

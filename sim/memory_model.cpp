@@ -1,0 +1,55 @@
+#include "sim/memory_model.hpp"
+
+namespace commbound::sim {
+namespace {
+
+constexpr double kBf16 = 2;
+constexpr double kFp32 = 4;
+// NCCL's default buffer (NCCL_BUFFSIZE 4 MiB, src/init.cc) per channel, per direction, per peer of
+// a ring (send and receive side).
+constexpr double kNcclBufferBytes = 4.0 * 1024 * 1024;
+// Caching-allocator fragmentation and CUDA context: an assumption, stated rather than measured:
+// 5% of what the model holds plus 1 GB of context and workspace.
+constexpr double kAllocatorFraction = 0.05;
+constexpr double kContextBytes = 1e9;
+
+}  // namespace
+
+MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
+  const ModelSpec& m = t.model;
+  const double P = m.params() / t.tp;  // this GPU's tensor-parallel slice
+  const double layer = m.layer_params() / t.tp;
+  const double root = (2 * m.embedding_params() + m.hidden) / t.tp;
+  const double s = t.seq_len;
+  const double b = t.micro_batch;
+  const double h = m.hidden;
+  MemoryUse u;
+  auto add = [&](const std::string& what, double bytes) {
+    u.bytes.emplace_back(what, bytes);
+    u.total_bytes += bytes;
+  };
+  if (t.strategy == Strategy::fsdp) {
+    const double shard = P / t.dp;
+    add("params_bf16", t.zero_stage == 2 ? kBf16 * P : kBf16 * (shard + root + (t.max_inflight_allgathers + 1) * layer));
+    add("master_fp32", kFp32 * shard);
+    add("adam_moments_fp32", 2 * kFp32 * shard);
+    add("grads", kFp32 * shard + kBf16 * 2 * layer);  // fp32 shard + unsharded bf16 gradients of the unit in flight
+  } else {
+    add("params_fp32", kFp32 * P);
+    add("adam_moments_fp32", 2 * kFp32 * P);
+    add("grads_fp32", kFp32 * P);
+  }
+  double per_layer = 34 * s * b * h;
+  if (t.tp > 1) per_layer = t.sequence_parallel ? 34 * s * b * h / t.tp : 10 * s * b * h + 24 * s * b * h / t.tp;
+  double activations = m.layers * per_layer;
+  if (t.activation_checkpointing) activations = m.layers * 2 * s * b * h + per_layer;
+  activations += 2 * s * b * m.vocab / t.tp * kFp32;  // fp32 logits and their gradient
+  add("activations", activations);
+  const int communicators = (t.dp > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0);
+  add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);
+  add("allocator_and_context", kAllocatorFraction * u.total_bytes + kContextBytes);
+  u.capacity_bytes = t.gpu.memory_bytes;
+  return u;
+}
+
+}  // namespace commbound::sim

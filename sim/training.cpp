@@ -1,0 +1,26 @@
+#include "sim/training.hpp"
+
+#include "sim/table_reader.hpp"
+
+namespace commbound::sim {
+
+Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
+  const auto path = presets.dir() / "gpus.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  const toml::node* node = file->get(name);
+  if (node == nullptr || !node->is_table()) return Error{path.string() + ": no GPU named \"" + name + "\""};
+  TableReader r(*node->as_table(), name);
+  GpuSpec g;
+  g.name = name;
+  r.string("description", "");
+  g.peak_flops_per_s = r.required_number("dense_bf16_TFLOPs", 1, 1e6) * 1e12;
+  g.hbm_bytes_per_s = r.required_number("hbm_GBps", 1, 1e7) * 1e9;
+  g.memory_bytes = r.required_number("memory_GB", 1, 1e5) * 1e9;
+  g.tdp_w = r.required_number("tdp_W", 1, 1e5);
+  g.idle_w = r.required_number("idle_W", 0, 1e5);
+  if (Status s = r.finish(); !s) return s.error();
+  return g;
+}
+
+}  // namespace commbound::sim

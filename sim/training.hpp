@@ -1,0 +1,46 @@
+// TrainingSpec: what one training iteration does: model, sequence, batch, parallel layout,
+// strategy. Read from a scenario's [model], [training] and [parallel] sections and validated
+// against the cluster (world size, divisibility), with errors naming file, line, key and value.
+#pragma once
+
+#include "sim/model.hpp"
+
+#include <string>
+
+namespace commbound::sim {
+
+// A GPU's datasheet figures (calibration/gpus.toml), SI units.
+struct GpuSpec {
+  std::string name;
+  double peak_flops_per_s = 0;   // dense bf16 tensor throughput
+  double hbm_bytes_per_s = 0;
+  double memory_bytes = 0;
+  double tdp_w = 0;
+  double idle_w = 0;
+};
+
+enum class Strategy { ddp, fsdp };
+
+struct TrainingSpec {
+  ModelSpec model;
+  GpuSpec gpu;
+  int seq_len = 4096;
+  int global_batch = 0;       // sequences per iteration, all replicas together
+  int micro_batch = 1;        // sequences per forward/backward pass of one replica
+  int micro_batches = 1;      // gradient accumulation steps
+  bool activation_checkpointing = false;
+  Strategy strategy = Strategy::fsdp;
+  int zero_stage = 2;         // FSDP: 2 keeps gathered parameters for backward, 3 reshards after forward
+  int dp = 1, tp = 1, pp = 1, cp = 1;
+  bool sequence_parallel = false;
+  int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
+  double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
+  int warmup_iterations = 1;
+
+  int world() const { return dp * tp * pp * cp; }
+  double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
+};
+
+Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name);
+
+}  // namespace commbound::sim

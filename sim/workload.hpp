@@ -1,0 +1,49 @@
+// Workload: the program one GPU runs in one training iteration, as ops on streams with
+// dependencies, for DDP and FSDP (ZeRO-2 / ZeRO-3) with optional Megatron tensor parallelism.
+//
+// Every data-parallel replica and every tensor-parallel rank runs the same program on the same
+// hardware, so the engine simulates one representative rank (rank 0) and runs its collectives
+// over their full groups (and the data-parallel groups of the other tensor-parallel ranks, which
+// share the NICs); tests/sim/engine_test.cpp checks the shortcut against simulating every rank.
+//
+// Compute ops are priced by a CostModel. Until a measured calibration table exists (kernels
+// issue), that is a roofline from the datasheet (see cost_model.hpp): marked derived everywhere.
+#pragma once
+
+#include "network/collective.hpp"
+#include "sim/training.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace commbound::sim {
+
+enum class StreamId { compute, all_gather, reduce_scatter, tensor_parallel };
+inline constexpr int kStreams = 4;
+const char* to_string(StreamId s);
+
+enum class OpKind { gemm, attention, elementwise, optimizer, collective };
+
+enum class GroupKind { data_parallel, tensor_parallel };
+
+struct Op {
+  std::string name;
+  StreamId stream = StreamId::compute;
+  OpKind kind = OpKind::gemm;
+  double flops = 0;            // compute ops: executed FLOPs (causal attention: the unmasked half)
+  double bytes = 0;            // compute ops: HBM traffic
+  network::CollectiveOp collective = network::CollectiveOp::all_gather;
+  GroupKind group = GroupKind::data_parallel;
+  double size_bytes = 0;       // collectives: nccl-tests convention (whole buffer)
+  std::vector<int> deps;       // indices of ops that must finish first (besides stream order)
+};
+
+struct Program {
+  std::vector<Op> ops;  // issue order; each stream runs its ops in this order
+};
+
+// One iteration of `t` (all micro-batches, gradient reduction, optimizer step).
+Program build_program(const TrainingSpec& t);
+
+}  // namespace commbound::sim
