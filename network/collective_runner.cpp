@@ -10,6 +10,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -98,10 +99,11 @@ struct Segment {
 // the same time), and at least one segment per group.
 std::vector<Segment> segments_of(const std::vector<std::vector<Edge>>& edges, const std::vector<double>& wire_bytes,
                                  const std::vector<double>& rate, int free_slots) {
-  std::size_t total = 0;
-  for (const auto& e : edges) total += e.size();
+  std::size_t longest = 1;
+  for (const auto& e : edges) longest = std::max(longest, e.size());
   const std::size_t budget = std::max<std::size_t>(edges.size(), static_cast<std::size_t>(free_slots) / 4);
-  const std::size_t per = std::max<std::size_t>(1, (total + budget - 1) / budget);
+  const std::size_t per_group = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, edges.size()));
+  const std::size_t per = (longest + per_group - 1) / per_group;  // edges per segment
   std::vector<Segment> out;
   for (std::size_t g = 0; g < edges.size(); ++g) {
     for (std::size_t i = 0; i < edges[g].size(); i += per) {
@@ -311,15 +313,19 @@ std::vector<double> coupled_rates(const std::vector<std::vector<std::pair<sg4::H
 // comms between each segment's pair of hosts, awaited by the calling actor.
 double run_fluid(Platform& p, const std::vector<Segment>& segments) {
   const double start_s = sg4::Engine::get_clock();
-  std::vector<sg4::CommPtr> comms;
+  // Take every slot before the first simcall (routing a slot sets its cap link's bandwidth, and a
+  // simcall lets other actors run): the caller checked that enough were free.
   std::vector<int> slots;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    slots.push_back(p.acquire_segment());
+    if (slots.back() < 0) throw std::logic_error("segment pool exhausted: segments_of must fit the free slots");
+  }
+  std::vector<sg4::CommPtr> comms;
   std::vector<double> latency_s;
-  for (const Segment& seg : segments) {
-    const int slot = p.acquire_segment();
-    assert(slot >= 0 && "segments_of sized the segments to the free slots");
-    latency_s.push_back(p.route_segment(slot, seg.edges, seg.rate_cap));
-    slots.push_back(slot);
-    comms.push_back(sg4::Comm::sendto_async(p.segment_src(slot), p.segment_dst(slot),
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const Segment& seg = segments[i];
+    latency_s.push_back(p.route_segment(slots[i], seg.edges, seg.rate_cap));
+    comms.push_back(sg4::Comm::sendto_async(p.segment_src(slots[i]), p.segment_dst(slots[i]),
                                             static_cast<uint64_t>(std::llround(seg.wire_bytes))));
   }
   sg4::Comm::wait_all(comms);
@@ -541,6 +547,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     const int dst = call.ranks[1];
     const double sleep_s = proto_hop_s(src, dst);
     sg4::this_actor::sleep_for(base_s + sleep_s);
+    platform_.wait_for_segments(1);
     bw_s = run_fluid(platform_, {{{{platform_.gpu(src), platform_.gpu(dst)}}, call.size_bytes / efficiency, -1}});
     latency_s = base_s + sleep_s + route_latency(platform_.gpu(src), platform_.gpu(dst));
     result.flows = 1;
@@ -558,6 +565,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     }
     const double hop_s = nccl_.hop(algo, HopClass::nvlink, proto);
     sg4::this_actor::sleep_for(base_s + hop_s);
+    platform_.wait_for_segments(static_cast<int>(flows.size()));
     bw_s = run_fluid(platform_, flows);
     const Edge& up = flows[0].edges[0];
     const Edge& down = flows[1].edges[0];
@@ -651,6 +659,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     } else {
       std::vector<double> bytes(groups);
       for (std::size_t g = 0; g < groups; ++g) bytes[g] = chunk[g] * chunks;
+      platform_.wait_for_segments(static_cast<int>(groups));
       const auto segments = segments_of(edges, bytes, rate, platform_.free_segments());
       bw_s = run_fluid(platform_, segments);
       result.flows = static_cast<long>(segments.size());

@@ -3,6 +3,8 @@
 #include "network/internal/fabric_zone.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Mutex.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 
@@ -67,8 +69,13 @@ Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec) {
   return platform;
 }
 
+struct Platform::Waiters {
+  sg4::MutexPtr mutex = sg4::Mutex::create();
+  sg4::ConditionVariablePtr freed = sg4::ConditionVariable::create();
+};
+
 Platform::Platform(const ClusterSpec& spec, std::unique_ptr<sg4::Engine> engine)
-    : spec_(spec), engine_(std::move(engine)) {}
+    : spec_(spec), engine_(std::move(engine)), waiters_(std::make_unique<Waiters>()) {}
 
 Platform::~Platform() = default;
 
@@ -97,6 +104,18 @@ double Platform::route_segment(int slot, const std::vector<std::pair<sg4::Host*,
   zone_->segment_cap_link(slot)->set_bandwidth(cap_bytes_per_s > 0 ? cap_bytes_per_s : kUncappedBytesPerS);
   return zone_->set_segment(slot, edges);
 }
+
+void Platform::release_segment(int slot) {
+  free_segments_.push_back(slot);
+  waiters_->freed->notify_all();
+}
+
+void Platform::wait_for_segments(int n) {
+  std::unique_lock lock(*waiters_->mutex);
+  while (static_cast<int>(free_segments_.size()) < n) waiters_->freed->wait(lock);
+}
+
+int Platform::segment_pool() const { return zone_->segment_slots(); }
 
 sg4::Host* Platform::segment_src(int slot) const { return zone_->segment_src(slot); }
 sg4::Host* Platform::segment_dst(int slot) const { return zone_->segment_dst(slot); }

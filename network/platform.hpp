@@ -67,8 +67,12 @@ public:
                        double cap_bytes_per_s);
   simgrid::s4u::Host* segment_src(int slot) const;
   simgrid::s4u::Host* segment_dst(int slot) const;
-  void release_segment(int slot) { free_segments_.push_back(slot); }
+  void release_segment(int slot);
   int free_segments() const { return static_cast<int>(free_segments_.size()); }
+  // Blocks the calling actor until at least `n` slots are free (others release theirs when their
+  // flows complete). `n` must not exceed the pool.
+  void wait_for_segments(int n);
+  int segment_pool() const;
 
   // Runs `body` as a SimGrid actor on rank 0's host until the simulation has nothing left to do.
   // May be called once per process.
@@ -85,6 +89,8 @@ private:
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   internal::FabricZone* zone_ = nullptr;  // owned by SimGrid's engine (it is the root zone)
   std::vector<int> free_segments_;
+  struct Waiters;
+  std::unique_ptr<Waiters> waiters_;
 };
 
 }  // namespace commbound::network

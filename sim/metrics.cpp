@@ -79,6 +79,11 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     out << "scenario,gpus,iteration_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,compute_s,comm_s,"
            "exposed_comm_s,exposed_comm_fraction,power_w_per_gpu,tokens_per_joule,memory_bytes_per_gpu,oom\n";
     for (const auto& [name, m] : rows) {
+      if (m.oom) {  // not simulated: no timing to report
+        std::snprintf(buf, sizeof buf, "%s,%d,,,,,,,,,,,,%.0f,1\n", name.c_str(), m.gpus, m.memory_bytes_per_gpu);
+        out << buf;
+        continue;
+      }
       std::snprintf(buf, sizeof buf, "%s,%d,%.6f,%.1f,%.2f,%.2f,%.4f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f,%.0f,%d\n",
                     name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu,
                     m.model_tflops_per_gpu, m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, m.exposed_comm_fraction,
@@ -92,6 +97,11 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     for (const auto& [name, m] : rows) {
       nlohmann::json mem = nlohmann::json::object();
       for (const auto& [what, bytes] : m.memory.bytes) mem[what] = bytes;
+      if (m.oom) {  // not simulated: timing fields are null
+        arr.push_back({{"scenario", name}, {"gpus", m.gpus}, {"oom", true}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
+                       {"memory_breakdown_bytes", mem}});
+        continue;
+      }
       arr.push_back({{"scenario", name}, {"gpus", m.gpus}, {"iteration_s", m.iteration_s},
                      {"tokens_per_s", m.tokens_per_s}, {"tokens_per_s_per_gpu", m.tokens_per_s_per_gpu},
                      {"model_tflops_per_gpu", m.model_tflops_per_gpu}, {"mfu", m.mfu}, {"compute_s", m.compute_s},
@@ -109,6 +119,12 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
                 "tokens/J", "memory");
   out << buf;
   for (const auto& [name, m] : rows) {
+    if (m.oom) {
+      std::snprintf(buf, sizeof buf, "%-24s %6d %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %.1f GB  OUT OF MEMORY\n",
+                    name.c_str(), m.gpus, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", m.memory_bytes_per_gpu / 1e9);
+      out << buf;
+      continue;
+    }
     std::snprintf(buf, sizeof buf, "%-24s %6d %10.4f %12.0f %9.1f %7.1f %5.1f%% %9.4f %8.4f %9.4f %6.1f%% %9.0f %9.2f %.1f GB%s\n",
                   name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu,
                   100 * m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, 100 * m.exposed_comm_fraction,
@@ -117,8 +133,9 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   }
   for (const auto& [name, m] : rows) {
     if (!m.oom) continue;
-    out << "# " << name << " does not fit: " << m.memory_bytes_per_gpu / 1e9 << " GB > " << m.memory.capacity_bytes / 1e9
-        << " GB:";
+    std::snprintf(buf, sizeof buf, "# %s does not fit: %.1f GB > %.1f GB:", name.c_str(), m.memory_bytes_per_gpu / 1e9,
+                  m.memory.capacity_bytes / 1e9);
+    out << buf;
     for (const auto& [what, bytes] : m.memory.bytes) {
       std::snprintf(buf, sizeof buf, " %s %.1f GB;", what.c_str(), bytes / 1e9);
       out << buf;

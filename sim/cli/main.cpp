@@ -407,6 +407,12 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
 sim::Metrics metrics_from_json(const nlohmann::json& j) {
   sim::Metrics m;
   m.gpus = j["gpus"];
+  m.oom = j["oom"];
+  m.memory_bytes_per_gpu = j["memory_bytes_per_gpu"];
+  for (const auto& [what, bytes] : j["memory_breakdown_bytes"].items()) m.memory.bytes.emplace_back(what, bytes);
+  m.memory.total_bytes = m.memory_bytes_per_gpu;
+  m.memory.capacity_bytes = j["memory_capacity_bytes"];
+  if (m.oom) return m;
   m.iteration_s = j["iteration_s"];
   m.tokens_per_s = j["tokens_per_s"];
   m.tokens_per_s_per_gpu = j["tokens_per_s_per_gpu"];
@@ -418,11 +424,6 @@ sim::Metrics metrics_from_json(const nlohmann::json& j) {
   m.exposed_comm_fraction = j["exposed_comm_fraction"];
   m.power_w_per_gpu = j["power_w_per_gpu"];
   m.tokens_per_joule = j["tokens_per_joule"];
-  m.memory_bytes_per_gpu = j["memory_bytes_per_gpu"];
-  m.oom = j["oom"];
-  for (const auto& [what, bytes] : j["memory_breakdown_bytes"].items()) m.memory.bytes.emplace_back(what, bytes);
-  m.memory.total_bytes = m.memory_bytes_per_gpu;
-  m.memory.capacity_bytes = j["memory_capacity_bytes"];
   return m;
 }
 

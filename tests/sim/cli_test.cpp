@@ -4,7 +4,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -120,5 +123,74 @@ TEST(Validation, H100WithinFifteenPercentAtOneGibAndAbove) { expect_validated(kE
 TEST(Validation, A100WithinFifteenPercentAtOneGibAndAbove) {
   expect_validated("scenarios/examples/dgx-a100-ib-hdr.toml");
 }
+
+// Every scenario of scenarios/paper runs, and its numbers stay within 1% of the committed golden
+// output (tests/golden/paper; regenerate with tests/golden/update.sh after a deliberate change).
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) f.push_back(cell);
+    rows.push_back(f);
+  }
+  return rows;
+}
+
+class PaperScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PaperScenario, RunsAndMatchesGolden) {
+  const std::string name = GetParam();
+  const CliRun r = run("run scenarios/paper/" + name + ".toml --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream golden_file("tests/golden/paper/" + name + ".csv");
+  ASSERT_TRUE(golden_file.good()) << "no golden output for " << name;
+  const std::string golden((std::istreambuf_iterator<char>(golden_file)), std::istreambuf_iterator<char>());
+  const auto got = csv_rows(r.out);
+  const auto want = csv_rows(golden);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].size(), want[i].size()) << "row " << i;
+    for (std::size_t k = 0; k < want[i].size(); ++k) {
+      char* end = nullptr;
+      const double w = std::strtod(want[i][k].c_str(), &end);
+      const bool numeric = i > 0 && !want[i][k].empty() && *end == '\0';
+      if (!numeric) {
+        EXPECT_EQ(got[i][k], want[i][k]) << name << " row " << i << " column " << want[0][k];
+      } else {
+        EXPECT_NEAR(std::strtod(got[i][k].c_str(), nullptr), w, 0.01 * std::fabs(w) + 1e-12)
+            << name << " row " << i << " column " << want[0][k];
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paper, PaperScenario,
+                         ::testing::Values("weak_scaling_7b", "strong_scaling_gbs32", "model_parallel_7b_256gpu",
+                                           "model_sizes", "context_length"));
+
+// Layouts that cannot run fail with one line naming the key and exit 2.
+struct BadLayout {
+  const char* set;
+  const char* expected;
+};
+class BadLayouts : public ::testing::TestWithParam<BadLayout> {};
+TEST_P(BadLayouts, FailWithOneLine) {
+  const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[4] " + std::string(GetParam().set));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find(GetParam().expected), std::string::npos) << r.out;
+}
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, BadLayouts,
+    ::testing::Values(BadLayout{"--set parallel.tp=3", "parallel.tp = 3: must divide the model's 32 attention heads"},
+                      BadLayout{"--set sweep.values=[1] --set parallel.tp=16", "does not divide the 8 GPUs"},
+                      BadLayout{"--set training.global_batch=100 --set training.local_batch=2", "not both"},
+                      BadLayout{"--set model.name=llama9", "no model named \"llama9\""},
+                      BadLayout{"--set training.micro_batch=3", "training.micro_batch = 3: must divide"},
+                      BadLayout{"--set parallel.pp=2", "not implemented yet"}));
 
 }  // namespace

@@ -1,0 +1,192 @@
+// Training iteration emulation against oracles that follow from the program's structure.
+#include "network/collective_runner.hpp"
+#include "sim/engine.hpp"
+#include "sim/memory_model.hpp"
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+#include "sim/workload.hpp"
+#include "tests/network/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace commbound::sim {
+namespace {
+
+const Presets kPresets("calibration");
+
+// Llama-2 7B, seq 4096, micro-batch 2, FSDP ZeRO-2 on `nodes` DGX H100 nodes (world = nodes * 8).
+TrainingSpec fsdp_7b(int world, int tp = 1) {
+  TrainingSpec t;
+  t.model = *load_model(kPresets, "llama2-7b");
+  t.gpu = *load_gpu(kPresets, "h100-sxm5");
+  t.seq_len = 4096;
+  t.micro_batch = 2;
+  t.micro_batches = 1;
+  t.tp = tp;
+  t.dp = world / tp;
+  t.global_batch = 2 * t.dp;
+  t.warmup_iterations = 0;
+  return t;
+}
+
+double sum_compute_seconds(const Program& p, const CostModel& cost) {
+  double s = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::collective) s += cost.seconds(op);
+  }
+  return s;
+}
+
+// One GPU (no data or tensor parallel peers): no collective has anyone to talk to, so the
+// iteration is exactly the sum of its compute ops' times.
+TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
+  network::ClusterSpec spec = testing::dgx_h100(1);
+  spec.node.gpus = 1;
+  spec.node.nics = 1;
+  auto platform = network::Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const TrainingSpec t = fsdp_7b(1);
+  const Program program = build_program(t);
+  const CostModel cost(t.gpu);
+  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, program, cost, {});
+  EXPECT_NEAR(tl.iteration_s(), sum_compute_seconds(program, cost), 1e-9);
+}
+
+// Zero-cost compute: the iteration is the collective schedule alone. ZeRO-2 with free compute
+// serialises every all-gather (forward) and then every reduce-scatter (they wait for backward,
+// which waits for the last all-gather), so the iteration equals the sum of their durations.
+TEST(Engine, ZeroCostComputeLeavesTheCollectiveSchedule) {
+  auto platform = network::Platform::create(testing::dgx_h100(2));
+  ASSERT_TRUE(platform) << platform.error().message;
+  TrainingSpec t = fsdp_7b(16);
+  t.gpu.peak_flops_per_s = 1e30;
+  t.gpu.hbm_bytes_per_s = 1e30;
+  const Program program = build_program(t);
+  const CostModel cost(t.gpu);
+  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, program, cost, {});
+  double collectives_s = 0;
+  for (const Span& s : tl.spans) {
+    if (program.ops[static_cast<std::size_t>(s.op)].kind == OpKind::collective) collectives_s += s.end_s - s.start_s;
+  }
+  EXPECT_GT(collectives_s, 0);
+  EXPECT_NEAR(tl.iteration_s(), collectives_s, 1e-3 * collectives_s);
+}
+
+// An (almost) infinitely fast fabric and zero NCCL latencies: FSDP's communication hides
+// completely; exposed communication tends to 0.
+TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
+  network::ClusterSpec spec = testing::dgx_h100(2);
+  spec.node.nvlink.bw_bytes_per_s = 1e21;
+  spec.node.pcie.bw_bytes_per_s = 1e21;
+  spec.fabric.link.bw_bytes_per_s = 1e21;
+  spec.fabric.switch_latency_s = 0;
+  auto platform = network::Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  network::NcclConstants nccl = testing::nccl_2_30_7();
+  nccl.base_latency_s = {};
+  nccl.hop_latency_s = {};
+  nccl.net_overhead_intel_s = 0;
+  const TrainingSpec t = fsdp_7b(16);
+  const Program program = build_program(t);
+  const CostModel cost(t.gpu);
+  const IterationTimeline tl = simulate(**platform, nccl, t, program, cost, {});
+  const Metrics m = compute_metrics(t, program, tl, memory_per_gpu(t, 16));
+  EXPECT_LT(m.exposed_comm_s, 1e-6);
+  EXPECT_NEAR(m.iteration_s, sum_compute_seconds(program, cost), 1e-6);
+}
+
+// Bytes every GPU sends per step (ZeRO paper, Rajbhandari et al. 2020, section 7): DDP all-reduce
+// 2 x psi, ZeRO-2 reduce-scatter + all-gather 2 x psi, ZeRO-3 3 x psi, psi = bf16 parameter bytes,
+// each times (n-1)/n. Counted from the programs' collectives with nccl-tests' bus factors.
+TEST(Workload, BytesOnTheWireMatchTheZeroPaper) {
+  const int n = 64;
+  auto wire = [&](const TrainingSpec& t) {
+    double bytes = 0;
+    for (const Op& op : build_program(t).ops) {
+      if (op.kind == OpKind::collective) bytes += op.size_bytes * network::bus_bw_factor(op.collective, n);
+    }
+    return bytes;
+  };
+  TrainingSpec z2 = fsdp_7b(n);
+  TrainingSpec z3 = z2;
+  z3.zero_stage = 3;
+  TrainingSpec ddp = z2;
+  ddp.strategy = Strategy::ddp;
+  const double psi = 2 * z2.model.params();
+  const double f = (n - 1.0) / n;
+  EXPECT_NEAR(wire(ddp), 2 * psi * f, 1e-9 * psi);
+  EXPECT_NEAR(wire(z2), 2 * psi * f, 1e-9 * psi);
+  EXPECT_NEAR(wire(z3), (3 * psi - 2 * (2 * z2.model.embedding_params() + z2.model.hidden)) * f, 1e-9 * psi);
+}
+
+// Memory by hand, Llama-2 7B, ZeRO-2 over 64 GPUs, micro-batch 2 x 4096 (bytes):
+// params bf16 2P = 13.48e9; fp32 master 4P/64 = 0.421e9; Adam 8P/64 = 0.842e9; grads 4P/64 + 2 x
+// 2 x layer = 0.421e9 + 0.810e9; activations 32 x 34 x 4096 x 2 x 4096 + 2 x 4096 x 2 x 32000 x 4
+// = 36.51e9 + 2.10e9; NCCL 16 x 2 x 2 x 4 MiB = 0.268e9; allocator 5% + 1e9.
+TEST(MemoryModel, Llama7bZero2ByHand) {
+  const TrainingSpec t = fsdp_7b(64);
+  const MemoryUse u = memory_per_gpu(t, 16);
+  const double P = t.model.params();
+  const double held = 2 * P + 12 * P / 64 + 4 * P / 64 + 4 * t.model.layer_params() + 32.0 * 34 * 4096 * 2 * 4096 +
+                      2.0 * 4096 * 2 * 32000 * 4 + 16.0 * 2 * 2 * 4 * 1048576;
+  EXPECT_NEAR(u.total_bytes, held * 1.05 + 1e9, 1e3);
+  EXPECT_TRUE(u.fits());
+}
+
+// Llama-2 70B with plain DDP cannot fit: fp32 weights, gradients and Adam moments alone are
+// 16 x 69e9 bytes = 1.1 TB per GPU. ZeRO-3 over 256 GPUs, full recompute and micro-batch 1 does.
+TEST(MemoryModel, Llama70bDdpIsOutOfMemory) {
+  TrainingSpec t = fsdp_7b(256);
+  t.model = *load_model(kPresets, "llama2-70b");
+  t.strategy = Strategy::ddp;
+  EXPECT_FALSE(memory_per_gpu(t, 16).fits());
+  t.strategy = Strategy::fsdp;
+  t.zero_stage = 3;
+  t.micro_batch = 1;
+  t.activation_checkpointing = true;
+  const MemoryUse u = memory_per_gpu(t, 16);
+  EXPECT_TRUE(u.fits()) << u.total_bytes / 1e9 << " GB";
+}
+
+// Simulating only rank 0 (and running its collectives over whole groups) must give the same
+// iteration as simulating all 16 ranks of 2 nodes, FSDP with tp = 2.
+TEST(Engine, RepresentativeRankEqualsEveryRank) {
+  auto run = [](bool every_rank) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1.0;
+    const pid_t child = fork();
+    if (child == 0) {
+      close(fds[0]);
+      auto platform = network::Platform::create(testing::dgx_h100(2));
+      const TrainingSpec t = fsdp_7b(16, 2);
+      const Program program = build_program(t);
+      EngineOptions options;
+      options.every_rank = every_rank;
+      double s = -1;
+      if (platform) s = simulate(**platform, testing::nccl_2_30_7(), t, program, CostModel(t.gpu), options).iteration_s();
+      _exit(write(fds[1], &s, sizeof s) == sizeof s ? 0 : 1);
+    }
+    close(fds[1]);
+    double s = -1;
+    if (read(fds[0], &s, sizeof s) != sizeof s) s = -1;
+    close(fds[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    return s;
+  };
+  const double representative = run(false);
+  const double every = run(true);
+  std::printf("iteration: representative %.6f s, every rank %.6f s\n", representative, every);
+  ASSERT_GT(representative, 0);
+  ASSERT_GT(every, 0);
+  EXPECT_NEAR(representative, every, 0.01 * every);
+}
+
+}  // namespace
+}  // namespace commbound::sim
