@@ -40,6 +40,7 @@ test: build
 
 bench: build
 	$(BUILD)/bin/bench_collectives
+	$(BUILD)/bin/bench_training
 
 clean:
 	rm -rf $(BUILD)
