@@ -1,6 +1,7 @@
 // The commbound CLI as a user meets it: exit codes, one-line errors, no partial or overwritten
 // output, stable CSV, and the published-data validation (label golden).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
 
@@ -171,6 +172,31 @@ TEST_P(PaperScenario, RunsAndMatchesGolden) {
 INSTANTIATE_TEST_SUITE_P(Paper, PaperScenario,
                          ::testing::Values("weak_scaling_7b", "strong_scaling_gbs32", "model_parallel_7b_256gpu",
                                            "model_sizes", "context_length"));
+
+// --trace writes a Chrome/Perfetto trace: one complete event per op of rank 0, on its stream's
+// track, inside the iteration; and it refuses to overwrite without --force.
+TEST(Cli, TraceHasOneEventPerOp) {
+  const std::string path = ::testing::TempDir() + "commbound_trace.json";
+  std::remove(path.c_str());
+  // A [sweep] has several points; a trace needs one.
+  EXPECT_EQ(run("run scenarios/paper/weak_scaling_7b.toml --trace " + path).exit_code, 2);
+  const std::string scenario = temp_file("trace_single.toml",
+                                         "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 2\n[model]\nname = \"llama2-1b\"\n");
+  const CliRun r = run("run " + scenario + " --trace " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int complete = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++complete;
+    EXPECT_GE(e["ts"].get<double>(), 0);
+    EXPECT_GE(e["dur"].get<double>(), 0);
+  }
+  EXPECT_GT(complete, 100);  // 24 layers x ~25 ops forward and backward, plus collectives
+  EXPECT_EQ(run("run " + scenario + " --trace " + path).exit_code, 2);  // exists: not overwritten
+  std::remove(path.c_str());
+}
 
 // Layouts that cannot run fail with one line naming the key and exit 2.
 struct BadLayout {
