@@ -31,6 +31,7 @@ struct NodeType {
   bool nvls = false;          // NVSwitch with in-switch reduction (NVLink SHARP)
   int nccl_channels = 16;     // channels NCCL runs per collective on this node type
   HostCpu host_cpu = HostCpu::intel;  // selects NCCL's netOverhead (1 us Intel, 2 us AMD)
+  std::string nic;            // the NICs' link technology as shipped (the fabric's default link)
 };
 
 enum class Topology { single_switch, fat_tree, rail_optimized };

@@ -86,6 +86,7 @@ Expected<network::NodeType> Presets::node(const std::string& name) const {
   n.sm_arch = static_cast<int>(r.integer("sm_arch", 90, 60, 200));
   n.nvls = r.boolean("nvls", false);
   n.nccl_channels = static_cast<int>(r.integer("nccl_channels", 16, 1, 64));
+  n.nic = r.required_string("nic");
   const std::string cpu = r.choice("host_cpu", "intel", {"intel", "amd", "other"});
   n.host_cpu = cpu == "intel" ? network::HostCpu::intel : (cpu == "amd" ? network::HostCpu::amd : network::HostCpu::other);
   if (!r.failed() && n.gpus % n.nics != 0) r.fail("nics", "GPUs per node (" + std::to_string(n.gpus) + ") must be a multiple of NICs");

@@ -110,7 +110,8 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   // fabric.link: a preset name from calibration/links.toml, or a table defining a technology.
   const bool custom_link = fabric_t != nullptr && fabric_t->get("link") != nullptr && fabric_t->get("link")->is_table();
   const toml::table* link_table = custom_link ? fabric.table("link") : nullptr;
-  const std::string link_name = custom_link ? "custom" : fabric.string("link", "ib-ndr");
+  // Default: the technology of the NICs the node type ships with.
+  const std::string link_name = custom_link ? "custom" : fabric.string("link", sc.cluster.node.nic);
   f.routing = fabric.choice("routing", "adaptive", {"adaptive", "ecmp"}) == "ecmp" ? network::Routing::ecmp
                                                                                   : network::Routing::adaptive;
   f.oversubscription = fabric.number("oversubscription", 1.0, 1.0, 64.0);

@@ -171,7 +171,7 @@ TEST_P(PaperScenario, RunsAndMatchesGolden) {
 
 INSTANTIATE_TEST_SUITE_P(Paper, PaperScenario,
                          ::testing::Values("weak_scaling_7b", "strong_scaling_gbs32", "model_parallel_7b_256gpu",
-                                           "model_sizes", "context_length"));
+                                           "model_sizes", "context_length", "a100_vs_h100"));
 
 // --trace writes a Chrome/Perfetto trace: one complete event per op of rank 0, on its stream's
 // track, inside the iteration; and it refuses to overwrite without --force.
