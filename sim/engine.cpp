@@ -5,6 +5,7 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,7 +80,13 @@ public:
 
 private:
   std::vector<int> group_of(int rank, GroupKind kind) const {
-    return kind == GroupKind::data_parallel ? layout_.dp_group(rank) : layout_.tp_group(rank);
+    switch (kind) {
+      case GroupKind::data_parallel: return layout_.dp_group(rank);
+      case GroupKind::shard: return layout_.shard_group(rank, t_.hsdp_shard);
+      case GroupKind::replica: return layout_.replica_group(rank, t_.hsdp_shard);
+      case GroupKind::tensor_parallel: return layout_.tp_group(rank);
+    }
+    return {rank};
   }
 
   network::CollectiveChoice choose(const network::CollectiveCall& call) const {
@@ -93,16 +100,23 @@ private:
     return c;
   }
 
-  // Runs the collective of `rank`'s group; in representative mode also the same collective of the
-  // data-parallel groups of the other tensor-parallel ranks, concurrently.
-  network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
+  // Runs the collective of `group`. In representative mode the same collective of every other group
+  // with a member on rank 0's node runs with it: a group's traffic stays on its members' nodes and
+  // the fabric between them, so these are the groups that can share links with rank 0's.
+  network::CollectiveChoice run_collective(const Op& op, const std::vector<int>& group) {
     network::CollectiveCall call{op.collective, group, op.size_bytes};
     const network::CollectiveChoice choice = choose(call);
     std::vector<sg4::ActorPtr> copies;
-    if (!options_.every_rank && op.group == GroupKind::data_parallel) {
-      for (int tp = 1; tp < t_.tp; ++tp) {
-        network::CollectiveCall copy{op.collective, layout_.dp_group(rank + tp), op.size_bytes};
-        copies.push_back(sg4::Actor::create("copy", platform_.gpu(rank + tp), [this, copy, choice] {
+    if (!options_.every_rank) {
+      std::vector<std::vector<int>> siblings = {group};
+      const int per_node = platform_.spec().node.gpus;
+      for (int r = 0; r < std::min(per_node, layout_.world()); ++r) {
+        std::vector<int> g = group_of(r, op.group);
+        if (g.size() > 1 && std::find(siblings.begin(), siblings.end(), g) == siblings.end()) siblings.push_back(g);
+      }
+      for (std::size_t k = 1; k < siblings.size(); ++k) {
+        network::CollectiveCall copy{op.collective, siblings[k], op.size_bytes};
+        copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k].front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
       }
@@ -124,7 +138,7 @@ private:
           const int expected = options_.every_rank ? static_cast<int>(group.size()) : 1;
           Rendezvous& rv = rendezvous_[{i, group.front()}];
           if (++rv.arrived == expected) {
-            rv.choice = run_collective(rank, op, group);
+            rv.choice = run_collective(op, group);
             rv.done.set();
           } else {
             rv.done.wait();

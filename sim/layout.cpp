@@ -27,4 +27,20 @@ std::vector<int> Layout::tp_group(int rank) const {
   return g;
 }
 
+std::vector<int> Layout::shard_group(int rank, int shard) const {
+  Coords c = coords(rank);
+  const int first = c.dp - c.dp % shard;
+  std::vector<int> g;
+  for (c.dp = first; c.dp < first + shard; ++c.dp) g.push_back(this->rank(c));
+  return g;
+}
+
+std::vector<int> Layout::replica_group(int rank, int shard) const {
+  Coords c = coords(rank);
+  const int offset = c.dp % shard;
+  std::vector<int> g;
+  for (c.dp = offset; c.dp < dp_; c.dp += shard) g.push_back(this->rank(c));
+  return g;
+}
+
 }  // namespace commbound::sim

@@ -31,6 +31,10 @@ public:
   // The ranks of `rank`'s group along one dimension, in coordinate order.
   std::vector<int> dp_group(int rank) const;
   std::vector<int> tp_group(int rank) const;
+  // HSDP splits the data-parallel group into shard groups of `shard` consecutive dp indices (the
+  // GPUs of one node when tp x cp x shard = GPUs per node) and replica groups across them.
+  std::vector<int> shard_group(int rank, int shard) const;
+  std::vector<int> replica_group(int rank, int shard) const;
 
 private:
   int dp_, tp_, pp_, cp_;

@@ -28,8 +28,8 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
     u.bytes.emplace_back(what, bytes);
     u.total_bytes += bytes;
   };
-  if (t.strategy == Strategy::fsdp) {
-    const double shard = P / t.dp;
+  if (t.sharded()) {
+    const double shard = P / t.shard_ranks();
     add("params_bf16", t.zero_stage == 2 ? kBf16 * P : kBf16 * (shard + root + (t.max_inflight_allgathers + 1) * layer));
     add("master_fp32", kFp32 * shard);
     add("adam_moments_fp32", 2 * kFp32 * shard);

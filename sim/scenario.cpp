@@ -184,8 +184,8 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   t.gpu = *gpu;
 
   TableReader par(parallel_t != nullptr ? *parallel_t : empty, "parallel", &origins);
-  const std::string strategy = par.choice("strategy", "fsdp", {"fsdp", "ddp"});
-  t.strategy = strategy == "ddp" ? Strategy::ddp : Strategy::fsdp;
+  const std::string strategy = par.choice("strategy", "fsdp", {"fsdp", "hsdp", "ddp"});
+  t.strategy = strategy == "ddp" ? Strategy::ddp : (strategy == "hsdp" ? Strategy::hsdp : Strategy::fsdp);
   t.zero_stage = static_cast<int>(par.integer("zero_stage", 2, 2, 3));
   t.tp = static_cast<int>(par.integer("tp", 1, 1, 1024));
   t.pp = static_cast<int>(par.integer("pp", 1, 1, 1024));
@@ -211,8 +211,14 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
              "tp x pp x cp = " + std::to_string(model_parallel) + " does not divide the " + std::to_string(world) +
                  " GPUs of the cluster");
   }
-  if (Status s = par.finish(); !s) return s.error();
+  const int per_node = sc.cluster.node.gpus;
+  const long shard_default = std::max(1, per_node / model_parallel);
+  t.hsdp_shard = static_cast<int>(par.integer("hsdp_shard", shard_default, 1, 1 << 20));
   t.dp = world / model_parallel;
+  if (!par.failed() && t.strategy == Strategy::hsdp && t.dp % t.hsdp_shard != 0) {
+    par.fail("hsdp_shard", "must divide the " + std::to_string(t.dp) + " data-parallel ranks");
+  }
+  if (Status s = par.finish(); !s) return s.error();
 
   TableReader tr(training_t != nullptr ? *training_t : empty, "training", &origins);
   t.seq_len = static_cast<int>(tr.integer("seq_len", 4096, 1, 1 << 24));

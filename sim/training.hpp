@@ -19,7 +19,7 @@ struct GpuSpec {
   double idle_w = 0;
 };
 
-enum class Strategy { ddp, fsdp };
+enum class Strategy { ddp, fsdp, hsdp };
 
 struct TrainingSpec {
   ModelSpec model;
@@ -30,7 +30,8 @@ struct TrainingSpec {
   int micro_batches = 1;      // gradient accumulation steps
   bool activation_checkpointing = false;
   Strategy strategy = Strategy::fsdp;
-  int zero_stage = 2;         // FSDP: 2 keeps gathered parameters for backward, 3 reshards after forward
+  int zero_stage = 2;         // FSDP/HSDP: 2 keeps gathered parameters for backward, 3 reshards after forward
+  int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)
   int dp = 1, tp = 1, pp = 1, cp = 1;
   bool sequence_parallel = false;
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
@@ -38,6 +39,9 @@ struct TrainingSpec {
   int warmup_iterations = 1;
 
   int world() const { return dp * tp * pp * cp; }
+  bool sharded() const { return strategy != Strategy::ddp; }
+  // GPUs one copy of the parameters and optimizer state is sharded over.
+  int shard_ranks() const { return strategy == Strategy::hsdp ? hsdp_shard : (strategy == Strategy::fsdp ? dp : 1); }
   double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
 };
 

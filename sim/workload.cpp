@@ -134,6 +134,13 @@ public:
 
   double tokens() const { return static_cast<double>(t_.micro_batch) * t_.seq_len; }
 
+  // HSDP: the shard each rank holds after the reduce-scatter is all-reduced across replicas.
+  int replica_allreduce(const std::string& unit, double unit_bytes, int after) {
+    if (t_.dp / t_.hsdp_shard < 2) return after;
+    return collective(unit + ".replica_allreduce", StreamId::reduce_scatter, network::CollectiveOp::all_reduce,
+                      GroupKind::replica, unit_bytes / t_.hsdp_shard, {after});
+  }
+
   Program build();
 
 private:
@@ -149,8 +156,12 @@ Program Builder::build() {
   // first split by tensor parallelism; FSDP shards the rest over the data-parallel group.
   const double root_bytes = (2 * m.embedding_params() + m.hidden) / tp * kBf16Bytes;
   const double layer_bytes = m.layer_params() / tp * kBf16Bytes;
-  const bool fsdp = t_.strategy == Strategy::fsdp;
+  const bool fsdp = t_.sharded();
+  const bool hsdp = t_.strategy == Strategy::hsdp;
   const bool dp = t_.dp > 1;
+  // Parameters are gathered and gradients reduce-scattered over the sharding group; HSDP then
+  // all-reduces each reduced shard across the replicas.
+  const GroupKind shard_kind = hsdp ? GroupKind::shard : GroupKind::data_parallel;
   const int inflight = t_.max_inflight_allgathers;
 
   int last_compute = -1;
@@ -164,8 +175,8 @@ Program Builder::build() {
     const bool gather_fwd = fsdp && dp && (first || t_.zero_stage == 3);
     auto after = [](int dep) { return dep < 0 ? std::vector<int>{} : std::vector<int>{dep}; };
     if (gather_fwd) {
-      gathered[0] = collective("root.allgather", StreamId::all_gather, network::CollectiveOp::all_gather,
-                               GroupKind::data_parallel, root_bytes, after(last_compute));
+      gathered[0] = collective("root.allgather", StreamId::all_gather, network::CollectiveOp::all_gather, shard_kind,
+                               root_bytes, after(last_compute));
     }
     std::vector<int> start = after(last_compute);
     if (gathered[0] >= 0) start.push_back(gathered[0]);
@@ -176,7 +187,7 @@ Program Builder::build() {
         std::vector<int> deps;
         if (l - inflight >= 0) deps.push_back(fwd_done[l - inflight]);
         gathered[l] = collective("layer" + std::to_string(l) + ".allgather", StreamId::all_gather,
-                                 network::CollectiveOp::all_gather, GroupKind::data_parallel, layer_bytes, deps);
+                                 network::CollectiveOp::all_gather, shard_kind, layer_bytes, deps);
       }
       const std::size_t first_op = program_.ops.size();
       x = layer(l, false, x);
@@ -194,7 +205,7 @@ Program Builder::build() {
         std::vector<int> deps;
         if (l + inflight <= L) deps.push_back(bwd_done[l + inflight]);
         const int ag = collective("layer" + std::to_string(l) + ".allgather_bwd", StreamId::all_gather,
-                                  network::CollectiveOp::all_gather, GroupKind::data_parallel, layer_bytes, deps);
+                                  network::CollectiveOp::all_gather, shard_kind, layer_bytes, deps);
         start = elementwise("layer" + std::to_string(l) + ".bwd.wait_params", 0, {x, ag});
       }
       // Full activation checkpointing: only the layer's input was kept; replay its forward first.
@@ -203,9 +214,9 @@ Program Builder::build() {
       bwd_done[l] = x;
       if (!dp || !last) continue;
       if (fsdp) {
-        grad_sync.push_back(collective("layer" + std::to_string(l) + ".reducescatter", StreamId::reduce_scatter,
-                                       network::CollectiveOp::reduce_scatter, GroupKind::data_parallel, layer_bytes,
-                                       {x}));
+        const int rs = collective("layer" + std::to_string(l) + ".reducescatter", StreamId::reduce_scatter,
+                                  network::CollectiveOp::reduce_scatter, shard_kind, layer_bytes, {x});
+        grad_sync.push_back(hsdp ? replica_allreduce("layer" + std::to_string(l), layer_bytes, rs) : rs);
       } else {
         bucket += layer_bytes;
         if (bucket >= t_.ddp_bucket_bytes || l == 1) {
@@ -217,14 +228,15 @@ Program Builder::build() {
     }
     x = elementwise("embedding.bwd", 2 * tokens() * m.hidden * kBf16Bytes, {x});
     if (dp && last) {
-      grad_sync.push_back(collective(fsdp ? "root.reducescatter" : "root.allreduce", StreamId::reduce_scatter,
-                                     fsdp ? network::CollectiveOp::reduce_scatter : network::CollectiveOp::all_reduce,
-                                     GroupKind::data_parallel, root_bytes, {x}));
+      const int root = collective(fsdp ? "root.reducescatter" : "root.allreduce", StreamId::reduce_scatter,
+                                  fsdp ? network::CollectiveOp::reduce_scatter : network::CollectiveOp::all_reduce,
+                                  shard_kind, root_bytes, {x});
+      grad_sync.push_back(hsdp ? replica_allreduce("root", root_bytes, root) : root);
     }
     last_compute = x;
   }
   // --- optimizer on the local shard (FSDP) or the local replica (DDP).
-  const double local_params = m.params() / tp / (fsdp ? t_.dp : 1);
+  const double local_params = m.params() / tp / t_.shard_ranks();
   std::vector<int> deps = grad_sync;
   deps.push_back(last_compute);
   int x = elementwise("optimizer.grad_norm", kGradNormBytesPerParam * local_params, deps);

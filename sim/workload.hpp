@@ -25,7 +25,8 @@ const char* to_string(StreamId s);
 
 enum class OpKind { gemm, attention, elementwise, optimizer, collective };
 
-enum class GroupKind { data_parallel, tensor_parallel };
+// data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel.
+enum class GroupKind { data_parallel, shard, replica, tensor_parallel };
 
 struct Op {
   std::string name;

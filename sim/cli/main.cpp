@@ -472,7 +472,9 @@ int cmd_run(const std::vector<std::string>& args) {
   const sim::TrainingSpec& t = *base->training;
   std::ostringstream title;
   title << "commbound run: " << base->path << ": " << t.model.name << ", seq " << t.seq_len << ", "
-        << (t.strategy == sim::Strategy::fsdp ? "FSDP ZeRO-" + std::to_string(t.zero_stage) : std::string("DDP"))
+        << (t.strategy == sim::Strategy::ddp ? std::string("DDP")
+                                             : std::string(t.strategy == sim::Strategy::hsdp ? "HSDP" : "FSDP") +
+                                                   " ZeRO-" + std::to_string(t.zero_stage))
         << ", tp " << t.tp << "; compute " << sim::CostModel::kSource << "; power " << sim::kPowerModelSource;
   Status written = sim::write_output(out, force, [&](std::ostream& o) { sim::write_metrics(o, rows, format, title.str()); });
   if (!written) return fail(written.error().message);

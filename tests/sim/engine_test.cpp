@@ -155,37 +155,50 @@ TEST(MemoryModel, Llama70bDdpIsOutOfMemory) {
 }
 
 // Simulating only rank 0 (and running its collectives over whole groups) must give the same
-// iteration as simulating all 16 ranks of 2 nodes, FSDP with tp = 2.
+// iteration as simulating all 16 ranks of 2 nodes: FSDP with tp = 2, and HSDP (shard 4).
+double iteration_in_child(const TrainingSpec& t, bool every_rank);
+
 TEST(Engine, RepresentativeRankEqualsEveryRank) {
-  auto run = [](bool every_rank) {
-    int fds[2];
-    if (pipe(fds) != 0) return -1.0;
-    const pid_t child = fork();
-    if (child == 0) {
-      close(fds[0]);
-      auto platform = network::Platform::create(testing::dgx_h100(2));
-      const TrainingSpec t = fsdp_7b(16, 2);
-      const Program program = build_program(t);
-      EngineOptions options;
-      options.every_rank = every_rank;
-      double s = -1;
-      if (platform) s = simulate(**platform, testing::nccl_2_30_7(), t, program, CostModel(t.gpu), options).iteration_s();
-      _exit(write(fds[1], &s, sizeof s) == sizeof s ? 0 : 1);
-    }
-    close(fds[1]);
-    double s = -1;
-    if (read(fds[0], &s, sizeof s) != sizeof s) s = -1;
-    close(fds[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    return s;
-  };
-  const double representative = run(false);
-  const double every = run(true);
-  std::printf("iteration: representative %.6f s, every rank %.6f s\n", representative, every);
+  const double representative = iteration_in_child(fsdp_7b(16, 2), false);
+  const double every = iteration_in_child(fsdp_7b(16, 2), true);
+  std::printf("FSDP tp 2: representative %.6f s, every rank %.6f s\n", representative, every);
   ASSERT_GT(representative, 0);
   ASSERT_GT(every, 0);
   EXPECT_NEAR(representative, every, 0.01 * every);
+}
+
+TEST(Engine, RepresentativeRankEqualsEveryRankForHsdp) {
+  TrainingSpec t = fsdp_7b(16);
+  t.strategy = Strategy::hsdp;
+  t.hsdp_shard = 4;
+  const double representative = iteration_in_child(t, false);
+  const double every = iteration_in_child(t, true);
+  std::printf("HSDP shard 4: representative %.6f s, every rank %.6f s\n", representative, every);
+  ASSERT_GT(representative, 0);
+  EXPECT_NEAR(representative, every, 0.01 * every);
+}
+
+double iteration_in_child(const TrainingSpec& t, bool every_rank) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    auto platform = network::Platform::create(testing::dgx_h100(2));
+    const Program program = build_program(t);
+    EngineOptions options;
+    options.every_rank = every_rank;
+    double s = -1;
+    if (platform) s = simulate(**platform, testing::nccl_2_30_7(), t, program, CostModel(t.gpu), options).iteration_s();
+    _exit(write(fds[1], &s, sizeof s) == sizeof s ? 0 : 1);
+  }
+  close(fds[1]);
+  double s = -1;
+  if (read(fds[0], &s, sizeof s) != sizeof s) s = -1;
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return s;
 }
 
 }  // namespace
