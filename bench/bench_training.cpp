@@ -36,8 +36,9 @@ int main(int argc, char** argv) {
       auto platform = network::Platform::create(sc->cluster);
       const auto t1 = std::chrono::steady_clock::now();
       const sim::TrainingSpec& t = *sc->training;
-      const sim::Program program = sim::build_program(t);
-      const sim::IterationTimeline tl = sim::simulate(**platform, sc->nccl, t, program, sim::CostModel(t.gpu), {});
+      const std::vector<sim::Program> stages = sim::build_programs(t);
+      const sim::Program& program = stages.front();
+      const sim::IterationTimeline tl = sim::simulate(**platform, sc->nccl, t, stages, sim::CostModel(t.gpu), {});
       const auto t2 = std::chrono::steady_clock::now();
       rusage usage{};
       getrusage(RUSAGE_SELF, &usage);

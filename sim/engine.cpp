@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 #include <memory>
 #include <mutex>
 
@@ -37,6 +39,7 @@ private:
 // A collective of one group: members arrive; the last to arrive runs it and releases the others.
 struct Rendezvous {
   int arrived = 0;
+  double start_s = 0;  // when the last member arrived
   Event done;
   network::CollectiveChoice choice;
 };
@@ -44,29 +47,29 @@ struct Rendezvous {
 class Iteration {
 public:
   Iteration(network::Platform& platform, network::CollectiveRunner& runner, const TrainingSpec& t,
-            const Program& program, const CostModel& cost, const EngineOptions& options)
-      : platform_(platform), runner_(runner), t_(t), layout_(t.dp, t.tp, t.pp, t.cp), program_(program), cost_(cost),
+            const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options)
+      : platform_(platform), runner_(runner), t_(t), layout_(t.dp, t.tp, t.pp, t.cp), stages_(stages), cost_(cost),
         options_(options) {}
 
   IterationTimeline run() {
     IterationTimeline timeline;
     timeline.start_s = sg4::Engine::get_clock();
-    std::vector<int> ranks;
-    if (options_.every_rank) {
-      for (int r = 0; r < layout_.world(); ++r) ranks.push_back(r);
-    } else {
-      ranks.push_back(0);
+    for (int r = 0; r < layout_.world(); ++r) {
+      if (options_.every_rank || (layout_.coords(r).dp == 0 && layout_.coords(r).tp == 0 && layout_.coords(r).cp == 0)) {
+        simulated_.insert(r);
+      }
     }
-    for (int r : ranks) done_[r] = std::vector<std::unique_ptr<Event>>(program_.ops.size());
-    for (int r : ranks) {
+    for (int r : simulated_) {
+      done_[r] = std::vector<std::unique_ptr<Event>>(program_of(r).ops.size());
       for (auto& e : done_[r]) e = std::make_unique<Event>();
     }
     std::vector<sg4::ActorPtr> actors;
-    for (int r : ranks) {
+    for (int r : simulated_) {
+      const Program& program = program_of(r);
       for (int s = 0; s < kStreams; ++s) {
         std::vector<int> mine;
-        for (std::size_t i = 0; i < program_.ops.size(); ++i) {
-          if (static_cast<int>(program_.ops[i].stream) == s) mine.push_back(static_cast<int>(i));
+        for (std::size_t i = 0; i < program.ops.size(); ++i) {
+          if (static_cast<int>(program.ops[i].stream) == s) mine.push_back(static_cast<int>(i));
         }
         if (mine.empty()) continue;
         actors.push_back(sg4::Actor::create(to_string(static_cast<StreamId>(s)), platform_.gpu(r),
@@ -79,12 +82,16 @@ public:
   }
 
 private:
+  const Program& program_of(int rank) const { return stages_[static_cast<std::size_t>(layout_.coords(rank).pp)]; }
+
   std::vector<int> group_of(int rank, GroupKind kind) const {
     switch (kind) {
       case GroupKind::data_parallel: return layout_.dp_group(rank);
       case GroupKind::shard: return layout_.shard_group(rank, t_.hsdp_shard);
       case GroupKind::replica: return layout_.replica_group(rank, t_.hsdp_shard);
       case GroupKind::tensor_parallel: return layout_.tp_group(rank);
+      case GroupKind::pipeline_next: return layout_.pipeline_pair(rank, true);
+      case GroupKind::pipeline_prev: return layout_.pipeline_pair(rank, false);
     }
     return {rank};
   }
@@ -101,16 +108,17 @@ private:
   }
 
   // Runs the collective of `group`. In representative mode the same collective of every other group
-  // with a member on rank 0's node runs with it: a group's traffic stays on its members' nodes and
-  // the fabric between them, so these are the groups that can share links with rank 0's.
-  network::CollectiveChoice run_collective(const Op& op, const std::vector<int>& group) {
+  // with a member on `rank`'s node runs with it: a group's traffic stays on its members' nodes and
+  // the fabric between them, so these are the groups that can share links with this one.
+  network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
     network::CollectiveCall call{op.collective, group, op.size_bytes};
     const network::CollectiveChoice choice = choose(call);
     std::vector<sg4::ActorPtr> copies;
     if (!options_.every_rank) {
       std::vector<std::vector<int>> siblings = {group};
       const int per_node = platform_.spec().node.gpus;
-      for (int r = 0; r < std::min(per_node, layout_.world()); ++r) {
+      const int first = platform_.node_of(rank) * per_node;
+      for (int r = first; r < std::min(first + per_node, layout_.world()); ++r) {
         std::vector<int> g = group_of(r, op.group);
         if (g.size() > 1 && std::find(siblings.begin(), siblings.end(), g) == siblings.end()) siblings.push_back(g);
       }
@@ -127,22 +135,26 @@ private:
   }
 
   void run_stream(int rank, const std::vector<int>& ops, IterationTimeline& timeline) {
+    const Program& program = program_of(rank);
     for (int i : ops) {
-      const Op& op = program_.ops[static_cast<std::size_t>(i)];
+      const Op& op = program.ops[static_cast<std::size_t>(i)];
       for (int d : op.deps) done_[rank][static_cast<std::size_t>(d)]->wait();
-      const double start_s = sg4::Engine::get_clock();
+      double start_s = sg4::Engine::get_clock();
       network::CollectiveChoice choice;
       if (op.kind == OpKind::collective) {
         const std::vector<int> group = group_of(rank, op.group);
         if (group.size() > 1) {
-          const int expected = options_.every_rank ? static_cast<int>(group.size()) : 1;
-          Rendezvous& rv = rendezvous_[{i, group.front()}];
+          const int expected = static_cast<int>(
+              std::count_if(group.begin(), group.end(), [this](int r) { return simulated_.count(r) > 0; }));
+          Rendezvous& rv = rendezvous_[{op.name, group.front()}];
           if (++rv.arrived == expected) {
-            rv.choice = run_collective(op, group);
+            rv.start_s = sg4::Engine::get_clock();
+            rv.choice = run_collective(rank, op, group);
             rv.done.set();
           } else {
             rv.done.wait();
           }
+          start_s = rv.start_s;  // the collective began when its last member arrived
           choice = rv.choice;
         }
       } else {
@@ -158,22 +170,23 @@ private:
   network::CollectiveRunner& runner_;
   const TrainingSpec& t_;
   Layout layout_;
-  const Program& program_;
+  const std::vector<Program>& stages_;
   const CostModel& cost_;
   const EngineOptions& options_;
+  std::set<int> simulated_;
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
-  std::map<std::pair<int, int>, Rendezvous> rendezvous_;
+  std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
 };
 
 }  // namespace
 
 IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
-                           const Program& program, const CostModel& cost, const EngineOptions& options) {
+                           const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options) {
   network::CollectiveRunner runner(platform, nccl);
   IterationTimeline last;
   platform.run([&] {
     for (int it = 0; it <= t.warmup_iterations; ++it) {
-      Iteration iteration(platform, runner, t, program, cost, options);
+      Iteration iteration(platform, runner, t, stages, cost, options);
       last = iteration.run();
     }
   });

@@ -1,5 +1,5 @@
-// Engine: simulates training iterations of one representative GPU's program (workload.hpp) on the
-// emulated cluster. One SimGrid actor per stream runs that stream's ops in order, each op waiting
+// Engine: simulates training iterations of one representative GPU per pipeline stage (workload.hpp)
+// on the emulated cluster. One SimGrid actor per stream runs that stream's ops in order, each op waiting
 // for its dependencies; compute ops take their cost-model time; collectives run through NCCL's
 // algorithms on the fabric over their whole group, started together with the same collective of
 // the other tensor-parallel ranks' data-parallel groups (they share the NICs and the fabric).
@@ -36,12 +36,14 @@ struct IterationTimeline {
 struct EngineOptions {
   std::optional<network::Algorithm> algorithm;  // forced for every collective, else NCCL's tuner
   std::optional<network::Protocol> protocol;
-  // Simulate these ranks' programs too (all of them: no symmetry shortcut). Empty: rank 0 only.
+  // Simulate every rank (no symmetry shortcut) instead of one representative rank per stage.
   bool every_rank = false;
 };
 
-// Runs `warmup + 1` iterations of `program` (inside Platform::run) and returns the last.
+// Runs `warmup + 1` iterations (inside Platform::run) and returns the last. `stages` holds each
+// pipeline stage's program (build_programs); rank 0's spans are recorded; the iteration ends when
+// every stage has finished.
 IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
-                           const Program& program, const CostModel& cost, const EngineOptions& options);
+                           const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options);
 
 }  // namespace commbound::sim

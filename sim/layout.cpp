@@ -43,4 +43,13 @@ std::vector<int> Layout::replica_group(int rank, int shard) const {
   return g;
 }
 
+std::vector<int> Layout::pipeline_pair(int rank, bool next) const {
+  Coords c = coords(rank);
+  const int peer_stage = c.pp + (next ? 1 : -1);
+  if (peer_stage < 0 || peer_stage >= pp_) return {rank};
+  c.pp = peer_stage;
+  const int peer = this->rank(c);
+  return next ? std::vector<int>{rank, peer} : std::vector<int>{peer, rank};
+}
+
 }  // namespace commbound::sim

@@ -35,6 +35,8 @@ public:
   // GPUs of one node when tp x cp x shard = GPUs per node) and replica groups across them.
   std::vector<int> shard_group(int rank, int shard) const;
   std::vector<int> replica_group(int rank, int shard) const;
+  // `rank` and its peer in the next (or previous) pipeline stage, in rank order; {rank} at the end.
+  std::vector<int> pipeline_pair(int rank, bool next) const;
 
 private:
   int dp_, tp_, pp_, cp_;

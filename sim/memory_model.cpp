@@ -1,5 +1,7 @@
 #include "sim/memory_model.hpp"
 
+#include <algorithm>
+
 namespace commbound::sim {
 namespace {
 
@@ -17,9 +19,13 @@ constexpr double kContextBytes = 1e9;
 
 MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   const ModelSpec& m = t.model;
-  const double P = m.params() / t.tp;  // this GPU's tensor-parallel slice
+  // The first pipeline stage (its layers and the input embedding) holds the most activations
+  // (1F1B keeps up to `pp` micro-batches in flight there); count its layers, and conservatively
+  // both embedding matrices (all of them on one stage).
+  const int layers = m.layers / t.pp;
+  const double root = ((t.pp == 1 ? 2 : 1) * m.embedding_params() + m.hidden) / t.tp;
   const double layer = m.layer_params() / t.tp;
-  const double root = (2 * m.embedding_params() + m.hidden) / t.tp;
+  const double P = layers * layer + root;  // this GPU's slice of the parameters
   const double s = t.seq_len;
   const double b = t.micro_batch;
   const double h = m.hidden;
@@ -41,11 +47,12 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   }
   double per_layer = 34 * s * b * h;
   if (t.tp > 1) per_layer = t.sequence_parallel ? 34 * s * b * h / t.tp : 10 * s * b * h + 24 * s * b * h / t.tp;
-  double activations = m.layers * per_layer;
-  if (t.activation_checkpointing) activations = m.layers * 2 * s * b * h + per_layer;
-  activations += 2 * s * b * m.vocab / t.tp * kFp32;  // fp32 logits and their gradient
+  double activations = layers * per_layer;
+  if (t.activation_checkpointing) activations = layers * 2 * s * b * h + per_layer;
+  activations *= std::min(t.pp, t.micro_batches);    // micro-batches in flight on the first stage
+  if (t.pp == 1) activations += 2 * s * b * m.vocab / t.tp * kFp32;  // fp32 logits and their gradient
   add("activations", activations);
-  const int communicators = (t.dp > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0);
+  const int communicators = (t.dp > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0);
   add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);
   add("allocator_and_context", kAllocatorFraction * u.total_bytes + kContextBytes);
   u.capacity_bytes = t.gpu.memory_bytes;

@@ -114,19 +114,21 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     return;
   }
   out << "# " << title << "\n";
-  std::snprintf(buf, sizeof buf, "%-24s %6s %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %s\n", "scenario", "gpus",
+  int width = 24;
+  for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
+  std::snprintf(buf, sizeof buf, "%-*s %6s %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %s\n", width, "scenario", "gpus",
                 "iter(s)", "tokens/s", "tok/s/gpu", "TFLOP/s", "MFU", "compute", "comm", "exposed", "exp%", "W/GPU",
                 "tokens/J", "memory");
   out << buf;
   for (const auto& [name, m] : rows) {
     if (m.oom) {
-      std::snprintf(buf, sizeof buf, "%-24s %6d %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %.1f GB  OUT OF MEMORY\n",
-                    name.c_str(), m.gpus, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", m.memory_bytes_per_gpu / 1e9);
+      std::snprintf(buf, sizeof buf, "%-*s %6d %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %.1f GB  OUT OF MEMORY\n",
+                    width, name.c_str(), m.gpus, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", m.memory_bytes_per_gpu / 1e9);
       out << buf;
       continue;
     }
-    std::snprintf(buf, sizeof buf, "%-24s %6d %10.4f %12.0f %9.1f %7.1f %5.1f%% %9.4f %8.4f %9.4f %6.1f%% %9.0f %9.2f %.1f GB%s\n",
-                  name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu,
+    std::snprintf(buf, sizeof buf, "%-*s %6d %10.4f %12.0f %9.1f %7.1f %5.1f%% %9.4f %8.4f %9.4f %6.1f%% %9.0f %9.2f %.1f GB%s\n",
+                  width, name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu,
                   100 * m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, 100 * m.exposed_comm_fraction,
                   m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu / 1e9, m.oom ? "  OUT OF MEMORY" : "");
     out << buf;

@@ -155,18 +155,37 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   if (sweep_t != nullptr) {
     TableReader sweep(*sweep_t, "sweep", &origins);
     Sweep sw;
-    sw.key = sweep.required_string("key");
-    const toml::array* values = sweep.required_array("values");
-    if (Status s = sweep.finish(); !s) return s.error();
-    for (const auto& v : *values) {
+    auto render = [](const toml::node& v) {
       std::ostringstream text;
       if (v.is_string()) {
         text << v.value_or<std::string>("");
       } else {
         v.visit([&](auto&& x) { text << x; });
       }
-      sw.values.push_back(text.str());
+      return text.str();
+    };
+    const toml::node* key = sweep_t->get("key");
+    if (key != nullptr && key->is_array()) {
+      for (const auto& k : *sweep.required_array("key")) sw.keys.push_back(render(k));
+    } else {
+      sw.keys.push_back(sweep.required_string("key"));
     }
+    const toml::array* values = sweep.required_array("values");
+    if (values != nullptr) {
+      for (const auto& v : *values) {
+        std::vector<std::string> point;
+        if (sw.keys.size() == 1) {
+          point.push_back(render(v));
+        } else if (v.is_array() && v.as_array()->size() == sw.keys.size()) {
+          for (const auto& e : *v.as_array()) point.push_back(render(e));
+        } else {
+          sweep.fail("values", "each value must be an array of " + std::to_string(sw.keys.size()) + " entries, one per key");
+          break;
+        }
+        sw.values.push_back(point);
+      }
+    }
+    if (Status s = sweep.finish(); !s) return s.error();
     sc.sweep = sw;
   }
   if (model_t == nullptr) return sc;
@@ -202,7 +221,6 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   if (!par.failed() && t.model.layers % t.pp != 0) {
     par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
   }
-  if (!par.failed() && t.pp > 1) par.fail("pp", "pipeline parallelism is not implemented yet (use pp = 1)");
   if (!par.failed() && t.cp > 1) par.fail("cp", "context parallelism is not implemented yet (use cp = 1)");
   const int world = sc.cluster.gpus();
   const int model_parallel = t.tp * t.pp * t.cp;

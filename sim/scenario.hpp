@@ -25,9 +25,10 @@ struct NcclOptions {
 };
 
 // [sweep]: `commbound run` repeats the scenario with `key` set to each value (as --set would).
+// `key` may list several keys; each value is then an array with one entry per key.
 struct Sweep {
-  std::string key;
-  std::vector<std::string> values;  // TOML renderings, ready for --set
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> values;  // per point, per key: TOML renderings for --set
 };
 
 struct Scenario {

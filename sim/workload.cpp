@@ -77,7 +77,7 @@ public:
     const double qkv = (h + 2 * m.kv_dim()) / tp;
     const double ffn = m.ffn / tp;
     const double act = T * h * kBf16Bytes;  // one activation tensor
-    const std::string p = "layer" + std::to_string(l) + (backward ? ".bwd." : ".fwd.");
+    const std::string p = "layer" + std::to_string(l) + tag_ + (backward ? ".bwd." : ".fwd.");
     const double passes = backward ? 2 : 1;  // backward: input and weight gradients
     auto g = [&](const std::string& n, double mm, double nn, double kk, int dep) {
       int last = gemm(p + n + (backward ? ".dgrad" : ""), mm, nn, kk, {dep});
@@ -124,7 +124,7 @@ public:
     const ModelSpec& m = t_.model;
     const double T = tokens();
     const double vocab = m.vocab / static_cast<double>(t_.tp);
-    const std::string p = backward ? "lm_head.bwd." : "lm_head.fwd.";
+    const std::string p = "lm_head" + tag_ + (backward ? ".bwd." : ".fwd.");
     int x = elementwise(p + "rmsnorm_final", (backward ? 2 : 1) * 2 * T * m.hidden * kBf16Bytes, {after});
     x = gemm(p + "logits" + (backward ? ".dgrad" : ""), T, vocab, m.hidden, {x});
     if (backward) x = gemm(p + "logits.wgrad", T, vocab, m.hidden, {x});
@@ -141,20 +141,27 @@ public:
                       GroupKind::replica, unit_bytes / t_.hsdp_shard, {after});
   }
 
-  Program build();
+  Program build(int stage);
 
 private:
   const TrainingSpec& t_;
   Program program_;
+  std::string tag_;  // ".mb<k>": the micro-batch being built (op names are unique in a program)
 };
 
-Program Builder::build() {
+Program Builder::build(int stage) {
   const ModelSpec& m = t_.model;
-  const int L = m.layers;
   const double tp = t_.tp;
-  // FSDP units: the root (input embedding, final norm, LM head) and one per layer. Parameters are
-  // first split by tensor parallelism; FSDP shards the rest over the data-parallel group.
-  const double root_bytes = (2 * m.embedding_params() + m.hidden) / tp * kBf16Bytes;
+  const int stages = t_.pp;
+  const bool first_stage = stage == 0;
+  const bool last_stage = stage == stages - 1;
+  const int per_stage = m.layers / stages;
+  const int lo = stage * per_stage + 1;  // layers lo..hi, numbered from 1
+  const int hi = lo + per_stage - 1;
+  // FSDP units: the root (the first stage's input embedding; the last stage's final norm and LM
+  // head) and one per layer. Tensor parallelism splits the parameters first; FSDP shards the rest.
+  const double root_params = (first_stage ? m.embedding_params() : 0) + (last_stage ? m.embedding_params() + m.hidden : 0);
+  const double root_bytes = root_params / tp * kBf16Bytes;
   const double layer_bytes = m.layer_params() / tp * kBf16Bytes;
   const bool fsdp = t_.sharded();
   const bool hsdp = t_.strategy == Strategy::hsdp;
@@ -163,80 +170,130 @@ Program Builder::build() {
   // all-reduces each reduced shard across the replicas.
   const GroupKind shard_kind = hsdp ? GroupKind::shard : GroupKind::data_parallel;
   const int inflight = t_.max_inflight_allgathers;
+  // Activations (and their gradients) between stages: one micro-batch's hidden states.
+  const double boundary_bytes = tokens() * m.hidden * kBf16Bytes / (t_.sequence_parallel ? tp : 1);
+  const int M = t_.micro_batches;
 
-  int last_compute = -1;
+  std::vector<int> gathered(static_cast<std::size_t>(hi + 1), -1);
   std::vector<int> grad_sync;  // ops the optimizer waits for
-  for (int mb = 0; mb < t_.micro_batches; ++mb) {
-    const bool first = mb == 0;
-    const bool last = mb == t_.micro_batches - 1;
-    // --- forward: all-gather each unit (prefetching up to `inflight` ahead), then compute.
-    std::vector<int> fwd_done(L + 1, -1);
-    std::vector<int> gathered(L + 1, -1);
-    const bool gather_fwd = fsdp && dp && (first || t_.zero_stage == 3);
-    auto after = [](int dep) { return dep < 0 ? std::vector<int>{} : std::vector<int>{dep}; };
-    if (gather_fwd) {
-      gathered[0] = collective("root.allgather", StreamId::all_gather, network::CollectiveOp::all_gather, shard_kind,
-                               root_bytes, after(last_compute));
-    }
+  int last_compute = -1;
+  auto after = [](int dep) { return dep < 0 ? std::vector<int>{} : std::vector<int>{dep}; };
+  auto p2p = [&](const std::string& name, StreamId stream, GroupKind kind, std::vector<int> deps) {
+    return collective(name, stream, network::CollectiveOp::send_recv, kind, boundary_bytes, std::move(deps));
+  };
+
+  auto forward = [&](int mb) {
+    const std::string tag = ".mb" + std::to_string(mb);
+    tag_ = tag;
+    const bool gather = fsdp && dp && (mb == 0 || t_.zero_stage == 3);
     std::vector<int> start = after(last_compute);
-    if (gathered[0] >= 0) start.push_back(gathered[0]);
-    int x = elementwise("embedding.fwd", 2 * tokens() * m.hidden * kBf16Bytes, start);
-    fwd_done[0] = x;
-    for (int l = 1; l <= L; ++l) {
-      if (gather_fwd) {
+    if (!first_stage) {
+      start.push_back(p2p("p2p.activation" + tag + ".s" + std::to_string(stage - 1),
+                          StreamId::pipeline_recv_activation, GroupKind::pipeline_prev, {}));
+    }
+    if (gather && root_bytes > 0) {
+      start.push_back(collective("root.allgather" + tag, StreamId::all_gather, network::CollectiveOp::all_gather,
+                                 shard_kind, root_bytes, after(last_compute)));
+    }
+    int x = first_stage ? elementwise("embedding.fwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, start)
+                        : elementwise("stage.fwd_start" + tag, 0, start);
+    std::vector<int> done(static_cast<std::size_t>(hi + 1), -1);
+    done[static_cast<std::size_t>(lo - 1)] = x;
+    for (int l = lo; l <= hi; ++l) {
+      if (gather) {
         std::vector<int> deps;
-        if (l - inflight >= 0) deps.push_back(fwd_done[l - inflight]);
-        gathered[l] = collective("layer" + std::to_string(l) + ".allgather", StreamId::all_gather,
-                                 network::CollectiveOp::all_gather, shard_kind, layer_bytes, deps);
+        if (l - inflight >= lo - 1) deps.push_back(done[static_cast<std::size_t>(l - inflight)]);
+        gathered[static_cast<std::size_t>(l)] =
+            collective("layer" + std::to_string(l) + ".allgather" + tag, StreamId::all_gather,
+                       network::CollectiveOp::all_gather, shard_kind, layer_bytes, deps);
       }
       const std::size_t first_op = program_.ops.size();
       x = layer(l, false, x);
-      if (gathered[l] >= 0) program_.ops[first_op].deps.push_back(gathered[l]);  // needs its parameters
-      fwd_done[l] = x;
+      if (gather) program_.ops[first_op].deps.push_back(gathered[static_cast<std::size_t>(l)]);  // its parameters
+      done[static_cast<std::size_t>(l)] = x;
     }
-    x = lm_head(false, x);
-    x = lm_head(true, x);
-    // --- backward, last layer first; gradients reduced per unit on the reduce-scatter stream.
-    std::vector<int> bwd_done(L + 1, -1);
+    if (last_stage) {
+      x = lm_head(false, x);
+    } else {
+      p2p("p2p.activation" + tag + ".s" + std::to_string(stage), StreamId::pipeline_send_activation,
+          GroupKind::pipeline_next, {x});
+    }
+    last_compute = x;
+  };
+
+  auto backward = [&](int mb) {
+    const std::string tag = ".mb" + std::to_string(mb);
+    tag_ = tag;
+    const bool last_mb = mb == M - 1;
+    int x = last_compute;
+    if (last_stage) {
+      x = lm_head(true, x);
+    } else {
+      const int grad = p2p("p2p.gradient" + tag + ".s" + std::to_string(stage + 1), StreamId::pipeline_recv_gradient,
+                           GroupKind::pipeline_next, {});
+      x = elementwise("stage.bwd_start" + tag, 0, {x, grad});
+    }
+    std::vector<int> done(static_cast<std::size_t>(hi + 2), -1);
     double bucket = 0;
-    for (int l = L; l >= 1; --l) {
+    for (int l = hi; l >= lo; --l) {
       int start = x;
       if (fsdp && dp && t_.zero_stage == 3) {
         std::vector<int> deps;
-        if (l + inflight <= L) deps.push_back(bwd_done[l + inflight]);
-        const int ag = collective("layer" + std::to_string(l) + ".allgather_bwd", StreamId::all_gather,
+        if (l + inflight <= hi) deps.push_back(done[static_cast<std::size_t>(l + inflight)]);
+        const int ag = collective("layer" + std::to_string(l) + ".allgather_bwd" + tag, StreamId::all_gather,
                                   network::CollectiveOp::all_gather, shard_kind, layer_bytes, deps);
-        start = elementwise("layer" + std::to_string(l) + ".bwd.wait_params", 0, {x, ag});
+        start = elementwise("layer" + std::to_string(l) + ".bwd.wait_params" + tag, 0, {x, ag});
       }
       // Full activation checkpointing: only the layer's input was kept; replay its forward first.
-      if (t_.activation_checkpointing) start = layer(l, false, start);
+      if (t_.activation_checkpointing) {
+        tag_ = tag + ".recompute";
+        start = layer(l, false, start);
+        tag_ = tag;
+      }
       x = layer(l, true, start);
-      bwd_done[l] = x;
-      if (!dp || !last) continue;
+      done[static_cast<std::size_t>(l)] = x;
+      if (!dp || !last_mb) continue;
       if (fsdp) {
         const int rs = collective("layer" + std::to_string(l) + ".reducescatter", StreamId::reduce_scatter,
                                   network::CollectiveOp::reduce_scatter, shard_kind, layer_bytes, {x});
         grad_sync.push_back(hsdp ? replica_allreduce("layer" + std::to_string(l), layer_bytes, rs) : rs);
       } else {
         bucket += layer_bytes;
-        if (bucket >= t_.ddp_bucket_bytes || l == 1) {
+        if (bucket >= t_.ddp_bucket_bytes || l == lo) {
           grad_sync.push_back(collective("bucket.layer" + std::to_string(l) + ".allreduce", StreamId::reduce_scatter,
                                          network::CollectiveOp::all_reduce, GroupKind::data_parallel, bucket, {x}));
           bucket = 0;
         }
       }
     }
-    x = elementwise("embedding.bwd", 2 * tokens() * m.hidden * kBf16Bytes, {x});
-    if (dp && last) {
+    if (first_stage) {
+      x = elementwise("embedding.bwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, {x});
+    } else {
+      p2p("p2p.gradient" + tag + ".s" + std::to_string(stage), StreamId::pipeline_send_gradient,
+          GroupKind::pipeline_prev, {x});
+    }
+    if (dp && last_mb && root_bytes > 0) {
       const int root = collective(fsdp ? "root.reducescatter" : "root.allreduce", StreamId::reduce_scatter,
                                   fsdp ? network::CollectiveOp::reduce_scatter : network::CollectiveOp::all_reduce,
                                   shard_kind, root_bytes, {x});
       grad_sync.push_back(hsdp ? replica_allreduce("root", root_bytes, root) : root);
     }
     last_compute = x;
+  };
+
+  // 1F1B (PipeDream-Flush, as Megatron): stage s runs P - s - 1 warm-up forwards, then alternates
+  // one forward and one backward, then drains the remaining backwards. One stage: F, B, F, B, ...
+  const int warmup = std::min(stages - stage - 1, M);
+  for (int i = 0; i < warmup; ++i) forward(i);
+  for (int i = 0; i < M - warmup; ++i) {
+    forward(warmup + i);
+    backward(i);
   }
-  // --- optimizer on the local shard (FSDP) or the local replica (DDP).
-  const double local_params = m.params() / tp / t_.shard_ranks();
+  for (int i = M - warmup; i < M; ++i) backward(i);
+
+  // --- optimizer on the local shard (FSDP) or the local replica (DDP): this stage's parameters.
+  const double stage_params = per_stage * m.layer_params() + root_params;
+  const double local_params = stage_params / tp / t_.shard_ranks();
   std::vector<int> deps = grad_sync;
   deps.push_back(last_compute);
   int x = elementwise("optimizer.grad_norm", kGradNormBytesPerParam * local_params, deps);
@@ -254,10 +311,20 @@ const char* to_string(StreamId s) {
     case StreamId::all_gather: return "allgather";
     case StreamId::reduce_scatter: return "reducescatter";
     case StreamId::tensor_parallel: return "tensor_parallel";
+    case StreamId::pipeline_recv_activation: return "pipeline_recv_activation";
+    case StreamId::pipeline_send_activation: return "pipeline_send_activation";
+    case StreamId::pipeline_recv_gradient: return "pipeline_recv_gradient";
+    case StreamId::pipeline_send_gradient: return "pipeline_send_gradient";
   }
   return "?";
 }
 
-Program build_program(const TrainingSpec& t) { return Builder(t).build(); }
+Program build_program(const TrainingSpec& t, int stage) { return Builder(t).build(stage); }
+
+std::vector<Program> build_programs(const TrainingSpec& t) {
+  std::vector<Program> out;
+  for (int s = 0; s < t.pp; ++s) out.push_back(build_program(t, s));
+  return out;
+}
 
 }  // namespace commbound::sim

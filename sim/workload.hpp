@@ -19,14 +19,27 @@
 
 namespace commbound::sim {
 
-enum class StreamId { compute, all_gather, reduce_scatter, tensor_parallel };
-inline constexpr int kStreams = 4;
+// Pipeline parallelism sends activations forward and gradients backward between neighbouring
+// stages, each direction and peer on its own stream, so sends and receives never wait for each
+// other in the wrong order.
+enum class StreamId {
+  compute,
+  all_gather,
+  reduce_scatter,
+  tensor_parallel,
+  pipeline_recv_activation,
+  pipeline_send_activation,
+  pipeline_recv_gradient,
+  pipeline_send_gradient,
+};
+inline constexpr int kStreams = 8;
 const char* to_string(StreamId s);
 
 enum class OpKind { gemm, attention, elementwise, optimizer, collective };
 
-// data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel.
-enum class GroupKind { data_parallel, shard, replica, tensor_parallel };
+// data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel;
+// pipeline_next / pipeline_prev: this rank and its peer in the next / previous stage.
+enum class GroupKind { data_parallel, shard, replica, tensor_parallel, pipeline_next, pipeline_prev };
 
 struct Op {
   std::string name;
@@ -44,7 +57,10 @@ struct Program {
   std::vector<Op> ops;  // issue order; each stream runs its ops in this order
 };
 
-// One iteration of `t` (all micro-batches, gradient reduction, optimizer step).
-Program build_program(const TrainingSpec& t);
+// One iteration of `t` (all micro-batches, gradient reduction, optimizer step) on pipeline stage
+// `stage`: its layers, the embedding on the first stage, the LM head on the last, in 1F1B order.
+Program build_program(const TrainingSpec& t, int stage = 0);
+// Every stage's program.
+std::vector<Program> build_programs(const TrainingSpec& t);
 
 }  // namespace commbound::sim

@@ -127,7 +127,8 @@ breakdown instead of being simulated.
 Compute times come from a DERIVED datasheet roofline until a measured calibration table exists;
 power from a DERIVED model. Both are marked in every report.
 
-With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row.
+With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
+keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]].
 
 Options:
   --format F         table (default) | csv | json
@@ -351,7 +352,8 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
       out = {{"error", sc->path + ": run needs a [model] section (and optionally [training], [parallel])"}};
     } else {
       const sim::TrainingSpec& t = *sc->training;
-      const sim::Program program = sim::build_program(t);
+      const std::vector<sim::Program> stages = sim::build_programs(t);
+      const sim::Program& program = stages.front();
       const sim::MemoryUse memory = sim::memory_per_gpu(t, sc->cluster.node.nccl_channels);
       sim::Metrics m;
       m.gpus = t.world();
@@ -367,7 +369,7 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
           sim::EngineOptions options;
           options.algorithm = sc->nccl_options.algorithm;
           options.protocol = sc->nccl_options.protocol;
-          const sim::IterationTimeline timeline = sim::simulate(**platform, sc->nccl, t, program, cost, options);
+          const sim::IterationTimeline timeline = sim::simulate(**platform, sc->nccl, t, stages, cost, options);
           m = sim::compute_metrics(t, program, timeline, memory);
           if (!trace_path.empty()) {
             Status w = sim::write_output(trace_path, force, [&](std::ostream& o) { sim::write_trace(o, program, timeline); });
@@ -449,10 +451,14 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, Common>> points;
   if (base->sweep) {
     if (!trace.empty()) return fail("--trace needs one point: drop the [sweep] or pick a value with --set");
-    for (const auto& v : base->sweep->values) {
+    for (const auto& point : base->sweep->values) {
       Common p = c;
-      p.sets.push_back(base->sweep->key + "=" + v);
-      points.emplace_back(base->sweep->key + "=" + v, p);
+      std::string name;
+      for (std::size_t k = 0; k < point.size(); ++k) {
+        p.sets.push_back(base->sweep->keys[k] + "=" + point[k]);
+        name += (name.empty() ? "" : " ") + base->sweep->keys[k] + "=" + point[k];
+      }
+      points.emplace_back(name, p);
     }
   } else {
     points.emplace_back(std::filesystem::path(base->path).stem().string(), c);

@@ -217,6 +217,6 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLayout{"--set training.global_batch=100 --set training.local_batch=2", "not both"},
                       BadLayout{"--set model.name=llama9", "no model named \"llama9\""},
                       BadLayout{"--set training.micro_batch=3", "training.micro_batch = 3: must divide"},
-                      BadLayout{"--set parallel.pp=2", "not implemented yet"}));
+                      BadLayout{"--set parallel.cp=2", "not implemented yet"}));
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <set>
 #include <cstdio>
 
 namespace commbound::sim {
@@ -54,7 +55,7 @@ TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
   const TrainingSpec t = fsdp_7b(1);
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, program, cost, {});
+  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
   EXPECT_NEAR(tl.iteration_s(), sum_compute_seconds(program, cost), 1e-9);
 }
 
@@ -69,7 +70,7 @@ TEST(Engine, ZeroCostComputeLeavesTheCollectiveSchedule) {
   t.gpu.hbm_bytes_per_s = 1e30;
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, program, cost, {});
+  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
   double collectives_s = 0;
   for (const Span& s : tl.spans) {
     if (program.ops[static_cast<std::size_t>(s.op)].kind == OpKind::collective) collectives_s += s.end_s - s.start_s;
@@ -95,7 +96,7 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   const TrainingSpec t = fsdp_7b(16);
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, nccl, t, program, cost, {});
+  const IterationTimeline tl = simulate(**platform, nccl, t, {program}, cost, {});
   const Metrics m = compute_metrics(t, program, tl, memory_per_gpu(t, 16));
   EXPECT_LT(m.exposed_comm_s, 1e-6);
   EXPECT_NEAR(m.iteration_s, sum_compute_seconds(program, cost), 1e-6);
@@ -123,6 +124,83 @@ TEST(Workload, BytesOnTheWireMatchTheZeroPaper) {
   EXPECT_NEAR(wire(ddp), 2 * psi * f, 1e-9 * psi);
   EXPECT_NEAR(wire(z2), 2 * psi * f, 1e-9 * psi);
   EXPECT_NEAR(wire(z3), (3 * psi - 2 * (2 * z2.model.embedding_params() + z2.model.hidden)) * f, 1e-9 * psi);
+}
+
+// 1F1B on 4 pipeline stages with free communication: the engine's iteration must equal the
+// schedule computed here independently. Each stage runs its ops in 1F1B order (P - s - 1 warm-up
+// forwards, then one forward and one backward alternately, then the remaining backwards); a
+// forward of micro-batch m on stage s starts when stage s-1 finished it, a backward when stage s+1
+// finished its backward; then the optimizer. Per-stage forward, backward and optimizer times are
+// summed from each stage's program.
+TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
+  network::ClusterSpec spec = testing::dgx_h100(1);
+  spec.node.nvlink.bw_bytes_per_s = 1e21;
+  spec.node.pcie.bw_bytes_per_s = 1e21;
+  auto platform = network::Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  network::NcclConstants nccl = testing::nccl_2_30_7();
+  nccl.base_latency_s = {};
+  nccl.hop_latency_s = {};
+  TrainingSpec t = fsdp_7b(8);
+  t.pp = 4;
+  t.dp = 2;
+  t.micro_batch = 1;
+  t.micro_batches = 8;
+  const int P = t.pp;
+  const int M = t.micro_batches;
+  const std::vector<Program> stages = build_programs(t);
+  const CostModel cost(t.gpu);
+  std::vector<double> tf(P), tb(P), topt(P);
+  for (int s = 0; s < P; ++s) {
+    for (const Op& op : stages[static_cast<std::size_t>(s)].ops) {
+      if (op.kind == OpKind::collective) continue;
+      const std::string& n = op.name;  // e.g. layer3.mb0.fwd.qkv, embedding.bwd.mb0
+      const bool mb0 = n.find(".mb0.") != std::string::npos || n.rfind(".mb0") + 4 == n.size();
+      const auto i = static_cast<std::size_t>(s);
+      if (op.kind == OpKind::optimizer) {
+        topt[i] += cost.seconds(op);
+      } else if (mb0) {
+        (n.find(".fwd") != std::string::npos ? tf[i] : tb[i]) += cost.seconds(op);
+      }
+    }
+  }
+  // The schedule, stage by stage in 1F1B order, iterated until no finish time changes.
+  std::vector<std::vector<double>> F(P, std::vector<double>(M, 0)), B(P, std::vector<double>(M, 0));
+  for (int sweep = 0; sweep < 4 * P * M; ++sweep) {
+    for (int s = 0; s < P; ++s) {
+      const int warm = std::min(P - s - 1, M);
+      double now = 0;
+      auto fwd = [&](int m) { now = std::max(now, s > 0 ? F[s - 1][m] : 0.0) + tf[s]; F[s][m] = now; };
+      auto bwd = [&](int m) { now = std::max(now, s < P - 1 ? B[s + 1][m] : 0.0) + tb[s]; B[s][m] = now; };
+      for (int m = 0; m < warm; ++m) fwd(m);
+      for (int m = 0; m < M - warm; ++m) {
+        fwd(warm + m);
+        bwd(m);
+      }
+      for (int m = M - warm; m < M; ++m) bwd(m);
+    }
+  }
+  double expected_s = 0;
+  for (int s = 0; s < P; ++s) expected_s = std::max(expected_s, B[s][M - 1] + topt[s]);
+  const IterationTimeline tl = simulate(**platform, nccl, t, stages, cost, {});
+  EXPECT_NEAR(tl.iteration_s(), expected_s, 1e-6 * expected_s);
+  // The bubble: against M micro-batches of the slowest stage's work.
+  std::printf("1F1B, 4 stages, 8 micro-batches: %.4f s (slowest stage's work alone: %.4f s)\n", tl.iteration_s(),
+              M * (tf[0] + tb[0]) + topt[0]);
+}
+
+// The engine pairs the members of a collective by op name: names must be unique in a program.
+TEST(Workload, OpNamesAreUnique) {
+  TrainingSpec t = fsdp_7b(64, 2);
+  t.micro_batches = 3;
+  t.pp = 2;
+  t.dp = 16;
+  t.zero_stage = 3;
+  t.activation_checkpointing = true;
+  for (const Program& p : build_programs(t)) {
+    std::set<std::string> names;
+    for (const Op& op : p.ops) EXPECT_TRUE(names.insert(op.name).second) << op.name;
+  }
 }
 
 // Memory by hand, Llama-2 7B, ZeRO-2 over 64 GPUs, micro-batch 2 x 4096 (bytes):
@@ -178,6 +256,19 @@ TEST(Engine, RepresentativeRankEqualsEveryRankForHsdp) {
   EXPECT_NEAR(representative, every, 0.01 * every);
 }
 
+TEST(Engine, RepresentativeRankEqualsEveryRankForPipelines) {
+  TrainingSpec t = fsdp_7b(16, 2);
+  t.pp = 2;
+  t.dp = 4;
+  t.micro_batch = 1;
+  t.micro_batches = 4;
+  const double representative = iteration_in_child(t, false);
+  const double every = iteration_in_child(t, true);
+  std::printf("FSDP tp 2 pp 2: representative %.6f s, every rank %.6f s\n", representative, every);
+  ASSERT_GT(representative, 0);
+  EXPECT_NEAR(representative, every, 0.01 * every);
+}
+
 double iteration_in_child(const TrainingSpec& t, bool every_rank) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
@@ -185,11 +276,10 @@ double iteration_in_child(const TrainingSpec& t, bool every_rank) {
   if (child == 0) {
     close(fds[0]);
     auto platform = network::Platform::create(testing::dgx_h100(2));
-    const Program program = build_program(t);
     EngineOptions options;
     options.every_rank = every_rank;
     double s = -1;
-    if (platform) s = simulate(**platform, testing::nccl_2_30_7(), t, program, CostModel(t.gpu), options).iteration_s();
+    if (platform) s = simulate(**platform, testing::nccl_2_30_7(), t, build_programs(t), CostModel(t.gpu), options).iteration_s();
     _exit(write(fds[1], &s, sizeof s) == sizeof s ? 0 : 1);
   }
   close(fds[1]);
