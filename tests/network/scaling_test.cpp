@@ -4,12 +4,10 @@
 //  - ECMP hashing on a leaf-spine fabric collides flows on up-links that adaptive routing would
 //    spread, so the same line rate delivers less.
 #include "network/nccl_tests.hpp"
+#include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
 
 #include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 
@@ -33,33 +31,18 @@ std::vector<SweepRow> sweep(const ClusterSpec& spec, const std::vector<SweepPoin
 // Bus bandwidth of one point, simulated in a child process (SimGrid allows one platform per
 // process, and a comparison needs two).
 double busbw_in_child(const ClusterSpec& spec, const SweepPoint& point) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t child = fork();
-  if (child == 0) {
-    close(fds[0]);
+  return testing::in_child([&] {
     auto platform = Platform::create(spec);
-    double busbw = -1;
-    if (platform) {
-      auto rows = run_points(**platform, testing::nccl_2_30_7(), {point}, Fidelity::fluid, {});
-      if (rows) busbw = (*rows)[0].bus_bw_bytes_per_s;
-    }
-    const bool ok = write(fds[1], &busbw, sizeof busbw) == sizeof busbw;
-    _exit(ok ? 0 : 1);
-  }
-  close(fds[1]);
-  double busbw = -1;
-  if (read(fds[0], &busbw, sizeof busbw) != sizeof busbw) busbw = -1;
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return busbw;
+    if (!platform) return -1.0;
+    auto rows = run_points(**platform, testing::nccl_2_30_7(), {point}, Fidelity::fluid, {});
+    return rows ? (*rows)[0].bus_bw_bytes_per_s : -1.0;
+  });
 }
 
 // 1 GiB on 1..512 DGX H100 nodes. AllGather (ring, NCCL's choice) at 512 nodes: the ring's latency
 // alone is 4095 hops (LL128: 3584 NVLink hops of 1.9 us, 511 network hops of 4 us), about 9 ms
-// against about 3 ms of transfer, so its busbw must fall below half of the one-node value. Tree AllReduce crosses 2 * 9 network hops at 512 nodes: it
-// must keep at least 90% of its 8-node busbw.
+// against about 3 ms of transfer, so its busbw must fall below half of the one-node value. Tree
+// AllReduce crosses 2 * 9 network hops at 512 nodes: it must keep at least 90% of its 8-node busbw.
 TEST(Scaling, AllGatherFallsWhileTreeAllReduceHoldsUp) {
   std::vector<SweepPoint> points;
   const std::vector<int> nodes = {1, 8, 64, 512};

@@ -5,12 +5,10 @@
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 #include "sim/workload.hpp"
+#include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
 
 #include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <set>
@@ -270,25 +268,13 @@ TEST(Engine, RepresentativeRankEqualsEveryRankForPipelines) {
 }
 
 double iteration_in_child(const TrainingSpec& t, bool every_rank) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t child = fork();
-  if (child == 0) {
-    close(fds[0]);
+  return testing::in_child([&] {
     auto platform = network::Platform::create(testing::dgx_h100(2));
+    if (!platform) return -1.0;
     EngineOptions options;
     options.every_rank = every_rank;
-    double s = -1;
-    if (platform) s = simulate(**platform, testing::nccl_2_30_7(), t, build_programs(t), CostModel(t.gpu), options).iteration_s();
-    _exit(write(fds[1], &s, sizeof s) == sizeof s ? 0 : 1);
-  }
-  close(fds[1]);
-  double s = -1;
-  if (read(fds[0], &s, sizeof s) != sizeof s) s = -1;
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return s;
+    return simulate(**platform, testing::nccl_2_30_7(), t, build_programs(t), CostModel(t.gpu), options).iteration_s();
+  });
 }
 
 }  // namespace
