@@ -92,6 +92,7 @@ private:
       case GroupKind::tensor_parallel: return layout_.tp_group(rank);
       case GroupKind::pipeline_next: return layout_.pipeline_pair(rank, true);
       case GroupKind::pipeline_prev: return layout_.pipeline_pair(rank, false);
+      case GroupKind::context_next: return layout_.cp_ring_pair(rank);
     }
     return {rank};
   }
@@ -111,7 +112,12 @@ private:
   // with a member on `rank`'s node runs with it: a group's traffic stays on its members' nodes and
   // the fabric between them, so these are the groups that can share links with this one.
   network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
-    network::CollectiveCall call{op.collective, group, op.size_bytes};
+    // SendRecv sends from the group's first rank; pipeline gradients go to the earlier stage.
+    auto directed = [&op](std::vector<int> g) {
+      if (op.toward_lower_rank) std::reverse(g.begin(), g.end());
+      return g;
+    };
+    network::CollectiveCall call{op.collective, directed(group), op.size_bytes};
     const network::CollectiveChoice choice = choose(call);
     std::vector<sg4::ActorPtr> copies;
     if (!options_.every_rank) {
@@ -123,7 +129,7 @@ private:
         if (g.size() > 1 && std::find(siblings.begin(), siblings.end(), g) == siblings.end()) siblings.push_back(g);
       }
       for (std::size_t k = 1; k < siblings.size(); ++k) {
-        network::CollectiveCall copy{op.collective, siblings[k], op.size_bytes};
+        network::CollectiveCall copy{op.collective, directed(siblings[k]), op.size_bytes};
         copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k].front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
@@ -144,9 +150,14 @@ private:
       if (op.kind == OpKind::collective) {
         const std::vector<int> group = group_of(rank, op.group);
         if (group.size() > 1) {
-          const int expected = static_cast<int>(
-              std::count_if(group.begin(), group.end(), [this](int r) { return simulated_.count(r) > 0; }));
-          Rendezvous& rv = rendezvous_[{op.name, group.front()}];
+          // A ring-attention step is one op per sender (every rank sends to the next and, in the same
+          // step, receives from the previous): only its sender arrives. Other collectives wait for
+          // every simulated member.
+          const int expected = op.group == GroupKind::context_next
+                                   ? 1
+                                   : static_cast<int>(std::count_if(group.begin(), group.end(),
+                                                                    [this](int r) { return simulated_.count(r) > 0; }));
+          Rendezvous& rv = rendezvous_[{op.name, op.group == GroupKind::context_next ? rank : group.front()}];
           if (++rv.arrived == expected) {
             rv.start_s = sg4::Engine::get_clock();
             rv.choice = run_collective(rank, op, group);

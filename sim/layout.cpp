@@ -16,8 +16,24 @@ Coords Layout::coords(int rank) const {
 std::vector<int> Layout::dp_group(int rank) const {
   Coords c = coords(rank);
   std::vector<int> g;
-  for (c.dp = 0; c.dp < dp_; ++c.dp) g.push_back(this->rank(c));
+  for (c.dp = 0; c.dp < dp_; ++c.dp) {
+    for (c.cp = 0; c.cp < cp_; ++c.cp) g.push_back(this->rank(c));
+  }
   return g;
+}
+
+std::vector<int> Layout::cp_group(int rank) const {
+  Coords c = coords(rank);
+  std::vector<int> g;
+  for (c.cp = 0; c.cp < cp_; ++c.cp) g.push_back(this->rank(c));
+  return g;
+}
+
+std::vector<int> Layout::cp_ring_pair(int rank) const {
+  Coords c = coords(rank);
+  if (cp_ == 1) return {rank};
+  c.cp = (c.cp + 1) % cp_;
+  return {rank, this->rank(c)};
 }
 
 std::vector<int> Layout::tp_group(int rank) const {
@@ -28,18 +44,18 @@ std::vector<int> Layout::tp_group(int rank) const {
 }
 
 std::vector<int> Layout::shard_group(int rank, int shard) const {
-  Coords c = coords(rank);
-  const int first = c.dp - c.dp % shard;
-  std::vector<int> g;
-  for (c.dp = first; c.dp < first + shard; ++c.dp) g.push_back(this->rank(c));
-  return g;
+  const std::vector<int> replicas = dp_group(rank);  // in replica-index order
+  const Coords c = coords(rank);
+  const int q = c.dp * cp_ + c.cp;
+  const int first = q - q % shard;
+  return std::vector<int>(replicas.begin() + first, replicas.begin() + first + shard);
 }
 
 std::vector<int> Layout::replica_group(int rank, int shard) const {
-  Coords c = coords(rank);
-  const int offset = c.dp % shard;
+  const std::vector<int> replicas = dp_group(rank);
+  const Coords c = coords(rank);
   std::vector<int> g;
-  for (c.dp = offset; c.dp < dp_; c.dp += shard) g.push_back(this->rank(c));
+  for (int q = (c.dp * cp_ + c.cp) % shard; q < static_cast<int>(replicas.size()); q += shard) g.push_back(replicas[q]);
   return g;
 }
 

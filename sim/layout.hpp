@@ -3,7 +3,9 @@
 // world = dp x pp x cp x tp, tp innermost (tensor-parallel ranks are neighbours inside a node, as
 // Megatron places them), then cp, then dp, pp outermost:
 //   rank = ((pp_i * dp + dp_i) * cp + cp_i) * tp + tp_i
-// A process group is the set of ranks that differ only in one coordinate.
+// A process group is the set of ranks that differ only in one coordinate. Data and context
+// parallel ranks both hold full parameter replicas, so gradients are reduced (and FSDP shards)
+// over their product: replica index q = dp_i * cp + cp_i, contiguous in rank order.
 #pragma once
 
 #include "network/expected.hpp"
@@ -28,11 +30,15 @@ public:
 
   Coords coords(int rank) const;
   int rank(const Coords& c) const { return ((c.pp * dp_ + c.dp) * cp_ + c.cp) * tp_ + c.tp; }
-  // The ranks of `rank`'s group along one dimension, in coordinate order.
+  // The ranks of `rank`'s group along one dimension, in coordinate order. dp_group: all parameter
+  // replicas (data x context parallel); cp_group: the context-parallel ring.
   std::vector<int> dp_group(int rank) const;
   std::vector<int> tp_group(int rank) const;
-  // HSDP splits the data-parallel group into shard groups of `shard` consecutive dp indices (the
-  // GPUs of one node when tp x cp x shard = GPUs per node) and replica groups across them.
+  std::vector<int> cp_group(int rank) const;
+  // `rank` (the sender) and the next rank of its context-parallel ring.
+  std::vector<int> cp_ring_pair(int rank) const;
+  // HSDP splits the replicas into shard groups of `shard` consecutive replica indices (the GPUs of
+  // one node when tp x shard = GPUs per node) and replica groups across them.
   std::vector<int> shard_group(int rank, int shard) const;
   std::vector<int> replica_group(int rank, int shard) const;
   // `rank` and its peer in the next (or previous) pipeline stage, in rank order; {rank} at the end.

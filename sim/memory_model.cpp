@@ -26,7 +26,7 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   const double root = ((t.pp == 1 ? 2 : 1) * m.embedding_params() + m.hidden) / t.tp;
   const double layer = m.layer_params() / t.tp;
   const double P = layers * layer + root;  // this GPU's slice of the parameters
-  const double s = t.seq_len;
+  const double s = static_cast<double>(t.seq_len) / t.cp;  // this rank's share of the sequence
   const double b = t.micro_batch;
   const double h = m.hidden;
   MemoryUse u;
@@ -52,7 +52,7 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   activations *= std::min(t.pp, t.micro_batches);    // micro-batches in flight on the first stage
   if (t.pp == 1) activations += 2 * s * b * m.vocab / t.tp * kFp32;  // fp32 logits and their gradient
   add("activations", activations);
-  const int communicators = (t.dp > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0);
+  const int communicators = (t.replicas() > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0) + (t.cp > 1 ? 1 : 0);
   add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);
   add("allocator_and_context", kAllocatorFraction * u.total_bytes + kContextBytes);
   u.capacity_bytes = t.gpu.memory_bytes;

@@ -3,6 +3,7 @@
 #include "sim/table_reader.hpp"
 #include "sim/model.hpp"
 
+#include <numeric>
 #include <sstream>
 
 namespace commbound::sim {
@@ -221,7 +222,10 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   if (!par.failed() && t.model.layers % t.pp != 0) {
     par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
   }
-  if (!par.failed() && t.cp > 1) par.fail("cp", "context parallelism is not implemented yet (use cp = 1)");
+  if (!par.failed() && t.cp > 1 && training_t != nullptr) {
+    const toml::node* seq = training_t->get("seq_len");
+    if (seq != nullptr && seq->value_or<int64_t>(0) % t.cp != 0) par.fail("cp", "must divide training.seq_len");
+  }
   const int world = sc.cluster.gpus();
   const int model_parallel = t.tp * t.pp * t.cp;
   if (!par.failed() && world % model_parallel != 0) {
@@ -230,11 +234,12 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
                  " GPUs of the cluster");
   }
   const int per_node = sc.cluster.node.gpus;
-  const long shard_default = std::max(1, per_node / model_parallel);
+  // Default HSDP shard: the parameter replicas on one node (tp ranks share one replica).
+  const long shard_default = std::gcd(std::max(1, per_node / t.tp), std::max(1, world / model_parallel * t.cp));
   t.hsdp_shard = static_cast<int>(par.integer("hsdp_shard", shard_default, 1, 1 << 20));
   t.dp = world / model_parallel;
-  if (!par.failed() && t.strategy == Strategy::hsdp && t.dp % t.hsdp_shard != 0) {
-    par.fail("hsdp_shard", "must divide the " + std::to_string(t.dp) + " data-parallel ranks");
+  if (!par.failed() && t.strategy == Strategy::hsdp && t.replicas() % t.hsdp_shard != 0) {
+    par.fail("hsdp_shard", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
   }
   if (Status s = par.finish(); !s) return s.error();
 

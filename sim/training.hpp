@@ -40,8 +40,12 @@ struct TrainingSpec {
 
   int world() const { return dp * tp * pp * cp; }
   bool sharded() const { return strategy != Strategy::ddp; }
+  // Ranks holding a full copy of the parameters (data x context parallel).
+  int replicas() const { return dp * cp; }
   // GPUs one copy of the parameters and optimizer state is sharded over.
-  int shard_ranks() const { return strategy == Strategy::hsdp ? hsdp_shard : (strategy == Strategy::fsdp ? dp : 1); }
+  int shard_ranks() const {
+    return strategy == Strategy::hsdp ? hsdp_shard : (strategy == Strategy::fsdp ? replicas() : 1);
+  }
   double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
 };
 

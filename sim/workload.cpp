@@ -68,6 +68,36 @@ public:
                       GroupKind::tensor_parallel, bytes, {rs});
   }
 
+  // Attention after op `after`. With context parallelism, ring attention: the rank's KV block
+  // travels around the CP ring in cp - 1 steps (backward: with its gradient, twice the bytes)
+  // while attention runs block by block; block k waits for the step that brought it.
+  int attention(const std::string& p, Op attn, int after, bool backward) {
+    const int cp = t_.cp;
+    if (cp == 1) {
+      attn.deps = {after};
+      return add(attn);
+    }
+    const double kv_block = 2 * tokens() * t_.model.kv_dim() / t_.tp * kBf16Bytes * (backward ? 2 : 1);
+    attn.flops /= cp;
+    attn.bytes /= cp;
+    const std::string name = attn.name;
+    int chunk = after;
+    int step = -1;
+    for (int k = 0; k < cp; ++k) {
+      Op part = attn;
+      part.name = name + ".block" + std::to_string(k);
+      part.deps = {chunk};
+      if (step >= 0) part.deps.push_back(step);
+      if (k + 1 < cp) {
+        step = collective(p + "cp_kv.step" + std::to_string(k), StreamId::context_parallel,
+                          network::CollectiveOp::send_recv, GroupKind::context_next, kv_block,
+                          step >= 0 ? std::vector<int>{step} : std::vector<int>{after});
+      }
+      chunk = add(part);
+    }
+    return chunk;
+  }
+
   // One transformer layer, forward (backward = false) or backward; returns the last op.
   int layer(int l, bool backward, int after) {
     const ModelSpec& m = t_.model;
@@ -84,7 +114,10 @@ public:
       if (backward) last = gemm(p + n + ".wgrad", mm, nn, kk, {last});
       return last;
     };
-    const double attn_fwd_flops = 2.0 * t_.micro_batch * static_cast<double>(t_.seq_len) * t_.seq_len * h / tp;
+    // Causal attention of this rank's queries: the unmasked half of the full s x s product, spread
+    // evenly over the context-parallel ranks (load-balanced chunks, as TransformerEngine does).
+    const double attn_fwd_flops =
+        2.0 * t_.micro_batch * static_cast<double>(t_.seq_len) * t_.seq_len * h / tp / t_.cp;
     Op attn = compute_op(p + "attention", OpKind::attention,
                          backward ? kAttentionBackwardFlopRatio * attn_fwd_flops : attn_fwd_flops,
                          passes * T * (qkv + 2 * h / tp) * kBf16Bytes);
@@ -93,8 +126,7 @@ public:
       x = elementwise(p + "rmsnorm", 2 * act, {x});
       x = g("qkv", T, qkv, h, x);
       x = elementwise(p + "rope", 2 * T * qkv * kBf16Bytes, {x});
-      attn.deps = {x};
-      x = add(attn);
+      x = attention(p, attn, x, false);
       x = g("o_proj", T, h, h / tp, x);
       x = tp_sync(p + "attn", x);
       x = elementwise(p + "residual", 3 * act, {x});
@@ -112,8 +144,7 @@ public:
     x = tp_sync(p + "mlp", x);
     x = elementwise(p + "rmsnorm2", 2 * 2 * act, {x});
     x = g("o_proj", T, h, h / tp, x);
-    attn.deps = {x};
-    x = add(attn);
+    x = attention(p, attn, x, true);
     x = elementwise(p + "rope", 2 * 2 * T * qkv * kBf16Bytes, {x});
     x = g("qkv", T, qkv, h, x);
     x = tp_sync(p + "attn", x);
@@ -132,11 +163,12 @@ public:
     return elementwise(p + "cross_entropy", 2 * T * vocab * kFp32Bytes, {x});
   }
 
-  double tokens() const { return static_cast<double>(t_.micro_batch) * t_.seq_len; }
+  // Tokens of one micro-batch on this rank: context parallelism splits the sequence.
+  double tokens() const { return static_cast<double>(t_.micro_batch) * t_.seq_len / t_.cp; }
 
   // HSDP: the shard each rank holds after the reduce-scatter is all-reduced across replicas.
   int replica_allreduce(const std::string& unit, double unit_bytes, int after) {
-    if (t_.dp / t_.hsdp_shard < 2) return after;
+    if (t_.replicas() / t_.hsdp_shard < 2) return after;
     return collective(unit + ".replica_allreduce", StreamId::reduce_scatter, network::CollectiveOp::all_reduce,
                       GroupKind::replica, unit_bytes / t_.hsdp_shard, {after});
   }
@@ -165,7 +197,7 @@ Program Builder::build(int stage) {
   const double layer_bytes = m.layer_params() / tp * kBf16Bytes;
   const bool fsdp = t_.sharded();
   const bool hsdp = t_.strategy == Strategy::hsdp;
-  const bool dp = t_.dp > 1;
+  const bool dp = t_.replicas() > 1;
   // Parameters are gathered and gradients reduce-scattered over the sharding group; HSDP then
   // all-reduces each reduced shard across the replicas.
   const GroupKind shard_kind = hsdp ? GroupKind::shard : GroupKind::data_parallel;
@@ -179,7 +211,9 @@ Program Builder::build(int stage) {
   int last_compute = -1;
   auto after = [](int dep) { return dep < 0 ? std::vector<int>{} : std::vector<int>{dep}; };
   auto p2p = [&](const std::string& name, StreamId stream, GroupKind kind, std::vector<int> deps) {
-    return collective(name, stream, network::CollectiveOp::send_recv, kind, boundary_bytes, std::move(deps));
+    const int i = collective(name, stream, network::CollectiveOp::send_recv, kind, boundary_bytes, std::move(deps));
+    program_.ops[static_cast<std::size_t>(i)].toward_lower_rank = name.rfind("p2p.gradient", 0) == 0;
+    return i;
   };
 
   auto forward = [&](int mb) {
@@ -315,6 +349,7 @@ const char* to_string(StreamId s) {
     case StreamId::pipeline_send_activation: return "pipeline_send_activation";
     case StreamId::pipeline_recv_gradient: return "pipeline_recv_gradient";
     case StreamId::pipeline_send_gradient: return "pipeline_send_gradient";
+    case StreamId::context_parallel: return "context_parallel";
   }
   return "?";
 }

@@ -31,15 +31,17 @@ enum class StreamId {
   pipeline_send_activation,
   pipeline_recv_gradient,
   pipeline_send_gradient,
+  context_parallel,
 };
-inline constexpr int kStreams = 8;
+inline constexpr int kStreams = 9;
 const char* to_string(StreamId s);
 
 enum class OpKind { gemm, attention, elementwise, optimizer, collective };
 
 // data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel;
 // pipeline_next / pipeline_prev: this rank and its peer in the next / previous stage.
-enum class GroupKind { data_parallel, shard, replica, tensor_parallel, pipeline_next, pipeline_prev };
+// context_next: this rank and the next one of its context-parallel ring (ring attention).
+enum class GroupKind { data_parallel, shard, replica, tensor_parallel, pipeline_next, pipeline_prev, context_next };
 
 struct Op {
   std::string name;
@@ -50,6 +52,7 @@ struct Op {
   network::CollectiveOp collective = network::CollectiveOp::all_gather;
   GroupKind group = GroupKind::data_parallel;
   double size_bytes = 0;       // collectives: nccl-tests convention (whole buffer)
+  bool toward_lower_rank = false;  // SendRecv between pipeline stages: gradients flow backward
   std::vector<int> deps;       // indices of ops that must finish first (besides stream order)
 };
 

@@ -171,7 +171,7 @@ TEST_P(PaperScenario, RunsAndMatchesGolden) {
 
 INSTANTIATE_TEST_SUITE_P(Paper, PaperScenario,
                          ::testing::Values("weak_scaling_7b", "strong_scaling_gbs32", "model_parallel_7b_256gpu",
-                                           "model_sizes", "context_length", "a100_vs_h100"));
+                                           "model_sizes", "context_length", "a100_vs_h100", "cp_vs_tp"));
 
 // --trace writes a Chrome/Perfetto trace: one complete event per op of rank 0, on its stream's
 // track, inside the iteration; and it refuses to overwrite without --force.
@@ -217,6 +217,6 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLayout{"--set training.global_batch=100 --set training.local_batch=2", "not both"},
                       BadLayout{"--set model.name=llama9", "no model named \"llama9\""},
                       BadLayout{"--set training.micro_batch=3", "training.micro_batch = 3: must divide"},
-                      BadLayout{"--set parallel.cp=2", "not implemented yet"}));
+                      BadLayout{"--set parallel.cp=3", "parallel.cp = 3: must divide training.seq_len"}));
 
 }  // namespace

@@ -267,6 +267,37 @@ TEST(Engine, RepresentativeRankEqualsEveryRankForPipelines) {
   EXPECT_NEAR(representative, every, 0.01 * every);
 }
 
+TEST(Engine, RepresentativeRankEqualsEveryRankForContextParallel) {
+  TrainingSpec t = fsdp_7b(16);
+  t.cp = 4;
+  t.dp = 4;
+  t.global_batch = 8;
+  const double representative = iteration_in_child(t, false);
+  const double every = iteration_in_child(t, true);
+  std::printf("FSDP cp 4: representative %.6f s, every rank %.6f s\n", representative, every);
+  ASSERT_GT(representative, 0);
+  EXPECT_NEAR(representative, every, 0.01 * every);
+}
+
+// Ring attention moves cp - 1 KV blocks per layer forward (K and V of s/cp tokens, kv_dim wide,
+// bf16) and twice that backward (the blocks and their gradients).
+TEST(Workload, RingAttentionMovesItsKvBlocks) {
+  TrainingSpec t = fsdp_7b(16);
+  t.cp = 4;
+  t.dp = 4;
+  double moved = 0;
+  int steps = 0;
+  for (const Op& op : build_program(t).ops) {
+    if (op.group == GroupKind::context_next && op.kind == OpKind::collective) {
+      moved += op.size_bytes;
+      ++steps;
+    }
+  }
+  const double block = 2.0 * 2 * 4096 / 4 * t.model.kv_dim() * 2;  // K and V, micro-batch 2, s/cp tokens, bf16
+  EXPECT_EQ(steps, 32 * 2 * 3);
+  EXPECT_DOUBLE_EQ(moved, 32 * (3 * block + 3 * 2 * block));
+}
+
 double iteration_in_child(const TrainingSpec& t, bool every_rank) {
   return testing::in_child([&] {
     auto platform = network::Platform::create(testing::dgx_h100(2));
