@@ -148,6 +148,7 @@ private:
       double start_s = sg4::Engine::get_clock();
       network::CollectiveChoice choice;
       if (op.kind == OpKind::collective) {
+        ++comm_active_[rank];
         const std::vector<int> group = group_of(rank, op.group);
         if (group.size() > 1) {
           // A ring-attention step is one op per sender (every rank sends to the next and, in the same
@@ -168,8 +169,12 @@ private:
           start_s = rv.start_s;  // the collective began when its last member arrived
           choice = rv.choice;
         }
+        --comm_active_[rank];
       } else {
-        const double seconds = cost_.seconds(op);
+        // Contention: a compute op that starts while this GPU runs a communication kernel is
+        // slowed by the GPU's measured factor for its whole duration (an approximation).
+        const double factor = comm_active_[rank] > 0 ? t_.gpu.comm_contention_factor : 1.0;
+        const double seconds = cost_.seconds(op) * factor;
         if (seconds > 0) sg4::this_actor::sleep_for(seconds);
       }
       if (rank == 0) timeline.spans.push_back({i, op.stream, start_s, sg4::Engine::get_clock(), choice});
@@ -187,6 +192,7 @@ private:
   std::set<int> simulated_;
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
   std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
+  std::map<int, int> comm_active_;  // per rank: collectives in progress
 };
 
 }  // namespace

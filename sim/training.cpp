@@ -19,6 +19,7 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   g.memory_bytes = r.required_number("memory_GB", 1, 1e5) * 1e9;
   g.tdp_w = r.required_number("tdp_W", 1, 1e5);
   g.idle_w = r.required_number("idle_W", 0, 1e5);
+  g.comm_contention_factor = r.number("comm_contention_factor", 1.0, 1.0, 10.0);
   if (Status s = r.finish(); !s) return s.error();
   return g;
 }

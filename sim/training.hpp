@@ -17,6 +17,9 @@ struct GpuSpec {
   double memory_bytes = 0;
   double tdp_w = 0;
   double idle_w = 0;
+  // Compute slows by this factor while a communication kernel runs on the GPU (NCCL occupies SMs
+  // and HBM bandwidth); from the calibration table, 1 until measured.
+  double comm_contention_factor = 1;
 };
 
 enum class Strategy { ddp, fsdp, hsdp };

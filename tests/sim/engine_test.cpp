@@ -100,6 +100,34 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   EXPECT_NEAR(m.iteration_s, sum_compute_seconds(program, cost), 1e-6);
 }
 
+// Contention: with a factor of 2, every compute op that started while one of the rank's
+// collectives was running takes twice its cost; every other exactly its cost.
+TEST(Engine, ComputeSlowsWhileCommunicationRuns) {
+  auto platform = network::Platform::create(testing::dgx_h100(2));
+  ASSERT_TRUE(platform) << platform.error().message;
+  TrainingSpec t = fsdp_7b(16);
+  t.gpu.comm_contention_factor = 2;
+  const Program program = build_program(t);
+  const CostModel cost(t.gpu);
+  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
+  int slowed = 0;
+  for (const Span& s : tl.spans) {
+    const Op& op = program.ops[static_cast<std::size_t>(s.op)];
+    if (op.kind == OpKind::collective) continue;
+    bool during_comm = false;
+    bool tie = false;  // a collective starting at the same instant: either order is right
+    for (const Span& c : tl.spans) {
+      if (program.ops[static_cast<std::size_t>(c.op)].kind != OpKind::collective) continue;
+      tie = tie || c.start_s == s.start_s;
+      during_comm = during_comm || (c.start_s < s.start_s && s.start_s < c.end_s);
+    }
+    if (tie) continue;
+    slowed += during_comm ? 1 : 0;
+    EXPECT_NEAR(s.end_s - s.start_s, cost.seconds(op) * (during_comm ? 2 : 1), 1e-9) << op.name;
+  }
+  EXPECT_GT(slowed, 10);
+}
+
 // Bytes every GPU sends per step (ZeRO paper, Rajbhandari et al. 2020, section 7): DDP all-reduce
 // 2 x psi, ZeRO-2 reduce-scatter + all-gather 2 x psi, ZeRO-3 3 x psi, psi = bf16 parameter bytes,
 // each times (n-1)/n. Counted from the programs' collectives with nccl-tests' bus factors.
