@@ -177,7 +177,7 @@ private:
         const double seconds = cost_.seconds(op) * factor;
         if (seconds > 0) sg4::this_actor::sleep_for(seconds);
       }
-      if (rank == 0) timeline.spans.push_back({i, op.stream, start_s, sg4::Engine::get_clock(), choice});
+      timeline.spans.push_back({rank, i, op.stream, start_s, sg4::Engine::get_clock(), choice});
       done_[rank][static_cast<std::size_t>(i)]->set();
     }
   }

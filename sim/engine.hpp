@@ -19,7 +19,8 @@
 namespace commbound::sim {
 
 struct Span {
-  int op;  // index into the program
+  int rank;
+  int op;  // index into that rank's stage program
   StreamId stream;
   double start_s;
   double end_s;
@@ -29,7 +30,7 @@ struct Span {
 struct IterationTimeline {
   double start_s = 0;
   double end_s = 0;
-  std::vector<Span> spans;  // the representative rank's, in completion order
+  std::vector<Span> spans;  // of every simulated rank (one per stage, or all), in completion order
   double iteration_s() const { return end_s - start_s; }
 };
 
@@ -41,8 +42,7 @@ struct EngineOptions {
 };
 
 // Runs `warmup + 1` iterations (inside Platform::run) and returns the last. `stages` holds each
-// pipeline stage's program (build_programs); rank 0's spans are recorded; the iteration ends when
-// every stage has finished.
+// pipeline stage's program (build_programs); the iteration ends when every stage has finished.
 IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
                            const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options);
 

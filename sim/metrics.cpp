@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 
 namespace commbound::sim {
@@ -48,6 +49,7 @@ Metrics compute_metrics(const TrainingSpec& t, const Program& program, const Ite
                         const MemoryUse& memory) {
   std::vector<Interval> compute, comm;
   for (const Span& s : timeline.spans) {
+    if (s.rank != 0) continue;
     const bool collective = program.ops[static_cast<std::size_t>(s.op)].kind == OpKind::collective;
     (collective ? comm : compute).emplace_back(s.start_s, s.end_s);
   }
@@ -146,16 +148,24 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   }
 }
 
-void write_trace(std::ostream& out, const Program& program, const IterationTimeline& timeline) {
+void write_trace(std::ostream& out, const std::vector<Program>& stages, const std::vector<int>& stage_of,
+                 const IterationTimeline& timeline) {
   nlohmann::json events = nlohmann::json::array();
-  for (int s = 0; s < kStreams; ++s) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s},
-                      {"args", {{"name", to_string(static_cast<StreamId>(s))}}}});
+  std::set<int> ranks;
+  for (const Span& sp : timeline.spans) ranks.insert(sp.rank);
+  for (int r : ranks) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+                      {"args", {{"name", "rank " + std::to_string(r) + " (stage " +
+                                             std::to_string(stage_of[static_cast<std::size_t>(r)]) + ")"}}}});
+    for (int s = 0; s < kStreams; ++s) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", s},
+                        {"args", {{"name", to_string(static_cast<StreamId>(s))}}}});
+    }
   }
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "rank 0"}}}});
   for (const Span& sp : timeline.spans) {
+    const Program& program = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(sp.rank)])];
     const Op& op = program.ops[static_cast<std::size_t>(sp.op)];
-    nlohmann::json e{{"name", op.name}, {"ph", "X"}, {"pid", 0}, {"tid", static_cast<int>(sp.stream)},
+    nlohmann::json e{{"name", op.name}, {"ph", "X"}, {"pid", sp.rank}, {"tid", static_cast<int>(sp.stream)},
                      {"ts", (sp.start_s - timeline.start_s) * 1e6}, {"dur", (sp.end_s - sp.start_s) * 1e6}};
     if (op.kind == OpKind::collective) {
       e["args"] = {{"bytes", op.size_bytes},

@@ -36,6 +36,7 @@ struct Metrics {
 inline constexpr const char* kPowerModelSource =
     "derived: idle + (TDP - idle) x compute-busy fraction (calibration/gpus.toml), not measured";
 
+// Busy and exposed times are rank 0's (the first pipeline stage); `program` is rank 0's.
 Metrics compute_metrics(const TrainingSpec& t, const Program& program, const IterationTimeline& timeline,
                         const MemoryUse& memory);
 
@@ -43,7 +44,10 @@ Metrics compute_metrics(const TrainingSpec& t, const Program& program, const Ite
 void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,
                    const std::string& title);
 
-// Chrome/Perfetto trace of the representative rank's streams (chrome://tracing, ui.perfetto.dev).
-void write_trace(std::ostream& out, const Program& program, const IterationTimeline& timeline);
+// Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): a process per simulated rank (one per
+// pipeline stage), a track per stream. `stages` are the programs by pipeline stage, `stage_of`
+// maps a rank to its stage.
+void write_trace(std::ostream& out, const std::vector<Program>& stages, const std::vector<int>& stage_of,
+                 const IterationTimeline& timeline);
 
 }  // namespace commbound::sim

@@ -7,6 +7,7 @@
 #include "sim/presets.hpp"
 #include "sim/scenario.hpp"
 #include "sim/engine.hpp"
+#include "sim/layout.hpp"
 #include "sim/metrics.hpp"
 #include "sim/validation.hpp"
 #include "sim/workload.hpp"
@@ -132,7 +133,8 @@ keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]].
 
 Options:
   --format F         table (default) | csv | json
-  --trace FILE       Chrome/Perfetto trace of rank 0's streams (no [sweep]; never overwrites
+  --trace FILE       Chrome/Perfetto trace: one process per simulated rank (one per pipeline
+                     stage), one track per stream (no [sweep]; never overwrites
                      without --force)
   --out FILE, --force, --set, --calibration   as for collective
 )";
@@ -372,7 +374,11 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
           const sim::IterationTimeline timeline = sim::simulate(**platform, sc->nccl, t, stages, cost, options);
           m = sim::compute_metrics(t, program, timeline, memory);
           if (!trace_path.empty()) {
-            Status w = sim::write_output(trace_path, force, [&](std::ostream& o) { sim::write_trace(o, program, timeline); });
+            const sim::Layout layout(t.dp, t.tp, t.pp, t.cp);
+            std::vector<int> stage_of;
+            for (int r = 0; r < layout.world(); ++r) stage_of.push_back(layout.coords(r).pp);
+            Status w = sim::write_output(trace_path, force,
+                                         [&](std::ostream& o) { sim::write_trace(o, stages, stage_of, timeline); });
             if (!w) out = {{"error", w.error().message}};
           }
         }
