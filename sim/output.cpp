@@ -12,6 +12,11 @@
 
 namespace commbound::sim {
 
+Status check_writable(const std::string& path, bool force) {
+  if (path.empty() || path == "-" || force || !std::filesystem::exists(path)) return Ok{};
+  return Error{path + ": exists; not overwritten (pass --force to replace it)"};
+}
+
 Status write_output(const std::string& path, bool force, const std::function<void(std::ostream&)>& write) {
   if (path.empty() || path == "-") {
     write(std::cout);
@@ -20,9 +25,7 @@ Status write_output(const std::string& path, bool force, const std::function<voi
   }
   namespace fs = std::filesystem;
   const fs::path target(path);
-  if (fs::exists(target) && !force) {
-    return Error{path + ": exists; not overwritten (pass --force to replace it)"};
-  }
+  if (Status ok = check_writable(path, force); !ok) return ok;
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(getpid()));
   {
     std::ofstream out(tmp);

@@ -11,7 +11,11 @@
 
 namespace commbound::sim {
 
-// Writes `write`'s output to `path` ("-" or empty: standard output).
+// Fails when `path` names an existing file and `force` is false (check before long work, so a
+// refusal costs nothing). "-" and empty (standard output) always pass.
+Status check_writable(const std::string& path, bool force);
+
+// Writes `write`'s output to `path` ("-" or empty: standard output), refusing as check_writable.
 Status write_output(const std::string& path, bool force, const std::function<void(std::ostream&)>& write);
 
 // Parses sizes: "1024", "64K", "16M", "1G" (binary multiples, as nccl-tests), comma lists, and

@@ -229,9 +229,7 @@ int cmd_collective(const std::vector<std::string>& args) {
     if (!f) return fail("--fidelity " + fidelity + ": expected fluid or step");
     sweep.fidelity = *f;
   }
-  if (!out.empty() && out != "-" && std::filesystem::exists(out) && !force) {
-    return fail(out + ": exists; not overwritten (pass --force to replace it)");
-  }
+  if (Status ok = sim::check_writable(out, force); !ok) return fail(ok.error().message);
 
   auto platform = network::Platform::create(sc->cluster);
   if (!platform) return fail(sc->path + ": " + platform.error().message);
@@ -263,9 +261,7 @@ int cmd_platform(const std::vector<std::string>& args) {
   if (Status s = parse(args, desc, vm); !s) return fail(s.error().message + " (see commbound help platform)");
   auto sc = load(c);
   if (!sc) return fail(sc.error().message);
-  if (!export_path.empty() && std::filesystem::exists(export_path) && !force) {
-    return fail(export_path + ": exists; not overwritten (pass --force to replace it)");
-  }
+  if (Status ok = sim::check_writable(export_path, force); !ok) return fail(ok.error().message);
   auto platform = network::Platform::create(sc->cluster);
   if (!platform) return fail(sc->path + ": " + platform.error().message);
   const auto& cl = sc->cluster;
@@ -319,9 +315,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   sized.sets.push_back("cluster.nodes=" + std::to_string(max_nodes));
   auto sc = load(sized);
   if (!sc) return fail(sc.error().message);
-  if (!out.empty() && out != "-" && std::filesystem::exists(out) && !force) {
-    return fail(out + ": exists; not overwritten (pass --force to replace it)");
-  }
+  if (Status ok = sim::check_writable(out, force); !ok) return fail(ok.error().message);
   auto platform = network::Platform::create(sc->cluster);
   if (!platform) return fail(sc->path + ": " + platform.error().message);
   std::vector<network::SweepPoint> sweep;
@@ -450,9 +444,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!base) return fail(base.error().message);
   if (!base->training) return fail(base->path + ": run needs a [model] section (and optionally [training], [parallel])");
   for (const std::string& path : {out, trace}) {
-    if (!path.empty() && path != "-" && std::filesystem::exists(path) && !force) {
-      return fail(path + ": exists; not overwritten (pass --force to replace it)");
-    }
+    if (Status ok = sim::check_writable(path, force); !ok) return fail(ok.error().message);
   }
   std::vector<std::pair<std::string, Common>> points;
   if (base->sweep) {

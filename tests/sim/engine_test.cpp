@@ -260,54 +260,47 @@ TEST(MemoryModel, Llama70bDdpIsOutOfMemory) {
   EXPECT_TRUE(u.fits()) << u.total_bytes / 1e9 << " GB";
 }
 
-// Simulating only rank 0 (and running its collectives over whole groups) must give the same
-// iteration as simulating all 16 ranks of 2 nodes: FSDP with tp = 2, and HSDP (shard 4).
+// Simulating one representative rank per pipeline stage (running its collectives over whole
+// groups, with every sibling group on its node) must give the same iteration as simulating all 16
+// ranks of 2 nodes, for every kind of parallelism.
 double iteration_in_child(const TrainingSpec& t, bool every_rank);
 
-TEST(Engine, RepresentativeRankEqualsEveryRank) {
-  const double representative = iteration_in_child(fsdp_7b(16, 2), false);
-  const double every = iteration_in_child(fsdp_7b(16, 2), true);
-  std::printf("FSDP tp 2: representative %.6f s, every rank %.6f s\n", representative, every);
+struct Symmetric {
+  const char* name;
+  TrainingSpec spec;
+};
+
+class Representative : public ::testing::TestWithParam<Symmetric> {};
+
+TEST_P(Representative, EqualsEveryRank) {
+  const TrainingSpec& t = GetParam().spec;
+  const double representative = iteration_in_child(t, false);
+  const double every = iteration_in_child(t, true);
+  std::printf("%s: representative %.6f s, every rank %.6f s\n", GetParam().name, representative, every);
   ASSERT_GT(representative, 0);
   ASSERT_GT(every, 0);
   EXPECT_NEAR(representative, every, 0.01 * every);
 }
 
-TEST(Engine, RepresentativeRankEqualsEveryRankForHsdp) {
-  TrainingSpec t = fsdp_7b(16);
-  t.strategy = Strategy::hsdp;
+Symmetric layout(const char* name, int tp, int pp, int cp, Strategy strategy, int micro_batches) {
+  TrainingSpec t = fsdp_7b(16, tp);
+  t.pp = pp;
+  t.cp = cp;
+  t.dp = 16 / (tp * pp * cp);
+  t.strategy = strategy;
   t.hsdp_shard = 4;
-  const double representative = iteration_in_child(t, false);
-  const double every = iteration_in_child(t, true);
-  std::printf("HSDP shard 4: representative %.6f s, every rank %.6f s\n", representative, every);
-  ASSERT_GT(representative, 0);
-  EXPECT_NEAR(representative, every, 0.01 * every);
+  t.micro_batch = 2 / micro_batches;
+  t.micro_batches = micro_batches;
+  t.global_batch = 2 * t.dp;
+  return {name, t};
 }
 
-TEST(Engine, RepresentativeRankEqualsEveryRankForPipelines) {
-  TrainingSpec t = fsdp_7b(16, 2);
-  t.pp = 2;
-  t.dp = 4;
-  t.micro_batch = 1;
-  t.micro_batches = 4;
-  const double representative = iteration_in_child(t, false);
-  const double every = iteration_in_child(t, true);
-  std::printf("FSDP tp 2 pp 2: representative %.6f s, every rank %.6f s\n", representative, every);
-  ASSERT_GT(representative, 0);
-  EXPECT_NEAR(representative, every, 0.01 * every);
-}
-
-TEST(Engine, RepresentativeRankEqualsEveryRankForContextParallel) {
-  TrainingSpec t = fsdp_7b(16);
-  t.cp = 4;
-  t.dp = 4;
-  t.global_batch = 8;
-  const double representative = iteration_in_child(t, false);
-  const double every = iteration_in_child(t, true);
-  std::printf("FSDP cp 4: representative %.6f s, every rank %.6f s\n", representative, every);
-  ASSERT_GT(representative, 0);
-  EXPECT_NEAR(representative, every, 0.01 * every);
-}
+INSTANTIATE_TEST_SUITE_P(Layouts, Representative,
+                         ::testing::Values(layout("fsdp_tp2", 2, 1, 1, Strategy::fsdp, 1),
+                                           layout("hsdp_shard4", 1, 1, 1, Strategy::hsdp, 1),
+                                           layout("fsdp_tp2_pp2", 2, 2, 1, Strategy::fsdp, 2),
+                                           layout("fsdp_cp4", 1, 1, 4, Strategy::fsdp, 1)),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Ring attention moves cp - 1 KV blocks per layer forward (K and V of s/cp tokens, kv_dim wide,
 // bf16) and twice that backward (the blocks and their gradients).
