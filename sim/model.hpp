@@ -13,6 +13,7 @@
 #include "network/expected.hpp"
 #include "sim/presets.hpp"
 
+#include <map>
 #include <string>
 
 namespace commbound::sim {
@@ -40,5 +41,10 @@ struct ModelSpec {
 
 // Reads the model named `name` from `calibration/models.toml`.
 Expected<ModelSpec> load_model(const Presets& presets, const std::string& name);
+
+// Reads explicit dimensions (layers, hidden, heads, kv_heads, ffn, vocab: integers; optional name,
+// defaulting to `name`, and description) from `table`, whose dotted path is `prefix`.
+Expected<ModelSpec> read_model(const toml::table& table, const std::string& name, const std::string& prefix,
+                               const std::map<std::string, std::string>* overrides);
 
 }  // namespace commbound::sim

@@ -193,12 +193,19 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
 
   // [model], [training], [parallel]
   TrainingSpec t;
-  TableReader model(*model_t, "model", &origins);
-  const std::string model_name = model.required_string("name");
-  if (Status s = model.finish(); !s) return s.error();
-  auto m = load_model(presets, model_name);
-  if (!m) return Error{where(*model_t->get("name")) + ": model.name = \"" + model_name + "\": " + m.error().message};
-  t.model = *m;
+  // [model]: a zoo name, or explicit dimensions (layers, hidden, heads, kv_heads, ffn, vocab).
+  if (model_t->contains("layers")) {
+    auto m = read_model(*model_t, "custom", "model", &origins);
+    if (!m) return m.error();
+    t.model = *m;
+  } else {
+    TableReader model(*model_t, "model", &origins);
+    const std::string model_name = model.required_string("name");
+    if (Status s = model.finish(); !s) return s.error();
+    auto m = load_model(presets, model_name);
+    if (!m) return Error{where(*model_t->get("name")) + ": model.name = \"" + model_name + "\": " + m.error().message};
+    t.model = *m;
+  }
   auto gpu = load_gpu(presets, sc.cluster.node.gpu);
   if (!gpu) return gpu.error();
   t.gpu = *gpu;

@@ -202,10 +202,12 @@ TEST(Cli, TraceHasOneEventPerOp) {
 struct BadLayout {
   const char* set;
   const char* expected;
+  const char* scenario = "weak_scaling_7b";
 };
 class BadLayouts : public ::testing::TestWithParam<BadLayout> {};
 TEST_P(BadLayouts, FailWithOneLine) {
-  const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[4] " + std::string(GetParam().set));
+  const CliRun r = run("run scenarios/paper/" + std::string(GetParam().scenario) + ".toml --set sweep.values=[4] " +
+                       GetParam().set);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   EXPECT_NE(r.out.find(GetParam().expected), std::string::npos) << r.out;
@@ -217,6 +219,39 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLayout{"--set training.global_batch=100 --set training.local_batch=2", "not both"},
                       BadLayout{"--set model.name=llama9", "no model named \"llama9\""},
                       BadLayout{"--set training.micro_batch=3", "training.micro_batch = 3: must divide"},
-                      BadLayout{"--set parallel.cp=3", "parallel.cp = 3: must divide training.seq_len"}));
+                      BadLayout{"--set parallel.cp=3", "parallel.cp = 3: must divide training.seq_len"},
+                      BadLayout{"--set training.global_batch=33",
+                                "training.global_batch = 33: must be divisible by the 2 data-parallel replicas",
+                                "strong_scaling_gbs32"},
+                      BadLayout{"--set model.layers=32 --set model.hidden=4096 --set model.heads=33 "
+                                "--set model.kv_heads=33 --set model.ffn=11008 --set model.vocab=32000",
+                                "model.heads = 33: must divide hidden"},
+                      BadLayout{"--set model.layers=32 --set model.hidden=4096 --set model.heads=32 "
+                                "--set model.kv_heads=32 --set model.ffn=-1 --set model.vocab=32000",
+                                "model.ffn = -1: must be between 1 and"},
+                      BadLayout{"--set model.heads=32", "model.heads = 32: unknown key in [model]"}));
+
+// [model] with explicit dimensions instead of a zoo name: a Llama-2 7B spelled out is the zoo's.
+TEST(Cli, ModelFromExplicitDimensions) {
+  const std::string spelled = temp_file("explicit_model.toml", R"([cluster]
+node_type = "dgx-h100"
+nodes = 1
+[model]
+name = "my-7b"
+layers = 32
+hidden = 4096
+heads = 32
+kv_heads = 32
+ffn = 11008
+vocab = 32000
+)");
+  const std::string named = temp_file("named_model.toml", "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 1\n[model]\nname = \"llama2-7b\"\n");
+  const CliRun a = run("run " + spelled + " --format csv");
+  const CliRun b = run("run " + named + " --format csv");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  EXPECT_EQ(a.out.substr(a.out.find('\n') + 1).substr(a.out.substr(a.out.find('\n') + 1).find(',')),
+            b.out.substr(b.out.find('\n') + 1).substr(b.out.substr(b.out.find('\n') + 1).find(',')));
+}
 
 }  // namespace
