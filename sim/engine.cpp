@@ -90,8 +90,8 @@ private:
       case GroupKind::shard: return layout_.shard_group(rank, t_.hsdp_shard);
       case GroupKind::replica: return layout_.replica_group(rank, t_.hsdp_shard);
       case GroupKind::tensor_parallel: return layout_.tp_group(rank);
-      case GroupKind::pipeline_next: return layout_.pipeline_pair(rank, true);
-      case GroupKind::pipeline_prev: return layout_.pipeline_pair(rank, false);
+      case GroupKind::pipeline_next: return layout_.pipeline_pair(rank, true, t_.virtual_stages > 1);
+      case GroupKind::pipeline_prev: return layout_.pipeline_pair(rank, false, t_.virtual_stages > 1);
       case GroupKind::context_next: return layout_.cp_ring_pair(rank);
     }
     return {rank};

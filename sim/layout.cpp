@@ -59,10 +59,11 @@ std::vector<int> Layout::replica_group(int rank, int shard) const {
   return g;
 }
 
-std::vector<int> Layout::pipeline_pair(int rank, bool next) const {
+std::vector<int> Layout::pipeline_pair(int rank, bool next, bool wrap) const {
   Coords c = coords(rank);
-  const int peer_stage = c.pp + (next ? 1 : -1);
-  if (peer_stage < 0 || peer_stage >= pp_) return {rank};
+  int peer_stage = c.pp + (next ? 1 : -1);
+  if (wrap) peer_stage = (peer_stage + pp_) % pp_;
+  if (peer_stage < 0 || peer_stage >= pp_ || pp_ == 1) return {rank};
   c.pp = peer_stage;
   const int peer = this->rank(c);
   return next ? std::vector<int>{rank, peer} : std::vector<int>{peer, rank};

@@ -41,8 +41,9 @@ public:
   // one node when tp x shard = GPUs per node) and replica groups across them.
   std::vector<int> shard_group(int rank, int shard) const;
   std::vector<int> replica_group(int rank, int shard) const;
-  // `rank` and its peer in the next (or previous) pipeline stage, in rank order; {rank} at the end.
-  std::vector<int> pipeline_pair(int rank, bool next) const;
+  // `rank` and its peer in the next (or previous) pipeline stage, the earlier stage first; {rank}
+  // past the ends, unless `wrap` (interleaved schedules pass the last stage's output to the first).
+  std::vector<int> pipeline_pair(int rank, bool next, bool wrap = false) const;
 
 private:
   int dp_, tp_, pp_, cp_;

@@ -226,8 +226,14 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   if (!par.failed() && t.model.kv_heads % t.tp != 0) {
     par.fail("tp", "must divide the model's " + std::to_string(t.model.kv_heads) + " KV heads");
   }
+  t.virtual_stages = static_cast<int>(par.integer("virtual_stages", 1, 1, 1024));
   if (!par.failed() && t.model.layers % t.pp != 0) {
     par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
+  }
+  if (!par.failed() && t.virtual_stages > 1 && t.pp == 1) par.fail("virtual_stages", "interleaving needs pp > 1");
+  if (!par.failed() && t.model.layers % (t.pp * t.virtual_stages) != 0) {
+    par.fail("virtual_stages", "pp x virtual_stages must divide the model's " + std::to_string(t.model.layers) +
+                                   " layers");
   }
   if (!par.failed() && t.cp > 1 && training_t != nullptr) {
     const toml::node* seq = training_t->get("seq_len");
@@ -266,6 +272,10 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   const long micro = tr.integer("micro_batch", per_replica, 1, 1L << 30);
   if (!tr.failed() && per_replica % micro != 0) {
     tr.fail("micro_batch", "must divide the " + std::to_string(per_replica) + " sequences per replica");
+  }
+  if (!tr.failed() && t.virtual_stages > 1 && (per_replica / micro) % t.pp != 0) {
+    tr.fail("micro_batch", "interleaved pipelines need micro-batches per replica (" + std::to_string(per_replica / micro) +
+                               ") to be a multiple of pp (" + std::to_string(t.pp) + ")");
   }
   if (Status s = tr.finish(); !s) return s.error();
   t.global_batch = static_cast<int>(per_replica * t.dp);

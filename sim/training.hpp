@@ -37,6 +37,7 @@ struct TrainingSpec {
   int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)
   int dp = 1, tp = 1, pp = 1, cp = 1;
   bool sequence_parallel = false;
+  int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
   int warmup_iterations = 1;

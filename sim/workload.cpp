@@ -185,14 +185,17 @@ Program Builder::build(int stage) {
   const ModelSpec& m = t_.model;
   const double tp = t_.tp;
   const int stages = t_.pp;
-  const bool first_stage = stage == 0;
-  const bool last_stage = stage == stages - 1;
-  const int per_stage = m.layers / stages;
-  const int lo = stage * per_stage + 1;  // layers lo..hi, numbered from 1
-  const int hi = lo + per_stage - 1;
-  // FSDP units: the root (the first stage's input embedding; the last stage's final norm and LM
+  // Interleaving: stage s holds v model chunks; chunk c is virtual stage c * P + s, and virtual
+  // stage k holds layers k * per + 1 .. (k + 1) * per. Without interleaving v = 1.
+  const int v = t_.virtual_stages;
+  const int virtual_stages = stages * v;
+  const int per_chunk = m.layers / virtual_stages;
+  auto vstage = [&](int chunk) { return chunk * stages + stage; };
+  // FSDP units: the root (the first virtual stage's input embedding; the last's final norm and LM
   // head) and one per layer. Tensor parallelism splits the parameters first; FSDP shards the rest.
-  const double root_params = (first_stage ? m.embedding_params() : 0) + (last_stage ? m.embedding_params() + m.hidden : 0);
+  const bool has_embedding = stage == 0;
+  const bool has_head = stage == stages - 1;
+  const double root_params = (has_embedding ? m.embedding_params() : 0) + (has_head ? m.embedding_params() + m.hidden : 0);
   const double root_bytes = root_params / tp * kBf16Bytes;
   const double layer_bytes = m.layer_params() / tp * kBf16Bytes;
   const bool fsdp = t_.sharded();
@@ -206,31 +209,37 @@ Program Builder::build(int stage) {
   const double boundary_bytes = tokens() * m.hidden * kBf16Bytes / (t_.sequence_parallel ? tp : 1);
   const int M = t_.micro_batches;
 
-  std::vector<int> gathered(static_cast<std::size_t>(hi + 1), -1);
+  std::vector<int> gathered(static_cast<std::size_t>(m.layers + 1), -1);
   std::vector<int> grad_sync;  // ops the optimizer waits for
   int last_compute = -1;
   auto after = [](int dep) { return dep < 0 ? std::vector<int>{} : std::vector<int>{dep}; };
-  auto p2p = [&](const std::string& name, StreamId stream, GroupKind kind, std::vector<int> deps) {
-    const int i = collective(name, stream, network::CollectiveOp::send_recv, kind, boundary_bytes, std::move(deps));
-    program_.ops[static_cast<std::size_t>(i)].toward_lower_rank = name.rfind("p2p.gradient", 0) == 0;
+  // Point-to-point between virtual stages, named after the sending virtual stage so that sender
+  // and receiver meet.
+  auto p2p = [&](const std::string& what, int from_vstage, int mb, StreamId stream, GroupKind kind,
+                 std::vector<int> deps) {
+    const int i = collective("p2p." + what + ".mb" + std::to_string(mb) + ".vs" + std::to_string(from_vstage), stream,
+                             network::CollectiveOp::send_recv, kind, boundary_bytes, std::move(deps));
+    program_.ops[static_cast<std::size_t>(i)].toward_lower_rank = what == "gradient";
     return i;
   };
 
-  auto forward = [&](int mb) {
+  auto forward = [&](int chunk, int mb) {
+    const int vs = vstage(chunk);
+    const int lo = vs * per_chunk + 1;
+    const int hi = lo + per_chunk - 1;
     const std::string tag = ".mb" + std::to_string(mb);
     tag_ = tag;
     const bool gather = fsdp && dp && (mb == 0 || t_.zero_stage == 3);
     std::vector<int> start = after(last_compute);
-    if (!first_stage) {
-      start.push_back(p2p("p2p.activation" + tag + ".s" + std::to_string(stage - 1),
-                          StreamId::pipeline_recv_activation, GroupKind::pipeline_prev, {}));
+    if (vs > 0) {
+      start.push_back(p2p("activation", vs - 1, mb, StreamId::pipeline_recv_activation, GroupKind::pipeline_prev, {}));
     }
-    if (gather && root_bytes > 0) {
+    if (gather && vs == 0 && root_bytes > 0) {
       start.push_back(collective("root.allgather" + tag, StreamId::all_gather, network::CollectiveOp::all_gather,
                                  shard_kind, root_bytes, after(last_compute)));
     }
-    int x = first_stage ? elementwise("embedding.fwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, start)
-                        : elementwise("stage.fwd_start" + tag, 0, start);
+    int x = vs == 0 ? elementwise("embedding.fwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, start)
+                    : elementwise("vs" + std::to_string(vs) + ".fwd_start" + tag, 0, start);
     std::vector<int> done(static_cast<std::size_t>(hi + 1), -1);
     done[static_cast<std::size_t>(lo - 1)] = x;
     for (int l = lo; l <= hi; ++l) {
@@ -246,26 +255,27 @@ Program Builder::build(int stage) {
       if (gather) program_.ops[first_op].deps.push_back(gathered[static_cast<std::size_t>(l)]);  // its parameters
       done[static_cast<std::size_t>(l)] = x;
     }
-    if (last_stage) {
+    if (vs == virtual_stages - 1) {
       x = lm_head(false, x);
     } else {
-      p2p("p2p.activation" + tag + ".s" + std::to_string(stage), StreamId::pipeline_send_activation,
-          GroupKind::pipeline_next, {x});
+      p2p("activation", vs, mb, StreamId::pipeline_send_activation, GroupKind::pipeline_next, {x});
     }
     last_compute = x;
   };
 
-  auto backward = [&](int mb) {
+  auto backward = [&](int chunk, int mb) {
+    const int vs = vstage(chunk);
+    const int lo = vs * per_chunk + 1;
+    const int hi = lo + per_chunk - 1;
     const std::string tag = ".mb" + std::to_string(mb);
     tag_ = tag;
     const bool last_mb = mb == M - 1;
     int x = last_compute;
-    if (last_stage) {
+    if (vs == virtual_stages - 1) {
       x = lm_head(true, x);
     } else {
-      const int grad = p2p("p2p.gradient" + tag + ".s" + std::to_string(stage + 1), StreamId::pipeline_recv_gradient,
-                           GroupKind::pipeline_next, {});
-      x = elementwise("stage.bwd_start" + tag, 0, {x, grad});
+      const int grad = p2p("gradient", vs + 1, mb, StreamId::pipeline_recv_gradient, GroupKind::pipeline_next, {});
+      x = elementwise("vs" + std::to_string(vs) + ".bwd_start" + tag, 0, {x, grad});
     }
     std::vector<int> done(static_cast<std::size_t>(hi + 2), -1);
     double bucket = 0;
@@ -300,33 +310,43 @@ Program Builder::build(int stage) {
         }
       }
     }
-    if (first_stage) {
+    if (vs == 0) {
       x = elementwise("embedding.bwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, {x});
     } else {
-      p2p("p2p.gradient" + tag + ".s" + std::to_string(stage), StreamId::pipeline_send_gradient,
-          GroupKind::pipeline_prev, {x});
-    }
-    if (dp && last_mb && root_bytes > 0) {
-      const int root = collective(fsdp ? "root.reducescatter" : "root.allreduce", StreamId::reduce_scatter,
-                                  fsdp ? network::CollectiveOp::reduce_scatter : network::CollectiveOp::all_reduce,
-                                  shard_kind, root_bytes, {x});
-      grad_sync.push_back(hsdp ? replica_allreduce("root", root_bytes, root) : root);
+      p2p("gradient", vs, mb, StreamId::pipeline_send_gradient, GroupKind::pipeline_prev, {x});
     }
     last_compute = x;
   };
 
-  // 1F1B (PipeDream-Flush, as Megatron): stage s runs P - s - 1 warm-up forwards, then alternates
-  // one forward and one backward, then drains the remaining backwards. One stage: F, B, F, B, ...
-  const int warmup = std::min(stages - stage - 1, M);
-  for (int i = 0; i < warmup; ++i) forward(i);
-  for (int i = 0; i < M - warmup; ++i) {
-    forward(warmup + i);
-    backward(i);
+  // 1F1B (PipeDream-Flush, as Megatron): stage s runs some warm-up forwards, then alternates one
+  // forward and one backward, then drains the remaining backwards. Without interleaving the
+  // warm-up is P - s - 1 micro-batches; interleaved (Megatron's schedule), the units are (chunk,
+  // micro-batch) pairs taken in groups of P micro-batches chunk by chunk (backward: last chunk
+  // first), with 2 (P - s - 1) + (v - 1) P warm-up units.
+  const int units = M * v;
+  auto unit = [&](int k, bool backward_order) {
+    const int in_group = k % (stages * v);
+    const int chunk = in_group / stages;
+    const int mb = (k / (stages * v)) * stages + k % stages;
+    return std::pair<int, int>{backward_order ? v - 1 - chunk : chunk, v == 1 ? k : mb};
+  };
+  const int warmup = std::min(v == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (v - 1) * stages, units);
+  for (int k = 0; k < warmup; ++k) forward(unit(k, false).first, unit(k, false).second);
+  for (int k = 0; k < units - warmup; ++k) {
+    forward(unit(warmup + k, false).first, unit(warmup + k, false).second);
+    backward(unit(k, true).first, unit(k, true).second);
   }
-  for (int i = M - warmup; i < M; ++i) backward(i);
+  for (int k = units - warmup; k < units; ++k) backward(unit(k, true).first, unit(k, true).second);
+  // The root unit's gradients (embedding, LM head) are reduced after the stage's last backward.
+  if (dp && root_bytes > 0) {
+    const int root = collective(fsdp ? "root.reducescatter" : "root.allreduce", StreamId::reduce_scatter,
+                                fsdp ? network::CollectiveOp::reduce_scatter : network::CollectiveOp::all_reduce,
+                                shard_kind, root_bytes, {last_compute});
+    grad_sync.push_back(hsdp ? replica_allreduce("root", root_bytes, root) : root);
+  }
 
   // --- optimizer on the local shard (FSDP) or the local replica (DDP): this stage's parameters.
-  const double stage_params = per_stage * m.layer_params() + root_params;
+  const double stage_params = v * per_chunk * m.layer_params() + root_params;
   const double local_params = stage_params / tp / t_.shard_ranks();
   std::vector<int> deps = grad_sync;
   deps.push_back(last_compute);
