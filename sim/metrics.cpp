@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <cstdio>
 
@@ -45,16 +46,24 @@ double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b)
 
 }  // namespace
 
-Metrics compute_metrics(const TrainingSpec& t, const Program& program, const IterationTimeline& timeline,
-                        const MemoryUse& memory) {
-  std::vector<Interval> compute, comm;
+Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,
+                        const IterationTimeline& timeline, const MemoryUse& memory) {
+  std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> per_rank;  // compute, comm
   for (const Span& s : timeline.spans) {
-    if (s.rank != 0) continue;
+    const Program& program = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(s.rank)])];
     const bool collective = program.ops[static_cast<std::size_t>(s.op)].kind == OpKind::collective;
+    auto& [compute, comm] = per_rank[s.rank];
     (collective ? comm : compute).emplace_back(s.start_s, s.end_s);
   }
-  const auto compute_m = merged(compute);
-  const auto comm_m = merged(comm);
+  double compute_s = 0, comm_s = 0, exposed_s = 0;
+  for (auto& [rank, intervals] : per_rank) {
+    const auto compute_m = merged(intervals.first);
+    const auto comm_m = merged(intervals.second);
+    compute_s += length(compute_m);
+    comm_s += length(comm_m);
+    exposed_s += uncovered(comm_m, compute_m);
+  }
+  const double ranks = std::max<std::size_t>(1, per_rank.size());
   Metrics m;
   m.gpus = t.world();
   m.iteration_s = timeline.iteration_s();
@@ -62,9 +71,9 @@ Metrics compute_metrics(const TrainingSpec& t, const Program& program, const Ite
   m.tokens_per_s_per_gpu = m.tokens_per_s / m.gpus;
   m.model_tflops_per_gpu = t.model.flops_per_token(t.seq_len) * m.tokens_per_s_per_gpu / 1e12;
   m.mfu = m.model_tflops_per_gpu * 1e12 / t.gpu.peak_flops_per_s;
-  m.compute_s = length(compute_m);
-  m.comm_s = length(comm_m);
-  m.exposed_comm_s = uncovered(comm_m, compute_m);
+  m.compute_s = compute_s / ranks;
+  m.comm_s = comm_s / ranks;
+  m.exposed_comm_s = exposed_s / ranks;
   m.exposed_comm_fraction = m.exposed_comm_s / m.iteration_s;
   m.power_w_per_gpu = t.gpu.idle_w + (t.gpu.tdp_w - t.gpu.idle_w) * m.compute_s / m.iteration_s;
   m.tokens_per_joule = m.tokens_per_s / (m.power_w_per_gpu * m.gpus);

@@ -20,9 +20,9 @@ struct Metrics {
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;
   double mfu = 0;
-  double compute_s = 0;         // time the compute stream was busy
-  double comm_s = 0;            // time any communication stream was busy
-  double exposed_comm_s = 0;    // communication busy while compute idle
+  double compute_s = 0;         // time the compute stream was busy (mean over simulated ranks)
+  double comm_s = 0;            // time any communication stream was busy (mean)
+  double exposed_comm_s = 0;    // communication busy while compute idle (mean)
   double exposed_comm_fraction = 0;
   double power_w_per_gpu = 0;   // derived model, see power_model_source
   double tokens_per_joule = 0;
@@ -36,9 +36,10 @@ struct Metrics {
 inline constexpr const char* kPowerModelSource =
     "derived: idle + (TDP - idle) x compute-busy fraction (calibration/gpus.toml), not measured";
 
-// Busy and exposed times are rank 0's (the first pipeline stage); `program` is rank 0's.
-Metrics compute_metrics(const TrainingSpec& t, const Program& program, const IterationTimeline& timeline,
-                        const MemoryUse& memory);
+// Busy and exposed times are averaged over the simulated ranks (one per pipeline stage). `stages`
+// are the programs by pipeline stage; `stage_of` maps a rank to its stage.
+Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,
+                        const IterationTimeline& timeline, const MemoryUse& memory);
 
 // One row per scenario (a sweep gives several): table, CSV or JSON with the keys of Metrics.
 void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,

@@ -349,7 +349,6 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
     } else {
       const sim::TrainingSpec& t = *sc->training;
       const std::vector<sim::Program> stages = sim::build_programs(t);
-      const sim::Program& program = stages.front();
       const sim::MemoryUse memory = sim::memory_per_gpu(t, sc->cluster.node.nccl_channels);
       sim::Metrics m;
       m.gpus = t.world();
@@ -366,11 +365,11 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
           options.algorithm = sc->nccl_options.algorithm;
           options.protocol = sc->nccl_options.protocol;
           const sim::IterationTimeline timeline = sim::simulate(**platform, sc->nccl, t, stages, cost, options);
-          m = sim::compute_metrics(t, program, timeline, memory);
+          const sim::Layout layout(t.dp, t.tp, t.pp, t.cp);
+          std::vector<int> stage_of;
+          for (int r = 0; r < layout.world(); ++r) stage_of.push_back(layout.coords(r).pp);
+          m = sim::compute_metrics(t, stages, stage_of, timeline, memory);
           if (!trace_path.empty()) {
-            const sim::Layout layout(t.dp, t.tp, t.pp, t.cp);
-            std::vector<int> stage_of;
-            for (int r = 0; r < layout.world(); ++r) stage_of.push_back(layout.coords(r).pp);
             Status w = sim::write_output(trace_path, force,
                                          [&](std::ostream& o) { sim::write_trace(o, stages, stage_of, timeline); });
             if (!w) out = {{"error", w.error().message}};

@@ -97,7 +97,7 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
   const IterationTimeline tl = simulate(**platform, nccl, t, {program}, cost, {});
-  const Metrics m = compute_metrics(t, program, tl, memory_per_gpu(t, 16));
+  const Metrics m = compute_metrics(t, {program}, std::vector<int>(16, 0), tl, memory_per_gpu(t, 16));
   EXPECT_LT(m.exposed_comm_s, 1e-6);
   EXPECT_NEAR(m.iteration_s, sum_compute_seconds(program, cost), 1e-6);
 }
@@ -273,6 +273,28 @@ TEST(MemoryModel, Llama7bZero2ByHand) {
                       2.0 * 4096 * 2 * 32000 * 4 + 16.0 * 2 * 2 * 4 * 1048576;
   EXPECT_NEAR(u.total_bytes, held * 1.05 + 1e9, 1e3);
   EXPECT_TRUE(u.fits());
+}
+
+// Memory by hand, Llama-2 70B, ZeRO-3 over 256 GPUs, micro-batch 1 x 4096, full recompute:
+// P = 80 x 855,654,400 + 2 x 262,144,000 + 8192 = 68,976,648,192; layer = 855,654,400; root =
+// 2 x 262,144,000 + 8192. params bf16 2 (P/256 + root + 3 layer); master 4P/256; Adam 8P/256;
+// grads 4P/256 + 2 x 2 x layer; activations 80 x 2 x 4096 x 8192 + 34 x 4096 x 8192 (one layer
+// replayed) + 2 x 4096 x 32000 x 4 (logits); NCCL 16 x 2 x 2 x 4 MiB; then 5% + 1 GB.
+TEST(MemoryModel, Llama70bZero3ByHand) {
+  TrainingSpec t = fsdp_7b(256);
+  t.model = *load_model(kPresets, "llama2-70b");
+  t.zero_stage = 3;
+  t.micro_batch = 1;
+  t.activation_checkpointing = true;
+  const double P = 68976648192.0;
+  const double layer = 855654400.0;
+  const double root = 2 * 262144000.0 + 8192;
+  ASSERT_DOUBLE_EQ(t.model.params(), P);
+  ASSERT_DOUBLE_EQ(t.model.layer_params(), layer);
+  const double held = 2 * (P / 256 + root + 3 * layer) + 4 * P / 256 + 8 * P / 256 + 4 * P / 256 + 4 * layer +
+                      80.0 * 2 * 4096 * 8192 + 34.0 * 4096 * 8192 + 2.0 * 4096 * 32000 * 4 +
+                      16.0 * 2 * 2 * 4 * 1048576;
+  EXPECT_NEAR(memory_per_gpu(t, 16).total_bytes, held * 1.05 + 1e9, 1e3);
 }
 
 // Llama-2 70B with plain DDP cannot fit: fp32 weights, gradients and Adam moments alone are
