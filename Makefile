@@ -1,5 +1,6 @@
 # Two commands on a fresh machine:
-#   make demo   install missing Debian packages, configure, build, run the default scenario
+#   make demo   install missing Debian packages, configure, build, run the default scenarios
+#               (Llama-2 7B FSDP weak scaling; AllGather and AllReduce on DGX H100 + IB NDR)
 #   make test   the same set-up, then every test (GPU tests skip themselves without a GPU)
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -31,6 +32,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
+	$(BUILD)/bin/commbound run scenarios/paper/weak_scaling_7b.toml
 	$(BUILD)/bin/commbound platform $(DEMO_SCENARIO)
 	$(BUILD)/bin/commbound collective $(DEMO_SCENARIO) --op allgather --nodes 1:256 --bytes 1G
 	$(BUILD)/bin/commbound collective $(DEMO_SCENARIO) --op allreduce --nodes 1:256 --bytes 1G
