@@ -44,7 +44,7 @@ Usage:
 Commands:
   run          one training iteration of the scenario's [model] with its [training] and
                [parallel] settings on its cluster: throughput, MFU, exposed communication,
-               power, memory (a [sweep] repeats it for each value of one key).
+               power, memory (a [sweep] repeats it for each value of one or more keys).
   collective   nccl-tests-style table: one collective over node counts and sizes, on the
                scenario's cluster and fabric, with NCCL's algorithms, protocols and tuner.
   platform     describe the emulated platform (nodes, GPUs, links, fabric levels) and
@@ -58,6 +58,8 @@ Every command takes:
   --calibration DIR      preset data (default: the calibration/ shipped with commbound)
 
 Examples:
+  commbound run scenarios/paper/weak_scaling_7b.toml
+  commbound run scenarios/paper/model_parallel_7b_256gpu.toml --set 'sweep.values=[[2, 4]]' --trace tp2pp4.json
   commbound collective scenarios/examples/dgx-h100-ib-ndr.toml --op allreduce --nodes 1:512 --bytes 1G
   commbound collective scenarios/examples/dgx-h100-roce.toml --op allgather --nodes 4 --bytes 1M:1G --format csv
   commbound platform scenarios/examples/dgx-h100-ib-ndr.toml --set cluster.nodes=2 --export dgx2.xml
@@ -447,7 +449,10 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   std::vector<std::pair<std::string, Common>> points;
   if (base->sweep) {
-    if (!trace.empty()) return fail("--trace needs one point: drop the [sweep] or pick a value with --set");
+    if (!trace.empty() && base->sweep->values.size() > 1) {
+      return fail("--trace needs one point: the [sweep] has " + std::to_string(base->sweep->values.size()) +
+                  "; pick one with --set 'sweep.values=[...]'");
+    }
     for (const auto& point : base->sweep->values) {
       Common p = c;
       std::string name;
