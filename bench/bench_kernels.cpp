@@ -42,6 +42,18 @@ float median_millis(const std::function<Status()>& launch) {
   return ms[ms.size() / 2];
 }
 
+// Zeroes the buffers (inputs of defined value); false, with the error printed, on failure.
+template <class... Buffers>
+bool zero(const Buffers&... buffers) {
+  for (const Status& s : {buffers.fill_bytes(0)...}) {
+    if (!s) {
+      std::printf("%s\n", s.error().message.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 void report(const char* what, double bytes, float ms, double copy_bytes_per_s) {
   const double rate = bytes / (ms * 1e-3);
   std::printf("%-44s %8.3f ms  %7.1f GB/s  %5.1f%% of copy\n", what, ms, rate / 1e9, 100 * rate / copy_bytes_per_s);
@@ -71,7 +83,7 @@ int main() {
   auto v = DeviceBuffer<float>::create(params);
   auto b = DeviceBuffer<std::uint16_t>::create(params);
   if (!p || !g || !m || !v || !b) return 1;
-  for (auto* buf : {&*p, &*g, &*m, &*v}) buf->fill_bytes(0);
+  if (!zero(*p, *g, *m, *v)) return 1;
   AdamWParams ap;
   const float adam_ms = median_millis([&] { return adamw_step(p->get(), g->get(), m->get(), v->get(), b->get(), params, ap); });
   report("AdamW, 256M fp32 params (30 B/param)", 30.0 * params, adam_ms, copy_rate);
@@ -81,8 +93,7 @@ int main() {
   auto w = DeviceBuffer<std::uint16_t>::create(hidden);
   auto y = DeviceBuffer<std::uint16_t>::create(tokens * hidden);
   if (!x || !w || !y) return 1;
-  x->fill_bytes(0);
-  w->fill_bytes(0);
+  if (!zero(*x, *w)) return 1;
   const float norm_ms = median_millis([&] { return rmsnorm_forward(x->get(), w->get(), tokens, hidden, 1e-5f, y->get()); });
   report("RMSNorm forward, 8192 x 4096 bf16", 2.0 * 2 * tokens * hidden, norm_ms, copy_rate);
 
@@ -90,8 +101,7 @@ int main() {
   auto up = DeviceBuffer<std::uint16_t>::create(tokens * ffn);
   auto out = DeviceBuffer<std::uint16_t>::create(tokens * ffn);
   if (!gate || !up || !out) return 1;
-  gate->fill_bytes(0);
-  up->fill_bytes(0);
+  if (!zero(*gate, *up)) return 1;
   const float swiglu_ms = median_millis([&] { return swiglu_forward(gate->get(), up->get(), tokens * ffn, out->get()); });
   report("SwiGLU forward, 8192 x 11008 bf16", 3.0 * 2 * tokens * ffn, swiglu_ms, copy_rate);
   return 0;
