@@ -1,11 +1,13 @@
 // GPU memory-bound kernels against the device's copy bandwidth, measured in the same run (the
 // kernels issue asks for at least 70%): AdamW over a 256M-parameter fp32 shard, RMSNorm and
-// SwiGLU on Llama-7B activation shapes (8192 tokens). Median of 20 timed runs after 3 warm-ups.
+// SwiGLU on Llama-7B activation shapes (8192 tokens). Median of 20 timed runs after 3 warm-ups
+// (kernels/timing.hpp).
 // Needs a GPU; prints one line and exits 0 without one.
 //
 //   build/bin/bench_kernels
 #include "kernels/cuda_support.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/timing.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,29 +19,14 @@ using namespace commbound::kernels;
 
 namespace {
 
-constexpr int kWarmup = 3;
-constexpr int kRuns = 20;
-
-// Median milliseconds of `launch`, or a negative value on error (printed).
+// Median milliseconds of `launch` over 20 runs after 3 warm-ups, or a negative value on error.
 float median_millis(const std::function<Status()>& launch) {
-  auto timer = EventTimer::create();
-  if (!timer) {
-    std::printf("%s\n", timer.error().message.c_str());
+  auto t = time_kernel([&](int) { return launch(); }, TimingOptions{});
+  if (!t) {
+    std::printf("%s\n", t.error().message.c_str());
     return -1;
   }
-  std::vector<float> ms;
-  for (int i = 0; i < kWarmup + kRuns; ++i) {
-    if (Status s = timer->start(); !s) return -1;
-    if (Status s = launch(); !s) {
-      std::printf("%s\n", s.error().message.c_str());
-      return -1;
-    }
-    auto elapsed = timer->elapsed_millis();
-    if (!elapsed) return -1;
-    if (i >= kWarmup) ms.push_back(*elapsed);
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  return static_cast<float>(t->p50_ms);
 }
 
 // Zeroes the buffers (inputs of defined value); false, with the error printed, on failure.

@@ -1,5 +1,6 @@
 // CPU references of the elementwise kernels against values worked out by hand.
 #include "kernels/reference.hpp"
+#include "kernels/timing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -53,6 +54,15 @@ TEST(AdamWReference, FirstStepMovesByTheLearningRate) {
   EXPECT_NEAR(m[0], 0.05f, 1e-7f);
   EXPECT_NEAR(v[1], 0.05f * 16, 1e-6f);
   EXPECT_EQ(out[0], to_bf16(p[0]));
+}
+
+// Nearest-rank percentiles of 1..11 ms: p10 = 2, p50 = 6, p90 = 10, whatever the input order.
+TEST(Timing, PercentilesByNearestRank) {
+  const Percentiles p = percentiles({11, 3, 7, 1, 9, 5, 2, 8, 4, 10, 6});
+  EXPECT_EQ(p.p10_ms, 2);
+  EXPECT_EQ(p.p50_ms, 6);
+  EXPECT_EQ(p.p90_ms, 10);
+  EXPECT_EQ(percentiles({4.5}).p90_ms, 4.5);
 }
 
 }  // namespace

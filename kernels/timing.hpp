@@ -1,0 +1,40 @@
+// Timing harness for GPU kernels: warm-up runs, then many timed runs (CUDA events), each run
+// told which of several input buffers to use so that L2 does not keep the inputs warm, and the
+// spread kept as p10 / p50 / p90 (the spread feeds the jitter model).
+#pragma once
+
+#include "network/expected.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+namespace commbound::kernels {
+
+struct Percentiles {
+  double p10_ms = 0;
+  double p50_ms = 0;
+  double p90_ms = 0;
+};
+
+// Nearest-rank percentiles of `samples_ms` (must not be empty).
+inline Percentiles percentiles(std::vector<double> samples_ms) {
+  std::sort(samples_ms.begin(), samples_ms.end());
+  auto at = [&](double q) {
+    const auto n = samples_ms.size();
+    const auto rank = static_cast<std::size_t>(q * static_cast<double>(n - 1) + 0.5);
+    return samples_ms[std::min(rank, n - 1)];
+  };
+  return {at(0.1), at(0.5), at(0.9)};
+}
+
+struct TimingOptions {
+  int warmup_runs = 3;
+  int timed_runs = 20;
+  int rotations = 1;  // distinct input buffer sets; run i uses set i % rotations
+};
+
+// Times `launch(set)` (a kernel launch on the default stream using input set `set`).
+Expected<Percentiles> time_kernel(const std::function<Status(int)>& launch, const TimingOptions& options);
+
+}  // namespace commbound::kernels
