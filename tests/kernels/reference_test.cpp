@@ -56,6 +56,29 @@ TEST(AdamWReference, FirstStepMovesByTheLearningRate) {
   EXPECT_EQ(out[0], to_bf16(p[0]));
 }
 
+// A 2x3 times 3x2 product by hand, in each storage layout: [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]]
+// = [[58, 64], [139, 154]].
+TEST(GemmReference, AllLayoutsGiveTheSameProduct) {
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6}, at = {1, 4, 2, 5, 3, 6};       // [2x3] and its transpose
+  const std::vector<float> b = {7, 8, 9, 10, 11, 12}, bt = {7, 9, 11, 8, 10, 12};  // [3x2] and its transpose
+  auto bf = [](const std::vector<float>& v) {
+    std::vector<bf16_bits> out;
+    for (float f : v) out.push_back(to_bf16(f));
+    return out;
+  };
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      std::vector<bf16_bits> c;
+      gemm_reference({2, 2, 3, ta, tb}, bf(ta ? at : a), bf(tb ? bt : b), c);
+      ASSERT_EQ(c.size(), 4u);
+      EXPECT_EQ(from_bf16(c[0]), 58);
+      EXPECT_EQ(from_bf16(c[1]), 64);
+      EXPECT_EQ(from_bf16(c[2]), 139);
+      EXPECT_EQ(from_bf16(c[3]), 154);
+    }
+  }
+}
+
 // Nearest-rank percentiles of 1..11 ms: p10 = 2, p50 = 6, p90 = 10, whatever the input order.
 TEST(Timing, PercentilesByNearestRank) {
   const Percentiles p = percentiles({11, 3, 7, 1, 9, 5, 2, 8, 4, 10, 6});
