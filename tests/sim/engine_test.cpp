@@ -42,6 +42,32 @@ double sum_compute_seconds(const Program& p, const CostModel& cost) {
   return s;
 }
 
+// One DGX H100 node whose NVLink and PCIe are (almost) infinitely fast, and NCCL constants without
+// latency: communication costs nothing, leaving the schedule's compute structure.
+network::ClusterSpec free_node() {
+  network::ClusterSpec spec = testing::dgx_h100(1);
+  spec.node.nvlink.bw_bytes_per_s = 1e21;
+  spec.node.pcie.bw_bytes_per_s = 1e21;
+  return spec;
+}
+network::NcclConstants latency_free_nccl() {
+  network::NcclConstants nccl = testing::nccl_2_30_7();
+  nccl.base_latency_s = {};
+  nccl.hop_latency_s = {};
+  return nccl;
+}
+
+// Llama-2 7B on 4 pipeline stages x 2 replicas, 8 micro-batches of one sequence.
+TrainingSpec four_stage_pipeline(int virtual_stages) {
+  TrainingSpec t = fsdp_7b(8);
+  t.pp = 4;
+  t.dp = 2;
+  t.micro_batch = 1;
+  t.micro_batches = 8;
+  t.virtual_stages = virtual_stages;
+  return t;
+}
+
 // One GPU (no data or tensor parallel peers): no collective has anyone to talk to, so the
 // iteration is exactly the sum of its compute ops' times.
 TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
@@ -161,19 +187,10 @@ TEST(Workload, BytesOnTheWireMatchTheZeroPaper) {
 // finished its backward; then the optimizer. Per-stage forward, backward and optimizer times are
 // summed from each stage's program.
 TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
-  network::ClusterSpec spec = testing::dgx_h100(1);
-  spec.node.nvlink.bw_bytes_per_s = 1e21;
-  spec.node.pcie.bw_bytes_per_s = 1e21;
-  auto platform = network::Platform::create(spec);
+  auto platform = network::Platform::create(free_node());
   ASSERT_TRUE(platform) << platform.error().message;
-  network::NcclConstants nccl = testing::nccl_2_30_7();
-  nccl.base_latency_s = {};
-  nccl.hop_latency_s = {};
-  TrainingSpec t = fsdp_7b(8);
-  t.pp = 4;
-  t.dp = 2;
-  t.micro_batch = 1;
-  t.micro_batches = 8;
+  const network::NcclConstants nccl = latency_free_nccl();
+  const TrainingSpec t = four_stage_pipeline(1);
   const int P = t.pp;
   const int M = t.micro_batches;
   const std::vector<Program> stages = build_programs(t);
@@ -223,20 +240,10 @@ TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
 TEST(Engine, InterleavingShrinksTheBubble) {
   auto iteration = [](int v) {
     return testing::in_child([v] {
-      network::ClusterSpec spec = testing::dgx_h100(1);
-      spec.node.nvlink.bw_bytes_per_s = 1e21;
-      auto platform = network::Platform::create(spec);
+      auto platform = network::Platform::create(free_node());
       if (!platform) return -1.0;
-      network::NcclConstants nccl = testing::nccl_2_30_7();
-      nccl.base_latency_s = {};
-      nccl.hop_latency_s = {};
-      TrainingSpec t = fsdp_7b(8);
-      t.pp = 4;
-      t.dp = 2;
-      t.micro_batch = 1;
-      t.micro_batches = 8;
-      t.virtual_stages = v;
-      return simulate(**platform, nccl, t, build_programs(t), CostModel(t.gpu), {}).iteration_s();
+      const TrainingSpec t = four_stage_pipeline(v);
+      return simulate(**platform, latency_free_nccl(), t, build_programs(t), CostModel(t.gpu), {}).iteration_s();
     });
   };
   const double plain = iteration(1);
