@@ -47,9 +47,6 @@ void adamw_reference(std::vector<float>& param, const std::vector<float>& grad, 
   }
 }
 
-}  // namespace commbound::kernels
-
-namespace commbound::kernels {
 
 void gemm_reference(const GemmShape& s, const std::vector<bf16_bits>& a, const std::vector<bf16_bits>& b,
                     std::vector<bf16_bits>& c) {

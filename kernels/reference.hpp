@@ -32,9 +32,6 @@ struct AdamWParams {
 void adamw_reference(std::vector<float>& param, const std::vector<float>& grad, std::vector<float>& m,
                      std::vector<float>& v, const AdamWParams& p, std::vector<bf16_bits>& param_bf16);
 
-}  // namespace commbound::kernels
-
-namespace commbound::kernels {
 
 // A row-major GEMM C[m x n] = op(A) op(B): A stored [m x k] (or [k x m] when trans_a), B stored
 // [k x n] (or [n x k] when trans_b). A linear layer Y = X W^T with X [T x in], W [out x in]:

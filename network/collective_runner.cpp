@@ -7,7 +7,6 @@
 #include <simgrid/s4u/Mailbox.hpp>
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
