@@ -98,4 +98,74 @@ private:
   cudaEvent_t stop_ = nullptr;
 };
 
+// A CUDA stream owned for its lifetime. `non_blocking` streams (cudaStreamNonBlocking) never wait
+// for the legacy default stream, so work on them overlaps with everything else, as NCCL's does.
+enum class StreamOrdering { with_legacy_default, non_blocking };
+
+class Stream {
+public:
+  static Expected<Stream> create(StreamOrdering ordering) {
+    Stream s;
+    const unsigned int flags = ordering == StreamOrdering::non_blocking ? cudaStreamNonBlocking : cudaStreamDefault;
+    if (Status st = cuda_check(cudaStreamCreateWithFlags(&s.stream_, flags), "cudaStreamCreateWithFlags"); !st) {
+      return st.error();
+    }
+    return Expected<Stream>(std::move(s));
+  }
+  Stream(Stream&& o) noexcept : stream_(std::exchange(o.stream_, nullptr)) {}
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Stream& operator=(Stream&&) = delete;
+  ~Stream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t get() const { return stream_; }
+  // Waits for all work queued on the stream.
+  Status synchronize() const { return cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+private:
+  Stream() = default;
+  cudaStream_t stream_ = nullptr;
+};
+
+// A CUDA event with timing, owned for its lifetime: marks a point in a stream's work.
+class Event {
+public:
+  static Expected<Event> create() {
+    Event e;
+    if (Status s = cuda_check(cudaEventCreate(&e.event_), "cudaEventCreate"); !s) return s.error();
+    return Expected<Event>(std::move(e));
+  }
+  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event& operator=(Event&&) = delete;
+  ~Event() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  // Marks the current end of `stream`'s queued work.
+  Status record(cudaStream_t stream) const { return cuda_check(cudaEventRecord(event_, stream), "cudaEventRecord"); }
+  // Waits until the work before the recorded point has finished.
+  Status synchronize() const { return cuda_check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+  // Whether the work before the recorded point has finished, without waiting.
+  Expected<bool> completed() const {
+    const cudaError_t code = cudaEventQuery(event_);
+    if (code == cudaErrorNotReady) return false;
+    if (Status s = cuda_check(code, "cudaEventQuery"); !s) return s.error();
+    return true;
+  }
+  // Milliseconds from `start` to `stop`, both recorded and completed.
+  static Expected<double> elapsed_ms(const Event& start, const Event& stop) {
+    float ms = 0;
+    if (Status s = cuda_check(cudaEventElapsedTime(&ms, start.event_, stop.event_), "cudaEventElapsedTime"); !s) {
+      return s.error();
+    }
+    return static_cast<double>(ms);
+  }
+
+private:
+  Event() = default;
+  cudaEvent_t event_ = nullptr;
+};
+
 }  // namespace commbound::kernels

@@ -104,12 +104,12 @@ Expected<GemmPlan> GemmPlan::create(const GemmShape& shape, std::size_t workspac
   return Expected<GemmPlan>(GemmPlan(std::move(st)));
 }
 
-Status GemmPlan::run(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c) const {
+Status GemmPlan::run(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, cudaStream_t stream) const {
   const float alpha = 1.0f;
   const float beta = 0.0f;
   const State& st = *state_;
   return lt_check(cublasLtMatmul(st.handle, st.desc, &alpha, b, st.layout_b, a, st.layout_a, &beta, c, st.layout_c, c,
-                                 st.layout_c, &st.heuristic.algo, st.workspace, st.workspace_bytes, nullptr),
+                                 st.layout_c, &st.heuristic.algo, st.workspace, st.workspace_bytes, stream),
                   "cublasLtMatmul");
 }
 

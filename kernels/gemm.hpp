@@ -5,6 +5,8 @@
 #include "kernels/reference.hpp"
 #include "network/expected.hpp"
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -19,8 +21,8 @@ public:
 
   // Plans `shape` (cuBLASLt's first heuristic result within `workspace_bytes`).
   static Expected<GemmPlan> create(const GemmShape& shape, std::size_t workspace_bytes);
-  // C = op(A) op(B) on the default stream; A, B, C device pointers to bf16.
-  Status run(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c) const;
+  // C = op(A) op(B) on `stream`; A, B, C device pointers to bf16.
+  Status run(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, cudaStream_t stream = nullptr) const;
   const GemmShape& shape() const;
 
 private:

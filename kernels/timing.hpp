@@ -30,11 +30,21 @@ inline Percentiles percentiles(std::vector<double> samples_ms) {
 
 struct TimingOptions {
   int warmup_runs = 3;
-  int timed_runs = 20;
-  int rotations = 1;  // distinct input buffer sets; run i uses set i % rotations
+  int timed_runs = 20;  // at least this many
+  int rotations = 1;    // distinct input buffer sets; run i uses set i % rotations
+  // Adaptive length: more runs (up to max_timed_runs) until the timed runs add up to this much
+  // GPU time, estimated from the last warm-up run; 0 keeps exactly timed_runs.
+  double min_total_ms = 0;
+  int max_timed_runs = 50;
 };
 
-// Times `launch(set)` (a kernel launch on the default stream using input set `set`).
+// Times `launch(set)` (kernel launches on the default stream using input set `set`). Before each
+// timed run a short spin kernel keeps the GPU busy while the host queues the start event, the
+// launch and the stop event, so that the events bracket the kernel and not the host's launch
+// latency (what nvbench's blocking kernel does).
 Expected<Percentiles> time_kernel(const std::function<Status(int)>& launch, const TimingOptions& options);
+
+// Occupies the GPU for about `microseconds` on the default stream (a one-thread clock spin).
+Status spin_gpu(double microseconds);
 
 }  // namespace commbound::kernels

@@ -14,6 +14,9 @@ struct Error {
   std::string message;
 };
 
+// The value of a successful Expected<void> (see Status below).
+struct Ok {};
+
 template <class T>
 class [[nodiscard]] Expected {
 public:
@@ -31,13 +34,20 @@ public:
   const T* operator->() const { return &value(); }
 
   const Error& error() const { assert(!has_value()); return std::get<1>(state_); }
+  // Success or a copy of the error, without the value (to check several results in one loop).
+  Expected<Ok> status() const;
 
 private:
   std::variant<T, Error> state_;
 };
 
 // Expected<void>: success or an Error.
-struct Ok {};
 using Status = Expected<Ok>;
+
+template <class T>
+Status Expected<T>::status() const {
+  if (has_value()) return Ok{};
+  return error();
+}
 
 }  // namespace commbound

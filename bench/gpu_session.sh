@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One GPU session's work, in one command: build kernels/ alone (no SimGrid), run the GPU tests,
+# the kernel benchmarks, our attention beside PyTorch SDPA, the calibration, and the replays.
+# Logs go to a work folder, packed at the end into $OUT/session.tar.gz; the summary and the
+# calibration table are also copied to $OUT (default ./gpu-out). Each stage has its own time
+# limit, cut to what is left of the session's (SESSION_S, default 570 s), so that a hang in one
+# still leaves the others' results.
+#
+#   bench/gpu_session.sh [quick|full]     (quick: --quick calibration grid)
+#
+# Where toml++ or GoogleTest are not installed (a bare GPU box), their sources can sit in
+# .carry/include/toml++ and .carry/googletest (both from Debian: libtomlplusplus-dev, libgtest-dev).
+set -u
+MODE=${1:-full}
+FINAL=${OUT:-$PWD/gpu-out}
+OUT=$(mktemp -d /tmp/commbound-gpu.XXXX)
+BUILD=${BUILD:-build-gpu}
+DEADLINE=$(( $(date +%s) + ${SESSION_S:-570} ))
+mkdir -p "$FINAL"
+log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
+# Seconds for a stage: `want`, or what is left before the deadline less 15 s for packing.
+lim() { local left=$(( DEADLINE - $(date +%s) - 15 )); [ "$left" -lt 1 ] && left=1; echo $(( $1 < left ? $1 : left )); }
+pack() {
+  tar czf "$FINAL/session.tar.gz" -C "$OUT" . 2>/dev/null
+  cp "$OUT/summary.txt" "$FINAL/" 2>/dev/null
+  [ -f "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" "$FINAL/"
+}
+trap pack EXIT
+
+extra=()
+[ -d .carry/include/toml++ ] && extra+=(-DCOMMBOUND_TOMLPLUSPLUS_INCLUDE_DIR=$PWD/.carry/include)
+[ -d .carry/googletest ] && extra+=(-DCOMMBOUND_GTEST_SOURCE_DIR=$PWD/.carry/googletest)
+[ -f .carry/commit ] && extra+=(-DCOMMBOUND_GIT_COMMIT=$(cat .carry/commit))
+
+log "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>&1)"
+log "configure + build ($BUILD)"
+generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
+if ! { cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCOMMBOUND_KERNELS_ONLY=ON "${extra[@]}" \
+       && cmake --build "$BUILD" -j "$(nproc)"; } >"$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"
+  log "BUILD FAILED"
+  exit 1
+fi
+
+log "tests (kernels: unit + gpu)"
+(cd "$BUILD" && timeout $(lim 150) ctest --output-on-failure -j 1) >"$OUT/tests.log" 2>&1
+grep -E "tests passed|tests failed|Failed|\*\*\*|SKIPPED" "$OUT/tests.log" | tail -20 | tee -a "$OUT/summary.txt"
+
+log "bench_kernels"
+timeout $(lim 60) "$BUILD/bin/bench_kernels" 2>&1 | tee "$OUT/bench_kernels.txt" | tee -a "$OUT/summary.txt"
+log "bench_attention"
+timeout $(lim 60) "$BUILD/bin/bench_attention" 2>&1 | tee "$OUT/bench_attention.txt" | tee -a "$OUT/summary.txt"
+
+log "attention vs PyTorch SDPA (flash, cuDNN)"
+quick=(); [ "$MODE" = quick ] && quick=(--quick)
+"$BUILD/bin/commbound-calibrate" --models calibration/models.toml --list-shapes "${quick[@]}" >"$OUT/grid_shapes.toml"
+PYTHONUNBUFFERED=1 timeout $(lim 150) python3 bench/attention_vs_sdpa.py --bench "$BUILD/bin/bench_attention" \
+  --shapes "$OUT/grid_shapes.toml" --rows-out "$OUT/cudnn_rows.toml" >"$OUT/sdpa.txt" 2>"$OUT/sdpa.err"
+cat "$OUT/sdpa.txt" | tee -a "$OUT/summary.txt"
+tail -3 "$OUT/sdpa.err"
+
+log "calibration ($MODE)"
+add=(); [ -s "$OUT/cudnn_rows.toml" ] && add=(--add-rows "$OUT/cudnn_rows.toml")
+timeout $(lim 330) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --out "$OUT/h100-sxm5.toml" --force \
+  "${quick[@]}" "${add[@]}" 2>"$OUT/calibrate.log"
+echo "calibrate exit $?" | tee -a "$OUT/summary.txt"
+grep -E "copy|power|contention|wrote|error|commbound-calibrate:" "$OUT/calibrate.log" | tee -a "$OUT/summary.txt"
+
+log "replay: Llama-2 7B layer, micro-batch 2 x 4096, tp 1"
+timeout $(lim 60) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --replay llama2-7b --micro-batch 2 \
+  --seq 4096 --tp 1 --layers 1 2>&1 | tee "$OUT/replay_7b_layer.txt" | tail -5 | tee -a "$OUT/summary.txt"
+log "replay: Llama-2 1B full step with AdamW, micro-batch 1 x 2048"
+timeout $(lim 90) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --replay llama2-1b --micro-batch 1 \
+  --seq 2048 --tp 1 --full-model --layers 0 2>&1 | tee "$OUT/replay_1b_full.txt" | tail -5 | tee -a "$OUT/summary.txt"
+log "done"

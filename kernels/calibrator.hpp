@@ -1,0 +1,54 @@
+// Calibrator: times one op shape with its real kernel on the local GPU the way a calibration
+// table wants it (docs/calibration.md): random inputs, rotated over enough buffer sets that L2
+// (50 MB on an H100) never holds the next run's inputs, warm-up runs, then an adaptive number of
+// timed runs (kernels/timing.hpp) whose p10 / p50 / p90 are kept.
+#pragma once
+
+#include "kernels/cuda_support.hpp"
+#include "kernels/op_table.hpp"
+#include "kernels/timing.hpp"
+
+#include <cstddef>
+#include <memory>
+
+namespace commbound::kernels {
+
+struct CalibratorOptions {
+  int warmup_runs = 2;
+  int min_timed_runs = 5;
+  int max_timed_runs = 50;
+  double min_total_ms = 20;                           // timed GPU time aimed at per shape
+  std::size_t gemm_workspace_bytes = std::size_t{32} << 20;  // cuBLASLt workspace (NVIDIA recommends 32 MiB on Hopper)
+  double l2_multiple = 3;                             // rotated inputs span at least this many L2 sizes
+};
+
+class Calibrator {
+public:
+  ~Calibrator();
+  Calibrator(Calibrator&&) noexcept;
+  Calibrator& operator=(Calibrator&&) noexcept;
+
+  // Opens the current CUDA device. Fails without a GPU.
+  static Expected<Calibrator> create(const CalibratorOptions& options);
+
+  Expected<Timing> measure(const GemmRow& row);
+  // Our kernel (implementation "commbound"); a backward row runs the forward once per input set
+  // first, untimed, for its output and log-sum-exp.
+  Expected<Timing> measure(const AttentionRow& row);
+  // Also fills row.bytes (the fewest bytes the kernel moves).
+  Expected<Timing> measure(MemoryBoundRow& row);
+  // Device-to-device copy of `bytes`, in bytes read + written per second.
+  Expected<double> copy_bytes_per_s(std::size_t bytes);
+
+  // Input sets to rotate over for a run reading `bytes`: enough to span l2_multiple x L2.
+  int rotations_for(double bytes) const;
+  TimingOptions timing_options(int rotations) const;
+  std::size_t l2_bytes() const;
+
+private:
+  struct State;
+  explicit Calibrator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace commbound::kernels

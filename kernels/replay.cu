@@ -1,0 +1,472 @@
+#include "kernels/attention.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/memory_bound_op.hpp"
+#include "kernels/random_fill.hpp"
+#include "kernels/replay.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace commbound::kernels {
+namespace {
+
+using u16 = std::uint16_t;
+constexpr float kEps = 1e-5f;
+
+// Device memory of the replay, owned in one place and freed together.
+class Arena {
+public:
+  Expected<u16*> bf16(std::size_t count, bool random = true) {
+    auto p = raw(2 * count);
+    if (!p) return p.error();
+    if (random) {
+      if (Status s = fill_random_bf16(static_cast<u16*>(*p), count, seed_++, 1.0f); !s) return s.error();
+    }
+    return static_cast<u16*>(*p);
+  }
+  Expected<float*> f32(std::size_t count, bool non_negative = false) {
+    auto p = raw(4 * count);
+    if (!p) return p.error();
+    if (Status s = fill_random_f32(static_cast<float*>(*p), count, seed_++, non_negative ? 1e-3f : 1.0f, non_negative);
+        !s) {
+      return s.error();
+    }
+    return static_cast<float*>(*p);
+  }
+  Expected<std::int32_t*> ids(std::size_t count, std::int32_t bound) {
+    auto p = raw(4 * count);
+    if (!p) return p.error();
+    if (Status s = fill_random_ids(static_cast<std::int32_t*>(*p), count, seed_++, bound); !s) return s.error();
+    return static_cast<std::int32_t*>(*p);
+  }
+  Expected<void*> raw(std::size_t bytes) {
+    auto b = DeviceBuffer<char>::create(std::max<std::size_t>(bytes, 16));
+    if (!b) return b.error();
+    void* p = b->get();
+    owned_.push_back(std::move(*b));
+    return p;
+  }
+
+private:
+  std::vector<DeviceBuffer<char>> owned_;
+  std::uint64_t seed_ = 5000;
+};
+
+// One op of the sequence: its launch on the replay's buffers and the calibration row that prices it.
+struct Step {
+  std::string name;
+  std::function<Status()> launch;
+  enum class Kind { gemm, attention, memory_bound } kind = Kind::gemm;
+  GemmRow gemm;
+  AttentionRow attention;
+  MemoryBoundRow memory_bound;
+};
+
+std::string row_text(const Step& s) {
+  char buf[128];
+  switch (s.kind) {
+    case Step::Kind::gemm:
+      std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld", to_string(s.gemm.layout),
+                    static_cast<long long>(s.gemm.m), static_cast<long long>(s.gemm.n),
+                    static_cast<long long>(s.gemm.k));
+      break;
+    case Step::Kind::attention:
+      std::snprintf(buf, sizeof buf, "attention %s b%d h%d/%d s%d d%d", s.attention.backward ? "backward" : "forward",
+                    s.attention.batch, s.attention.heads, s.attention.kv_heads, s.attention.seq, s.attention.head_dim);
+      break;
+    case Step::Kind::memory_bound:
+      std::snprintf(buf, sizeof buf, "%s %lldx%lld", s.memory_bound.op.c_str(),
+                    static_cast<long long>(s.memory_bound.tokens), static_cast<long long>(s.memory_bound.width));
+      break;
+  }
+  return buf;
+}
+
+// Builds the kernel sequence; buffers live in `arena`, GEMM plans in `plans`.
+class SequenceBuilder {
+public:
+  SequenceBuilder(const ReplayOptions& o, Arena& arena) : o_(o), arena_(arena) {}
+
+  Expected<std::vector<Step>> build();
+  double parameters() const { return parameters_; }
+
+private:
+  struct Layer {
+    u16 *w_qkv, *w_o, *w_gu, *w_down, *norm1_w, *norm2_w;
+    u16 *dw_qkv, *dw_o, *dw_gu, *dw_down;
+    float *dnorm1_w, *dnorm2_w;
+    u16 *x_in, *n1, *qkv_out, *q, *k, *v, *o, *attn_proj, *h1, *n2, *gu, *gate, *up, *act, *mlp_out, *x_out;
+    float* lse;
+  };
+  struct Scratch {
+    u16 *dx, *d_act, *dgate, *dup, *dgu, *dn2, *dh1b, *dh1, *d_o, *dq, *dk, *dv, *dqkv, *dn1, *dx_b, *dx_in;
+    void* attention_workspace;
+    float* rope_table;
+  };
+
+  Status gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, GemmLayout layout, const u16* a,
+              const u16* b, u16* c) {
+    GemmShape shape{static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k),
+                    layout == GemmLayout::wgrad, layout == GemmLayout::forward};
+    auto plan = GemmPlan::create(shape, std::size_t{32} << 20);
+    if (!plan) return plan.error();
+    plans_.push_back(std::make_shared<GemmPlan>(std::move(*plan)));
+    const std::shared_ptr<GemmPlan> p = plans_.back();
+    Step s;
+    s.name = name;
+    s.kind = Step::Kind::gemm;
+    s.gemm = {m, n, k, layout, {}};
+    s.launch = [p, a, b, c] { return p->run(a, b, c); };
+    steps_.push_back(std::move(s));
+    return Ok{};
+  }
+  void memory_bound(const std::string& name, const char* op, std::int64_t tokens, std::int64_t width,
+                    std::function<Status()> launch) {
+    Step s;
+    s.name = name;
+    s.kind = Step::Kind::memory_bound;
+    s.memory_bound = {op, tokens, width, 0, {}};
+    s.launch = std::move(launch);
+    steps_.push_back(std::move(s));
+  }
+  Status forward(const std::string& p, const Layer& L, const Scratch& S);
+  Status backward(const std::string& p, const Layer& L, const Scratch& S, const u16* dx_out, u16* dx_in);
+
+  const ReplayOptions& o_;
+  Arena& arena_;
+  std::vector<Step> steps_;
+  std::vector<std::shared_ptr<GemmPlan>> plans_;
+  double parameters_ = 0;
+  // Shapes, set by build().
+  std::int64_t T_ = 0, h_ = 0, qkv_ = 0, hq_ = 0, hkv_ = 0, ffn_ = 0, vocab_ = 0;
+  AttentionShape attn_{};
+  RopeShape rope_{};
+};
+
+#define COMMBOUND_TRY_ASSIGN(var, expr) \
+  do {                                  \
+    auto r_ = (expr);                   \
+    if (!r_) return r_.error();         \
+    (var) = *r_;                        \
+  } while (false)
+
+Status SequenceBuilder::forward(const std::string& p, const Layer& L, const Scratch& S) {
+  const std::size_t T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
+  const std::size_t ffn = static_cast<std::size_t>(ffn_);
+  const std::int64_t rope_width = (attn_.heads + attn_.kv_heads) * static_cast<std::int64_t>(attn_.head_dim);
+  memory_bound(p + "rmsnorm", "rmsnorm_forward", T_, h_,
+               [=] { return rmsnorm_forward(L.x_in, L.norm1_w, T, h, kEps, L.n1); });
+  if (Status s = gemm(p + "qkv", T_, qkv_, h_, GemmLayout::forward, L.n1, L.w_qkv, L.qkv_out); !s) return s;
+  const RopeShape rope = rope_;
+  memory_bound(p + "rope", "rope_forward", T_, rope_width, [=] { return rope_forward(L.q, L.k, S.rope_table, rope); });
+  Step a;
+  a.name = p + "attention";
+  a.kind = Step::Kind::attention;
+  a.attention = {"commbound", false, attn_.batch, attn_.heads, attn_.kv_heads, attn_.seq, attn_.head_dim, true, {}};
+  const AttentionShape shape = attn_;
+  a.launch = [=] { return attention_forward(shape, L.q, L.k, L.v, L.o, L.lse); };
+  steps_.push_back(std::move(a));
+  if (Status s = gemm(p + "o_proj", T_, h_, hq_, GemmLayout::forward, L.o, L.w_o, L.attn_proj); !s) return s;
+  memory_bound(p + "residual", "residual_add", T_, h_, [=] { return residual_add(L.x_in, L.attn_proj, T * h, L.h1); });
+  memory_bound(p + "rmsnorm2", "rmsnorm_forward", T_, h_,
+               [=] { return rmsnorm_forward(L.h1, L.norm2_w, T, h, kEps, L.n2); });
+  if (Status s = gemm(p + "gate_up", T_, 2 * ffn_, h_, GemmLayout::forward, L.n2, L.w_gu, L.gu); !s) return s;
+  memory_bound(p + "swiglu", "swiglu_forward", T_, ffn_, [=] { return swiglu_forward(L.gate, L.up, T * ffn, L.act); });
+  if (Status s = gemm(p + "down", T_, h_, ffn_, GemmLayout::forward, L.act, L.w_down, L.mlp_out); !s) return s;
+  memory_bound(p + "residual2", "residual_add", T_, h_, [=] { return residual_add(L.h1, L.mlp_out, T * h, L.x_out); });
+  return Ok{};
+}
+
+Status SequenceBuilder::backward(const std::string& p, const Layer& L, const Scratch& S, const u16* dx_out,
+                                 u16* dx_in) {
+  const std::size_t T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
+  const std::size_t ffn = static_cast<std::size_t>(ffn_);
+  const std::int64_t rope_width = (attn_.heads + attn_.kv_heads) * static_cast<std::int64_t>(attn_.head_dim);
+  if (Status s = gemm(p + "down.dgrad", T_, ffn_, h_, GemmLayout::dgrad, dx_out, L.w_down, S.d_act); !s) return s;
+  if (Status s = gemm(p + "down.wgrad", h_, ffn_, T_, GemmLayout::wgrad, dx_out, L.act, L.dw_down); !s) return s;
+  memory_bound(p + "swiglu", "swiglu_backward", T_, ffn_,
+               [=] { return swiglu_backward(S.d_act, L.gate, L.up, T * ffn, S.dgate, S.dup); });
+  if (Status s = gemm(p + "gate_up.dgrad", T_, h_, 2 * ffn_, GemmLayout::dgrad, S.dgu, L.w_gu, S.dn2); !s) return s;
+  if (Status s = gemm(p + "gate_up.wgrad", 2 * ffn_, h_, T_, GemmLayout::wgrad, S.dgu, L.n2, L.dw_gu); !s) return s;
+  memory_bound(p + "rmsnorm2", "rmsnorm_backward", T_, h_,
+               [=] { return rmsnorm_backward(S.dn2, L.h1, L.norm2_w, T, h, kEps, S.dh1b, L.dnorm2_w); });
+  memory_bound(p + "residual2", "residual_add", T_, h_, [=] { return residual_add(dx_out, S.dh1b, T * h, S.dh1); });
+  if (Status s = gemm(p + "o_proj.dgrad", T_, hq_, h_, GemmLayout::dgrad, S.dh1, L.w_o, S.d_o); !s) return s;
+  if (Status s = gemm(p + "o_proj.wgrad", h_, hq_, T_, GemmLayout::wgrad, S.dh1, L.o, L.dw_o); !s) return s;
+  Step a;
+  a.name = p + "attention";
+  a.kind = Step::Kind::attention;
+  a.attention = {"commbound", true, attn_.batch, attn_.heads, attn_.kv_heads, attn_.seq, attn_.head_dim, true, {}};
+  const AttentionShape shape = attn_;
+  a.launch = [=] {
+    return attention_backward(shape, L.q, L.k, L.v, L.o, S.d_o, L.lse, S.dq, S.dk, S.dv, S.attention_workspace);
+  };
+  steps_.push_back(std::move(a));
+  const RopeShape rope = rope_;
+  memory_bound(p + "rope", "rope_backward", T_, rope_width,
+               [=] { return rope_backward(S.dq, S.dk, S.rope_table, rope); });
+  if (Status s = gemm(p + "qkv.dgrad", T_, h_, qkv_, GemmLayout::dgrad, S.dqkv, L.w_qkv, S.dn1); !s) return s;
+  if (Status s = gemm(p + "qkv.wgrad", qkv_, h_, T_, GemmLayout::wgrad, S.dqkv, L.n1, L.dw_qkv); !s) return s;
+  memory_bound(p + "rmsnorm", "rmsnorm_backward", T_, h_,
+               [=] { return rmsnorm_backward(S.dn1, L.x_in, L.norm1_w, T, h, kEps, S.dx_b, L.dnorm1_w); });
+  memory_bound(p + "residual", "residual_add", T_, h_, [=] { return residual_add(S.dh1, S.dx_b, T * h, dx_in); });
+  return Ok{};
+}
+
+Expected<std::vector<Step>> SequenceBuilder::build() {
+  const ModelDims& m = o_.model;
+  const StepShape& st = o_.step;
+  const int tp = st.tp;
+  const int d = m.head_dim();
+  T_ = st.tokens();
+  h_ = m.hidden;
+  hq_ = static_cast<std::int64_t>(m.heads / tp) * d;
+  hkv_ = static_cast<std::int64_t>(m.kv_heads / tp) * d;
+  qkv_ = hq_ + 2 * hkv_;
+  ffn_ = m.ffn / tp;
+  vocab_ = m.vocab / tp;
+  attn_ = {st.micro_batch, m.heads / tp, m.kv_heads / tp, st.seq, d, true};
+  rope_ = {static_cast<std::size_t>(T_), static_cast<std::size_t>(st.seq), static_cast<std::size_t>(m.heads / tp),
+           static_cast<std::size_t>(m.kv_heads / tp), static_cast<std::size_t>(d)};
+  const int layers = o_.full_model && o_.layers == 0 ? m.layers : o_.layers;
+  const auto T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
+  const auto ffn = static_cast<std::size_t>(ffn_), qkv = static_cast<std::size_t>(qkv_);
+  const auto hq = static_cast<std::size_t>(hq_), hkv = static_cast<std::size_t>(hkv_);
+
+  Scratch S{};
+  for (u16** b : {&S.dx, &S.dh1b, &S.dh1, &S.dn2, &S.dn1, &S.dx_b, &S.dx_in}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * h));
+  for (u16** b : {&S.d_act, &S.dgate, &S.dup}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * ffn));
+  COMMBOUND_TRY_ASSIGN(S.dgu, arena_.bf16(2 * T * ffn));
+  for (u16** b : {&S.d_o, &S.dq}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * hq));
+  for (u16** b : {&S.dk, &S.dv}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * hkv));
+  COMMBOUND_TRY_ASSIGN(S.dqkv, arena_.bf16(T * qkv));
+  COMMBOUND_TRY_ASSIGN(S.attention_workspace, arena_.raw(attention_backward_workspace_bytes(attn_)));
+  {
+    const std::vector<float> table = rope_table(rope_.seq, rope_.head_dim);
+    COMMBOUND_TRY_ASSIGN(S.rope_table, arena_.f32(table.size()));
+    if (Status s = cuda_check(cudaMemcpy(S.rope_table, table.data(), 4 * table.size(), cudaMemcpyHostToDevice),
+                              "rope table upload");
+        !s) {
+      return s.error();
+    }
+  }
+
+  std::vector<Layer> ls(static_cast<std::size_t>(layers));
+  u16* x = nullptr;
+  COMMBOUND_TRY_ASSIGN(x, arena_.bf16(T * h));  // the first layer's input
+  for (Layer& L : ls) {
+    COMMBOUND_TRY_ASSIGN(L.w_qkv, arena_.bf16(qkv * h));
+    COMMBOUND_TRY_ASSIGN(L.w_o, arena_.bf16(h * hq));
+    COMMBOUND_TRY_ASSIGN(L.w_gu, arena_.bf16(2 * ffn * h));
+    COMMBOUND_TRY_ASSIGN(L.w_down, arena_.bf16(h * ffn));
+    COMMBOUND_TRY_ASSIGN(L.norm1_w, arena_.bf16(h));
+    COMMBOUND_TRY_ASSIGN(L.norm2_w, arena_.bf16(h));
+    COMMBOUND_TRY_ASSIGN(L.dw_qkv, arena_.bf16(qkv * h, false));
+    COMMBOUND_TRY_ASSIGN(L.dw_o, arena_.bf16(h * hq, false));
+    COMMBOUND_TRY_ASSIGN(L.dw_gu, arena_.bf16(2 * ffn * h, false));
+    COMMBOUND_TRY_ASSIGN(L.dw_down, arena_.bf16(h * ffn, false));
+    COMMBOUND_TRY_ASSIGN(L.dnorm1_w, arena_.f32(h));
+    COMMBOUND_TRY_ASSIGN(L.dnorm2_w, arena_.f32(h));
+    L.x_in = x;
+    for (u16** b : {&L.n1, &L.attn_proj, &L.h1, &L.n2, &L.mlp_out, &L.x_out}) {
+      COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * h, false));
+    }
+    COMMBOUND_TRY_ASSIGN(L.qkv_out, arena_.bf16(T * qkv, false));
+    COMMBOUND_TRY_ASSIGN(L.q, arena_.bf16(T * hq));
+    COMMBOUND_TRY_ASSIGN(L.k, arena_.bf16(T * hkv));
+    COMMBOUND_TRY_ASSIGN(L.v, arena_.bf16(T * hkv));
+    COMMBOUND_TRY_ASSIGN(L.o, arena_.bf16(T * hq, false));
+    COMMBOUND_TRY_ASSIGN(L.gu, arena_.bf16(2 * T * ffn, false));
+    COMMBOUND_TRY_ASSIGN(L.gate, arena_.bf16(T * ffn));
+    COMMBOUND_TRY_ASSIGN(L.up, arena_.bf16(T * ffn));
+    COMMBOUND_TRY_ASSIGN(L.act, arena_.bf16(T * ffn, false));
+    COMMBOUND_TRY_ASSIGN(L.lse, arena_.f32(static_cast<std::size_t>(attn_.batch) * attn_.heads * attn_.seq));
+    x = L.x_out;
+  }
+
+  // Forward: embedding, layers, final norm, LM head, loss.
+  std::int32_t* ids = nullptr;
+  std::int32_t* targets = nullptr;
+  u16 *embedding = nullptr, *final_w = nullptr, *nf = nullptr, *w_head = nullptr, *logits = nullptr;
+  u16 *dlogits = nullptr, *dnf = nullptr, *dw_head = nullptr;
+  float *loss = nullptr, *lse_ce = nullptr, *dembedding = nullptr, *dfinal_w = nullptr;
+  const auto V = static_cast<std::size_t>(vocab_);
+  if (o_.full_model) {
+    COMMBOUND_TRY_ASSIGN(ids, arena_.ids(T, m.vocab));
+    COMMBOUND_TRY_ASSIGN(targets, arena_.ids(T, static_cast<std::int32_t>(V)));
+    COMMBOUND_TRY_ASSIGN(embedding, arena_.bf16(static_cast<std::size_t>(m.vocab) * h));
+    COMMBOUND_TRY_ASSIGN(final_w, arena_.bf16(h));
+    COMMBOUND_TRY_ASSIGN(nf, arena_.bf16(T * h, false));
+    COMMBOUND_TRY_ASSIGN(w_head, arena_.bf16(V * h));
+    COMMBOUND_TRY_ASSIGN(logits, arena_.bf16(T * V, false));
+    COMMBOUND_TRY_ASSIGN(dlogits, arena_.bf16(T * V, false));
+    COMMBOUND_TRY_ASSIGN(dnf, arena_.bf16(T * h, false));
+    COMMBOUND_TRY_ASSIGN(dw_head, arena_.bf16(V * h, false));
+    COMMBOUND_TRY_ASSIGN(loss, arena_.f32(T));
+    COMMBOUND_TRY_ASSIGN(lse_ce, arena_.f32(T));
+    COMMBOUND_TRY_ASSIGN(dembedding, arena_.f32(static_cast<std::size_t>(m.vocab) * h));
+    COMMBOUND_TRY_ASSIGN(dfinal_w, arena_.f32(h));
+    u16* x0 = ls.front().x_in;
+    const auto vocab_full = static_cast<std::size_t>(m.vocab);
+    memory_bound("embedding.fwd", "embedding_forward", T_, h_,
+                 [=] { return embedding_forward(ids, embedding, T, vocab_full, h, x0); });
+  }
+  for (std::size_t l = 0; l < ls.size(); ++l) {
+    if (Status s = forward("layer" + std::to_string(l) + ".fwd.", ls[l], S); !s) return s.error();
+  }
+  const u16* dx_top = S.dx;  // the gradient arriving at the last layer's output
+  if (o_.full_model) {
+    const u16* xl = ls.back().x_out;
+    memory_bound("lm_head.fwd.rmsnorm_final", "rmsnorm_forward", T_, h_,
+                 [=] { return rmsnorm_forward(xl, final_w, T, h, kEps, nf); });
+    if (Status s = gemm("lm_head.fwd.logits", T_, vocab_, h_, GemmLayout::forward, nf, w_head, logits); !s) {
+      return s.error();
+    }
+    memory_bound("lm_head.fwd.cross_entropy", "cross_entropy_forward", T_, vocab_,
+                 [=] { return cross_entropy_forward(logits, targets, T, V, loss, lse_ce); });
+    memory_bound("lm_head.bwd.cross_entropy", "cross_entropy_backward", T_, vocab_, [=] {
+      return cross_entropy_backward(logits, targets, lse_ce, T, V, 1.0f / static_cast<float>(T), dlogits);
+    });
+    if (Status s = gemm("lm_head.bwd.logits.dgrad", T_, h_, vocab_, GemmLayout::dgrad, dlogits, w_head, dnf); !s) {
+      return s.error();
+    }
+    if (Status s = gemm("lm_head.bwd.logits.wgrad", vocab_, h_, T_, GemmLayout::wgrad, dlogits, nf, dw_head); !s) {
+      return s.error();
+    }
+    u16* dx = S.dx;
+    memory_bound("lm_head.bwd.rmsnorm_final", "rmsnorm_backward", T_, h_,
+                 [=] { return rmsnorm_backward(dnf, xl, final_w, T, h, kEps, dx, dfinal_w); });
+  }
+  // Backward, last layer first; the gradient ping-pongs between two buffers.
+  u16* grads[2] = {S.dx, S.dx_in};
+  const u16* dx_out = dx_top;
+  for (std::size_t i = ls.size(); i-- > 0;) {
+    u16* dx_in = grads[(ls.size() - i) % 2];
+    if (Status s = backward("layer" + std::to_string(i) + ".bwd.", ls[i], S, dx_out, dx_in); !s) return s.error();
+    dx_out = dx_in;
+  }
+  if (o_.full_model) {
+    const auto vocab_full = static_cast<std::size_t>(m.vocab);
+    memory_bound("embedding.bwd", "embedding_backward", T_, h_,
+                 [=] { return embedding_backward(dx_out, ids, T, vocab_full, h, dembedding); });
+    // The optimizer over every parameter of the replayed model (fp32 master weights, gradients,
+    // moments; the bf16 copy the next forward reads), rounded up to AdamW's multiple of 4.
+    ModelDims replayed = m;
+    replayed.layers = layers;
+    parameters_ = replayed.params();
+    const std::size_t P = (static_cast<std::size_t>(parameters_) + 3) / 4 * 4;
+    float *param = nullptr, *grad = nullptr, *mom = nullptr, *var = nullptr;
+    u16* param_bf16 = nullptr;
+    void *partials = nullptr, *sum_sq = nullptr;
+    COMMBOUND_TRY_ASSIGN(param, arena_.f32(P));
+    COMMBOUND_TRY_ASSIGN(grad, arena_.f32(P));
+    COMMBOUND_TRY_ASSIGN(mom, arena_.f32(P));
+    COMMBOUND_TRY_ASSIGN(var, arena_.f32(P, true));
+    COMMBOUND_TRY_ASSIGN(param_bf16, arena_.bf16(P, false));
+    COMMBOUND_TRY_ASSIGN(partials, arena_.raw(8 * kGradNormPartials));
+    COMMBOUND_TRY_ASSIGN(sum_sq, arena_.raw(8));
+    memory_bound("optimizer.grad_norm", "grad_norm", 1, static_cast<std::int64_t>(P), [=] {
+      return grad_norm_squared(grad, P, static_cast<double*>(partials), static_cast<double*>(sum_sq));
+    });
+    memory_bound("optimizer.adamw", "adamw", 1, static_cast<std::int64_t>(P),
+                 [=] { return adamw_step(param, grad, mom, var, param_bf16, P, AdamWParams{}); });
+  }
+  if (Status s = cuda_check(cudaDeviceSynchronize(), "replay buffers"); !s) return s.error();
+  return std::move(steps_);
+}
+
+}  // namespace
+
+Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& options) {
+  ReplayResult result;
+  std::vector<Step> steps;
+  {
+    Arena arena;
+    SequenceBuilder builder(options, arena);
+    auto built = builder.build();
+    if (!built) return built.error();
+    steps = std::move(*built);
+    result.parameters = builder.parameters();
+    TimingOptions t;
+    t.warmup_runs = 1;
+    t.timed_runs = std::max(1, options.runs);
+    auto timing = time_kernel(
+        [&](int) -> Status {
+          for (const Step& s : steps) {
+            if (Status st = s.launch(); !st) return Error{s.name + ": " + st.error().message};
+          }
+          return Ok{};
+        },
+        t);
+    if (!timing) return timing.error();
+    result.replay = {timing->p10_ms, timing->p50_ms, timing->p90_ms};
+  }  // the replay's buffers are freed before the ops are timed one by one
+  std::map<std::string, double> isolated;  // by calibration row: repeated layers share a shape
+  for (Step& s : steps) {
+    const std::string key = row_text(s);
+    if (isolated.find(key) == isolated.end()) {
+      auto measure = [&]() -> Expected<Timing> {
+        switch (s.kind) {
+          case Step::Kind::gemm: return calibrator.measure(s.gemm);
+          case Step::Kind::attention: return calibrator.measure(s.attention);
+          case Step::Kind::memory_bound: return calibrator.measure(s.memory_bound);
+        }
+        return Error{"unknown step kind"};
+      };
+      const Expected<Timing> t = measure();
+      if (!t) return Error{key + ": " + t.error().message};
+      isolated[key] = t->p50_ms;
+    }
+    result.ops.push_back({s.name, key, isolated[key]});
+    result.sum_isolated_ms += isolated[key];
+  }
+  return result;
+}
+
+std::string format_replay(const ReplayOptions& o, const ReplayResult& r) {
+  std::ostringstream out;
+  char line[256];
+  const int layers = o.full_model && o.layers == 0 ? o.model.layers : o.layers;
+  std::snprintf(line, sizeof line,
+                "replay: %s, %d layer%s%s, micro-batch %d x seq %d (%lld tokens), tp %d: %zu kernels, forward + "
+                "backward%s\n\n",
+                o.model.name.c_str(), layers, layers == 1 ? "" : "s", o.full_model ? " + embedding, LM head, loss" : "",
+                o.step.micro_batch, o.step.seq, static_cast<long long>(o.step.tokens()), o.step.tp, r.ops.size(),
+                o.full_model ? ", gradient norm and AdamW" : "");
+  out << line;
+  // Per op of a layer (layer index dropped): count and summed isolated time.
+  std::map<std::string, std::pair<int, double>> by_op;
+  std::vector<std::string> order;
+  for (const ReplayOpTime& op : r.ops) {
+    std::string name = op.name;
+    if (name.rfind("layer", 0) == 0) name = "layer*" + name.substr(name.find('.'));
+    if (by_op.find(name) == by_op.end()) order.push_back(name);
+    by_op[name].first += 1;
+    by_op[name].second += op.isolated_ms;
+  }
+  std::snprintf(line, sizeof line, "%-34s %5s %12s  %s\n", "op", "count", "isolated ms", "kernel (one of them)");
+  out << line;
+  for (const std::string& name : order) {
+    const auto it = std::find_if(r.ops.begin(), r.ops.end(), [&](const ReplayOpTime& op) {
+      std::string n = op.name;
+      if (n.rfind("layer", 0) == 0) n = "layer*" + n.substr(n.find('.'));
+      return n == name;
+    });
+    std::snprintf(line, sizeof line, "%-34s %5d %12.4f  %s\n", name.c_str(), by_op[name].first, by_op[name].second,
+                  it->kernel.c_str());
+    out << line;
+  }
+  const double error = r.sum_isolated_ms / r.replay.p50_ms - 1;
+  std::snprintf(line, sizeof line,
+                "\nreplayed back to back: %.3f ms (p10 %.3f, p90 %.3f)\nsum of ops timed alone: %.3f ms\n"
+                "pricing op by op is off by %+.1f%% (sum / replay - 1)\n",
+                r.replay.p50_ms, r.replay.p10_ms, r.replay.p90_ms, r.sum_isolated_ms, 100 * error);
+  out << line;
+  return out.str();
+}
+
+}  // namespace commbound::kernels

@@ -1,0 +1,48 @@
+// Replay: a transformer layer's (or a small model's whole step's) real kernel sequence, forward
+// then backward, run back to back on the GPU, beside the sum of the same ops timed one by one the
+// calibration's way (kernels/calibrator.hpp). Their ratio is the error of pricing a training step
+// op by op from a calibration table: what L2 reuse between neighbouring kernels, launch gaps and
+// tail effects add or take away.
+//
+// Single GPU, compute only (a tensor-parallel layout's shapes, without its all-reduces). Each
+// kernel runs on buffers of the right shapes and the activations a layer saves for its backward
+// are kept per layer; data flows between kernels as in training, except where a fused layout
+// differs (the QKV GEMM's output and the q, k, v the attention reads are separate buffers).
+#pragma once
+
+#include "kernels/calibrator.hpp"
+#include "kernels/model_grid.hpp"
+
+#include <string>
+#include <vector>
+
+namespace commbound::kernels {
+
+struct ReplayOptions {
+  ModelDims model;
+  StepShape step{2, 4096, 1};
+  int layers = 1;           // transformer layers replayed (with full_model: 0 = all the model's)
+  bool full_model = false;  // add embedding, final norm, LM head, loss, gradient norm and AdamW
+  int runs = 10;            // timed replays (median), after one warm-up
+};
+
+struct ReplayOpTime {
+  std::string name;    // e.g. "layer0.fwd.qkv"
+  std::string kernel;  // the calibration row, e.g. "gemm forward 8192x12288x4096"
+  double isolated_ms = 0;  // p50 of the op alone, the calibration's way
+};
+
+struct ReplayResult {
+  Timing replay;             // the whole sequence back to back
+  double sum_isolated_ms = 0;
+  std::vector<ReplayOpTime> ops;
+  double parameters = 0;     // with full_model: the parameters AdamW updates
+};
+
+// Builds, replays and prices the sequence. Errors: CUDA failures, out of memory.
+Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& options);
+
+// A readable report: per kernel kind the summed isolated times, then replay vs sum and the error.
+std::string format_replay(const ReplayOptions& options, const ReplayResult& result);
+
+}  // namespace commbound::kernels

@@ -1,0 +1,537 @@
+// commbound-calibrate: measures the compute side of a training step on this machine's GPU and
+// writes a calibration table (docs/calibration.md) that the simulator prices ops from; or, with
+// --replay, runs a whole layer (or a small model's step) back to back and compares it with the
+// sum of its ops timed one by one. CUDA only; never links SimGrid.
+#include "kernels/calibrator.hpp"
+#include "kernels/contention.hpp"
+#include "kernels/cuda_support.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/model_grid.hpp"
+#include "kernels/op_table.hpp"
+#include "kernels/power_phases.hpp"
+#include "kernels/power_sampler.hpp"
+#include "kernels/random_fill.hpp"
+#include "kernels/replay.hpp"
+
+#include <cublasLt.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#ifndef COMMBOUND_GIT_COMMIT
+#define COMMBOUND_GIT_COMMIT "unknown"
+#endif
+
+using namespace commbound;
+using namespace commbound::kernels;
+
+namespace {
+
+constexpr const char* kHelp = R"(commbound-calibrate: time the kernels of a Llama training step on this GPU
+
+Usage:
+  commbound-calibrate [--out FILE] [--force] [--shapes FILE]... [--no-grid] [--quick]
+  commbound-calibrate --replay MODEL [--micro-batch N] [--seq N] [--tp N] [--layers N] [--full-model]
+
+Calibration (the default): measures every op shape of the default grid - Llama-2 1B, 7B, 13B and
+70B; seq 2048, 4096, 8192; micro-batch 1-4; tp 1, 2, 4, 8, 16 - plus the rows of any shapes files
+(`commbound shapes SCENARIO.toml --out shapes.toml` lists what a scenario needs): bf16 GEMMs
+(cuBLASLt) in the three layouts of a linear layer, our causal flash attention forward and
+backward, and the memory-bound kernels; then the power phases (NVML) and the slowdown of a GEMM
+and an attention kernel beside a communication-like copy. Each shape: random inputs rotated over
+enough buffers to defeat the L2 cache, 2 warm-ups, then at least 5 timed runs (up to 50, about
+20 ms of GPU time), p10/p50/p90 kept. Writes the table with its provenance (GPU, clocks, driver,
+CUDA and cuBLASLt versions, date, tool commit). Progress goes to stderr.
+
+  --out FILE          table to write (default: calibration/<gpu>.toml beside the binary's data,
+                      e.g. calibration/nvidia-h100-80gb-hbm3.toml); never overwritten without --force
+  --force             overwrite FILE
+  --shapes FILE       also measure the rows of FILE ([[gemm]], [[attention]], [[memory_bound]]);
+                      repeatable
+  --add-rows FILE     copy already-measured rows (with times) from FILE into the table, e.g. the
+                      cuDNN attention rows that bench/attention_vs_sdpa.py writes; repeatable
+  --no-grid           measure only the --shapes rows
+  --quick             a small grid (Llama-2 1B and 7B, tp 1 and 8, seq 2048 and 4096, micro-batch
+                      1 and 2): a smoke test in well under a minute
+  --models FILE       model zoo for the grid and the replay (default: calibration/models.toml)
+  --skip-power        leave out the [power] phases (4 x 3 s)
+  --skip-contention   leave out the [contention] measurement
+  --list-shapes       print the rows that would be measured (shapes-file format) and exit
+
+Replay (--replay MODEL, e.g. llama2-7b): builds the kernel sequence of --layers transformer layers
+(default 1), forward then backward, at --micro-batch (2) x --seq (4096) tokens and tensor
+parallelism --tp (1); with --full-model the embedding, all the model's layers (or --layers), the
+final norm, LM head and loss, the gradient norm and AdamW over every parameter. Runs it back to
+back on the GPU (median of --runs, default 10), times every op alone the calibration's way, and
+prints both: the error of pricing a step op by op.
+
+Exit status: 0 on success, 1 on a CUDA or measurement failure, 2 on bad arguments or input files.
+)";
+
+struct Args {
+  std::filesystem::path out;
+  bool force = false;
+  std::vector<std::filesystem::path> shapes;
+  std::vector<std::filesystem::path> add_rows;
+  bool grid = true;
+  bool quick = false;
+  std::filesystem::path models;
+  bool power = true;
+  bool contention = true;
+  bool list_shapes = false;
+  std::string replay_model;
+  ReplayOptions replay;
+};
+
+// Where the binary's data lives: build/bin/../share/commbound (the same layout as an install).
+std::filesystem::path data_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto dir = exe.parent_path().parent_path() / "share" / "commbound";
+    if (std::filesystem::exists(dir / "calibration", ec)) return dir;
+  }
+  return std::filesystem::current_path();
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "commbound-calibrate: %s\n(see commbound-calibrate --help)\n", message.c_str());
+  return 2;
+}
+
+Expected<int> parse_int(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 1 || v > 1 << 24) {
+    return Error{option + " " + text + ": must be a positive integer"};
+  }
+  return static_cast<int>(v);
+}
+
+// Parses argv; `help` is set when --help was asked for.
+Expected<Args> parse_args(int argc, char** argv, bool& help) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string opt = argv[i];
+    auto value = [&]() -> Expected<std::string> {
+      if (i + 1 >= argc) return Error{opt + ": needs a value"};
+      return std::string(argv[++i]);
+    };
+    auto integer = [&](int& into) -> Status {
+      auto v = value();
+      if (!v) return v.error();
+      auto n = parse_int(opt, *v);
+      if (!n) return n.error();
+      into = *n;
+      return Ok{};
+    };
+    Status s = Ok{};
+    if (opt == "--help" || opt == "-h") {
+      help = true;
+      return a;
+    } else if (opt == "--out") {
+      auto v = value();
+      if (!v) return v.error();
+      a.out = *v;
+    } else if (opt == "--force") {
+      a.force = true;
+    } else if (opt == "--shapes" || opt == "--add-rows" || opt == "--models") {
+      auto v = value();
+      if (!v) return v.error();
+      if (!std::filesystem::exists(*v)) return Error{opt + " " + *v + ": no such file"};
+      if (opt == "--shapes") a.shapes.emplace_back(*v);
+      else if (opt == "--add-rows") a.add_rows.emplace_back(*v);
+      else a.models = *v;
+    } else if (opt == "--no-grid") {
+      a.grid = false;
+    } else if (opt == "--quick") {
+      a.quick = true;
+    } else if (opt == "--skip-power") {
+      a.power = false;
+    } else if (opt == "--skip-contention") {
+      a.contention = false;
+    } else if (opt == "--list-shapes") {
+      a.list_shapes = true;
+    } else if (opt == "--replay") {
+      auto v = value();
+      if (!v) return v.error();
+      a.replay_model = *v;
+    } else if (opt == "--micro-batch") {
+      s = integer(a.replay.step.micro_batch);
+    } else if (opt == "--seq") {
+      s = integer(a.replay.step.seq);
+    } else if (opt == "--tp") {
+      s = integer(a.replay.step.tp);
+    } else if (opt == "--layers") {
+      s = integer(a.replay.layers);
+    } else if (opt == "--runs") {
+      s = integer(a.replay.runs);
+    } else if (opt == "--full-model") {
+      a.replay.full_model = true;
+    } else {
+      return Error{"unknown option " + opt};
+    }
+    if (!s) return s.error();
+  }
+  return a;
+}
+
+std::string version_text(long v, long major_div) {
+  return std::to_string(v / major_div) + '.' + std::to_string(v % major_div / (major_div / 100));
+}
+
+// "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
+std::string slug(const std::string& name) {
+  std::string s;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!s.empty() && s.back() != '-') s += '-';
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s;
+}
+
+struct Provenance {
+  std::string gpu;
+  int sm_count = 0;
+  double sm_clock_max_mhz = 0, memory_clock_mhz = 0, memory_gb = 0;
+  std::string driver, cuda_runtime, cublaslt, date;
+};
+
+Expected<Provenance> read_provenance() {
+  Provenance p;
+  int device = 0;
+  cudaDeviceProp prop{};
+  if (Status s = cuda_check(cudaGetDevice(&device), "cudaGetDevice"); !s) return s.error();
+  if (Status s = cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"); !s) return s.error();
+  p.gpu = prop.name;
+  p.sm_count = prop.multiProcessorCount;
+  p.memory_gb = static_cast<double>(prop.totalGlobalMem) / 1e9;
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) == cudaSuccess) p.sm_clock_max_mhz = khz / 1e3;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess) p.memory_clock_mhz = khz / 1e3;
+  int runtime = 0;
+  if (Status s = cuda_check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion"); !s) return s.error();
+  p.cuda_runtime = version_text(runtime, 1000);
+  const auto lt = static_cast<long>(cublasLtGetVersion());  // major * 10000 + minor * 100 + patch
+  p.cublaslt = std::to_string(lt / 10000) + '.' + std::to_string(lt / 100 % 100) + '.' + std::to_string(lt % 100);
+  if (auto nvml = Nvml::open(static_cast<unsigned>(device)); nvml) {
+    p.driver = nvml->driver_version();
+  } else {
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    p.driver = "CUDA driver API " + version_text(driver, 1000) + " (NVML unavailable: " + nvml.error().message + ")";
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  p.date = date;
+  return p;
+}
+
+// A GEMM of the issue's size class for the power phases and the contention victim.
+struct BigGemm {
+  GemmPlan plan;
+  DeviceBuffer<std::uint16_t> a, b, c;
+  Status run(cudaStream_t stream) const { return plan.run(a.get(), b.get(), c.get(), stream); }
+};
+
+Expected<BigGemm> big_gemm() {
+  const GemmShape shape{8192, 8192, 8192, false, true};
+  auto plan = GemmPlan::create(shape, std::size_t{32} << 20);
+  if (!plan) return plan.error();
+  auto a = DeviceBuffer<std::uint16_t>::create(shape.m * shape.k);
+  auto b = DeviceBuffer<std::uint16_t>::create(shape.n * shape.k);
+  auto c = DeviceBuffer<std::uint16_t>::create(shape.m * shape.n);
+  for (const Status& s : {a.status(), b.status(), c.status()}) {
+    if (!s) return s.error();
+  }
+  if (Status s = fill_random_bf16(a->get(), a->count(), 11, 1.0f); !s) return s.error();
+  if (Status s = fill_random_bf16(b->get(), b->count(), 12, 1.0f); !s) return s.error();
+  return BigGemm{std::move(*plan), std::move(*a), std::move(*b), std::move(*c)};
+}
+
+std::string fmt(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Measures every row, printing progress; the rows' times are filled in place.
+Status measure_rows(Calibrator& cal, OpTable& table) {
+  const std::size_t total = table.size();
+  std::size_t done = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto progress = [&](const std::string& what, const Timing& t, const std::string& rate) {
+    ++done;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double eta = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
+    std::fprintf(stderr, "[%5zu/%zu] %-58s %9.4f ms  %s  (eta %.0f s)\n", done, total, what.c_str(), t.p50_ms,
+                 rate.c_str(), eta);
+  };
+  char buf[128];
+  for (GemmRow& r : table.gemm) {
+    auto t = cal.measure(r);
+    if (!t) return Error{"gemm " + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + ": " +
+                         t.error().message};
+    r.timing = *t;
+    std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld", to_string(r.layout), static_cast<long long>(r.m),
+                  static_cast<long long>(r.n), static_cast<long long>(r.k));
+    progress(buf, *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
+  }
+  for (AttentionRow& r : table.attention) {
+    if (r.implementation != "commbound") continue;
+    auto t = cal.measure(r);
+    if (!t) return Error{"attention: " + t.error().message};
+    r.timing = *t;
+    std::snprintf(buf, sizeof buf, "attention %s b%d h%d/%d s%d d%d", r.backward ? "bwd" : "fwd", r.batch, r.heads,
+                  r.kv_heads, r.seq, r.head_dim);
+    progress(buf, *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
+  }
+  for (MemoryBoundRow& r : table.memory_bound) {
+    auto t = cal.measure(r);
+    if (!t) return Error{r.op + ": " + t.error().message};
+    r.timing = *t;
+    std::snprintf(buf, sizeof buf, "%s %lldx%lld", r.op.c_str(), static_cast<long long>(r.tokens),
+                  static_cast<long long>(r.width));
+    progress(buf, *t, fmt(r.bytes / (t->p50_ms * 1e-3) / 1e9) + " GB/s");
+  }
+  return Ok{};
+}
+
+int run_replay(const Args& args, const std::vector<ModelDims>& zoo) {
+  ReplayOptions o = args.replay;
+  const auto it = std::find_if(zoo.begin(), zoo.end(), [&](const ModelDims& m) { return m.name == args.replay_model; });
+  if (it == zoo.end()) return usage_error("--replay " + args.replay_model + ": not in the model zoo");
+  o.model = *it;
+  if (Status s = check_step(o.model, o.step); !s) return usage_error(s.error().message);
+  auto cal = Calibrator::create(CalibratorOptions{});
+  if (!cal) {
+    std::fprintf(stderr, "commbound-calibrate: %s\n", cal.error().message.c_str());
+    return 1;
+  }
+  auto result = replay(*cal, o);
+  if (!result) {
+    std::fprintf(stderr, "commbound-calibrate: replay: %s\n", result.error().message.c_str());
+    return 1;
+  }
+  std::printf("%s", format_replay(o, *result).c_str());
+  return 0;
+}
+
+// Writes `text` to `path` through a temporary file in the same folder: no partial table.
+Status write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    f << text;
+    if (!f.flush()) return Error{tmp + ": cannot write"};
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Error{path.string() + ": " + ec.message()};
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool help = false;
+  auto args = parse_args(argc, argv, help);
+  if (!args) return usage_error(args.error().message);
+  if (help) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const std::filesystem::path data = data_dir();
+  if (args->models.empty()) args->models = data / "calibration" / "models.toml";
+  auto zoo = read_models(args->models);
+  if (!zoo) return usage_error(zoo.error().message);
+  if (!args->replay_model.empty()) return run_replay(*args, *zoo);
+
+  // Everything the user gave is read and checked before the first measurement.
+  OpTable table;
+  if (args->grid) {
+    GridOptions g;
+    if (args->quick) {
+      g.models = {"llama2-1b", "llama2-7b"};
+      g.seqs = {2048, 4096};
+      g.micro_batches = {1, 2};
+      g.tps = {1, 8};
+    }
+    auto grid = default_grid(*zoo, g);
+    if (!grid) return usage_error(grid.error().message);
+    table.merge(*grid);
+  }
+  for (const auto& path : args->shapes) {
+    auto rows = read_op_table(path);
+    if (!rows) return usage_error(rows.error().message);
+    table.merge(*rows);
+  }
+  OpTable added;
+  for (const auto& path : args->add_rows) {
+    auto rows = read_op_table(path);
+    if (!rows) return usage_error(rows.error().message);
+    added.merge(*rows);
+  }
+  if (table.size() == 0) return usage_error("nothing to measure (--no-grid and no --shapes rows)");
+  if (args->list_shapes) {
+    std::printf("# %zu op shapes (commbound-calibrate --list-shapes)\n%s", table.size(),
+                format_op_rows(table, false).c_str());
+    return 0;
+  }
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "commbound-calibrate: no CUDA device: calibration needs a GPU\n");
+    return 1;
+  }
+  auto prov = read_provenance();
+  if (!prov) {
+    std::fprintf(stderr, "commbound-calibrate: %s\n", prov.error().message.c_str());
+    return 1;
+  }
+  if (args->out.empty()) args->out = data / "calibration" / (slug(prov->gpu) + ".toml");
+  if (std::filesystem::exists(args->out) && !args->force) {
+    return usage_error(args->out.string() + " exists; pass --force to overwrite it");
+  }
+  std::fprintf(stderr, "commbound-calibrate: %s, %d SMs; %zu shapes to measure -> %s\n", prov->gpu.c_str(),
+               prov->sm_count, table.size(), args->out.string().c_str());
+
+  CalibratorOptions options;
+  auto cal = Calibrator::create(options);
+  if (!cal) {
+    std::fprintf(stderr, "commbound-calibrate: %s\n", cal.error().message.c_str());
+    return 1;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto copy = cal->copy_bytes_per_s(std::size_t{1} << 30);
+  if (!copy) {
+    std::fprintf(stderr, "commbound-calibrate: copy: %s\n", copy.error().message.c_str());
+    return 1;
+  }
+  GemmRow peak{8192, 8192, 8192, GemmLayout::forward, {}};
+  auto peak_t = cal->measure(peak);
+  if (!peak_t) {
+    std::fprintf(stderr, "commbound-calibrate: gemm: %s\n", peak_t.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "device-to-device copy %.0f GB/s; GEMM 8192^3 %.0f TFLOP/s\n", *copy / 1e9,
+               peak.flops() / (peak_t->p50_ms * 1e-3) / 1e12);
+  if (Status s = measure_rows(*cal, table); !s) {
+    std::fprintf(stderr, "commbound-calibrate: %s\n", s.error().message.c_str());
+    return 1;
+  }
+  table.merge(added);
+
+  std::ostringstream power_text, contention_text;
+  if (args->power || args->contention) {
+    auto gemm = big_gemm();
+    if (!gemm) {
+      std::fprintf(stderr, "commbound-calibrate: %s\n", gemm.error().message.c_str());
+      return 1;
+    }
+    if (args->power) {
+      std::fprintf(stderr, "power phases (NVML): idle, GEMM, memory-bound, mixed ...\n");
+      const std::size_t copy_bytes = std::size_t{1} << 30;
+      auto src = DeviceBuffer<char>::create(copy_bytes);
+      auto dst = DeviceBuffer<char>::create(copy_bytes);
+      if (!src || !dst) return 1;
+      PowerOptions po;
+      po.compute_launch = [&](cudaStream_t s) { return gemm->run(s); };
+      po.memory_launch = [&](cudaStream_t s) {
+        return cuda_check(cudaMemcpyAsync(dst->get(), src->get(), copy_bytes, cudaMemcpyDeviceToDevice, s),
+                          "cudaMemcpyAsync");
+      };
+      auto power = measure_power(po);
+      if (!power) {
+        std::fprintf(stderr, "commbound-calibrate: power: %s\n", power.error().message.c_str());
+        return 1;
+      }
+      power_text << "\n[power]  # NVML board power and SM clock, mean of each sustained phase (docs/calibration.md)\n"
+                 << "idle_W = " << fmt(power->idle_W()) << "\ngemm_W = " << fmt(power->gemm_W())
+                 << "\ngemm_sm_clock_MHz = " << fmt(power->gemm_sm_clock_MHz())
+                 << "\nmemory_bound_W = " << fmt(power->memory_bound_W()) << "\nmixed_W = " << fmt(power->mixed_W())
+                 << "\nmixed_compute_fraction = " << fmt(power->mixed_compute_fraction)
+                 << "\npower_limit_W = " << fmt(power->power_limit_W)
+                 << "\nsample_period_ms = " << fmt(power->sample_period_ms) << "\nphase_s = " << fmt(power->phase_s)
+                 << '\n';
+      std::fprintf(stderr, "power: idle %.0f W, GEMM %.0f W at %.0f MHz, memory-bound %.0f W, mixed %.0f W\n",
+                   power->idle_W(), power->gemm_W(), power->gemm_sm_clock_MHz(), power->memory_bound_W(),
+                   power->mixed_W());
+    }
+    if (args->contention) {
+      std::fprintf(stderr, "contention: GEMM and attention beside a copy kernel on 24 SMs ...\n");
+      ContentionOptions co;
+      auto g = measure_contention(co, [&](cudaStream_t s) { return gemm->run(s); });
+      if (!g) {
+        std::fprintf(stderr, "commbound-calibrate: contention: %s\n", g.error().message.c_str());
+        return 1;
+      }
+      // Attention victim: the issue's shape, forward (b 2, 32 heads, seq 4096, d 128, causal).
+      const AttentionShape as{2, 32, 32, 4096, 128, true};
+      const std::size_t n = std::size_t{2} * 4096 * 32 * 128;
+      auto q = DeviceBuffer<std::uint16_t>::create(n), k = DeviceBuffer<std::uint16_t>::create(n),
+           v = DeviceBuffer<std::uint16_t>::create(n), o = DeviceBuffer<std::uint16_t>::create(n);
+      auto lse = DeviceBuffer<float>::create(std::size_t{2} * 32 * 4096);
+      for (const Status& s : {q.status(), k.status(), v.status(), o.status(), lse.status()}) {
+        if (!s) return 1;
+      }
+      for (auto* b : {&*q, &*k, &*v}) {
+        if (!fill_random_bf16(b->get(), n, 21, 1.0f)) return 1;
+      }
+      auto a = measure_contention(co, [&](cudaStream_t s) {
+        return attention_forward(as, q->get(), k->get(), v->get(), o->get(), lse->get(), s);
+      });
+      if (!a) {
+        std::fprintf(stderr, "commbound-calibrate: contention: %s\n", a.error().message.c_str());
+        return 1;
+      }
+      contention_text << "\n[contention]  # victim time beside a copy kernel on comm_sms SMs / alone (medians)\n"
+                      << "comm_sms = " << g->comm_sms << "\ncomm_GBps = " << fmt(g->comm_GBps_overlapped)
+                      << "\ngemm_factor = " << fmt(g->factor) << "\nattention_factor = " << fmt(a->factor) << '\n';
+      std::fprintf(stderr, "contention: GEMM x%.3f (%.3f -> %.3f ms), attention x%.3f (%.3f -> %.3f ms), copy %.0f GB/s\n",
+                   g->factor, g->alone_ms, g->with_comm_ms, a->factor, a->alone_ms, a->with_comm_ms,
+                   g->comm_GBps_overlapped);
+    }
+  }
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::ostringstream out;
+  out << "# Kernel calibration table written by commbound-calibrate (docs/calibration.md). Measured, not\n"
+      << "# edited: regenerate with `commbound-calibrate --out FILE --force` on the GPU it describes.\n"
+      << "\n[provenance]\ngpu = " << toml_string(prov->gpu) << "\nsm_count = " << prov->sm_count
+      << "\nsm_clock_max_MHz = " << fmt(prov->sm_clock_max_mhz) << "\nmemory_clock_MHz = " << fmt(prov->memory_clock_mhz)
+      << "\nmemory_GB = " << fmt(prov->memory_gb) << "\ndriver = " << toml_string(prov->driver)
+      << "\ncuda_runtime = " << toml_string(prov->cuda_runtime) << "\ncublaslt = " << toml_string(prov->cublaslt)
+      << "\ndate = " << toml_string(prov->date) << "\ntool_commit = " << toml_string(COMMBOUND_GIT_COMMIT)
+      << "\nderived = false\ntimed_runs = "
+      << toml_string("adaptive: >= " + std::to_string(options.min_timed_runs) + " and about " +
+                     fmt(options.min_total_ms) + " ms of timed work, <= " + std::to_string(options.max_timed_runs) +
+                     " runs, after " + std::to_string(options.warmup_runs) + " warm-ups")
+      << "\ninput_rotation = "
+      << toml_string("inputs rotated over enough buffer sets to span " + fmt(options.l2_multiple) + " x L2 (" +
+                     std::to_string(cal->l2_bytes() >> 20) + " MiB)")
+      << "\nmeasurement_s = " << fmt(seconds) << '\n'
+      << "\n[device]\ncopy_GBps = " << fmt(*copy / 1e9) << "  # device-to-device copy, bytes read + written\n"
+      << "gemm_TFLOPs = " << fmt(peak.flops() / (peak_t->p50_ms * 1e-3) / 1e12) << "  # bf16 8192^3, cuBLASLt\n"
+      << power_text.str() << contention_text.str() << format_op_rows(table, true);
+  if (Status s = write_atomically(args->out, out.str()); !s) {
+    std::fprintf(stderr, "commbound-calibrate: %s\n", s.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s: %zu rows in %.0f s\n", args->out.string().c_str(), table.size(), seconds);
+  return 0;
+}
