@@ -1,28 +1,71 @@
-// CostModel: seconds for a compute op on one GPU.
+// CostModel: seconds for a compute op on one GPU, the slowdown it suffers while NCCL runs beside
+// it, and the GPU's power while it runs.
 //
-// DERIVED, not measured: until the kernels issue ships a measured table (calibration/<gpu>.toml),
-// every op costs its roofline bound max(FLOPs / dense bf16 peak, bytes / HBM bandwidth) from the
-// datasheet (calibration/gpus.toml). Real kernels are slower (GEMMs reach 60-80% of peak), so
-// compute times are lower bounds and MFU upper bounds; every report says `derived`.
+// Two sources:
+//   * a calibration table (GpuTable: measured on a real GPU, or derived from one): each op is
+//     priced by its kernel shape (Op::kernel): its measured p50 when the table has the shape, else
+//     the nearest measured row's achieved rate, else the table's [device] roofline (GpuTable);
+//   * no table: the DATASHEET ROOFLINE max(FLOPs / dense bf16 peak, bytes / HBM bandwidth) from
+//     calibration/gpus.toml on the op's FLOPs and bytes. Real kernels are slower (GEMMs reach
+//     60-80% of peak), so compute times are lower bounds and MFU an upper bound.
+// Every report states which (source(), describe()) and how many ops each way (summarize()).
 #pragma once
 
+#include "sim/gpu_table.hpp"
 #include "sim/training.hpp"
 #include "sim/workload.hpp"
 
-#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace commbound::sim {
 
+// How the compute ops of a set of programs were priced: `exact` ops by their own table row,
+// `fallback` ops otherwise (without a table: every op), with the fallbacks by "<kind>_<how>"
+// (gemm_nearest, attention_roofline, memory_bound_nearest, ..., or "roofline" without a table).
+struct CostSummary {
+  int exact_ops = 0;
+  int fallback_ops = 0;
+  std::map<std::string, int> fallbacks;
+};
+
 class CostModel {
 public:
-  explicit CostModel(const GpuSpec& gpu) : gpu_(gpu) {}
-  double seconds(const Op& op) const {
-    return std::max(op.flops / gpu_.peak_flops_per_s, op.bytes / gpu_.hbm_bytes_per_s);
-  }
-  static constexpr const char* kSource = "derived: datasheet roofline (calibration/gpus.toml), not measured";
+  // The datasheet roofline; `why` (optional) says why no table is used, for describe().
+  explicit CostModel(const GpuSpec& gpu, std::string why = "");
+  // Prices from `table`; attention rows of `attention_kernel` ("commbound" or "cudnn").
+  CostModel(const GpuSpec& gpu, std::shared_ptr<const GpuTable> table, std::string attention_kernel);
+
+  double seconds(const Op& op) const { return price(op).seconds; }
+  Priced price(const Op& op) const;
+  // Compute slows by this factor while a communication kernel runs on the GPU. Table with
+  // [contention]: gemm_factor for GEMMs and memory-bound kernels, attention_factor for attention;
+  // otherwise calibration/gpus.toml's comm_contention_factor.
+  double contention_factor(const Op& op) const;
+
+  // "roofline", "measured" or "derived".
+  std::string source() const;
+  // One line: "measured: calibration/h100-sxm5.toml (NVIDIA H100 80GB HBM3, 2026-11-22, commit
+  // abc1234)", "derived: ...", or "roofline: ...".
+  std::string describe() const;
+  // The table's file as reports name it ("" without a table).
+  std::string table_path() const { return table_ ? table_->display_path() : ""; }
+  CostSummary summarize(const std::vector<Program>& stages) const;
+
+  // Mean board power (W) over an iteration whose compute stream ran compute-bound kernels (GEMM,
+  // attention) for `compute_bound_fraction` of it and memory-bound kernels for
+  // `memory_bound_fraction`. Table with [power]: idle_W + (gemm_W - idle_W) x compute-bound +
+  // (memory_bound_W - idle_W) x memory-bound; otherwise idle + (TDP - idle) x busy fraction.
+  double power_w(double compute_bound_fraction, double memory_bound_fraction) const;
+  std::string describe_power() const;
 
 private:
   GpuSpec gpu_;
+  std::string why_;
+  std::shared_ptr<const GpuTable> table_;
+  std::string attention_kernel_;
 };
 
 }  // namespace commbound::sim

@@ -172,8 +172,8 @@ private:
         --comm_active_[rank];
       } else {
         // Contention: a compute op that starts while this GPU runs a communication kernel is
-        // slowed by the GPU's measured factor for its whole duration (an approximation).
-        const double factor = comm_active_[rank] > 0 ? t_.gpu.comm_contention_factor : 1.0;
+        // slowed by the cost model's factor for its whole duration (an approximation).
+        const double factor = comm_active_[rank] > 0 ? cost_.contention_factor(op) : 1.0;
         const double seconds = cost_.seconds(op) * factor;
         if (seconds > 0) sg4::this_actor::sleep_for(seconds);
       }

@@ -44,16 +44,55 @@ double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b)
   return s;
 }
 
+// A CSV field, quoted when it holds a comma, a quote or a newline (RFC 4180).
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string cost_csv(const Metrics& m) {
+  return "," + csv_field(m.cost_model_source) + "," + csv_field(m.cost_model_table) + "," +
+         std::to_string(m.cost_summary.exact_ops) + "," + std::to_string(m.cost_summary.fallback_ops);
+}
+
+// "1200 compute ops exact from the table, 90 by fallback (gemm_nearest 60, memory_bound_roofline 30)".
+std::string cost_note(const Metrics& m) {
+  const CostSummary& c = m.cost_summary;
+  if (m.cost_model_source == "roofline") return "every compute op by the datasheet roofline (no kernel table)";
+  std::string note = std::to_string(c.exact_ops) + " compute ops exact from " + m.cost_model_table + ", " +
+                     std::to_string(c.fallback_ops) + " by fallback";
+  std::string kinds;
+  for (const auto& [how, n] : c.fallbacks) kinds += (kinds.empty() ? "" : ", ") + how + " " + std::to_string(n);
+  return note + (kinds.empty() ? "" : " (" + kinds + ")");
+}
+
 }  // namespace
 
+void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Program>& stages) {
+  m.cost_model_source = cost.source();
+  m.cost_model_table = cost.table_path();
+  m.cost_model_description = cost.describe();
+  m.cost_summary = cost.summarize(stages);
+  m.power_model_description = cost.describe_power();
+}
+
 Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,
-                        const IterationTimeline& timeline, const MemoryUse& memory) {
+                        const IterationTimeline& timeline, const MemoryUse& memory, const CostModel& cost) {
   std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> per_rank;  // compute, comm
+  double compute_bound_s = 0, memory_bound_s = 0;  // compute-stream time by kind of kernel, all ranks
   for (const Span& s : timeline.spans) {
     const Program& program = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(s.rank)])];
-    const bool collective = program.ops[static_cast<std::size_t>(s.op)].kind == OpKind::collective;
+    const Op& op = program.ops[static_cast<std::size_t>(s.op)];
+    const bool collective = op.kind == OpKind::collective;
     auto& [compute, comm] = per_rank[s.rank];
     (collective ? comm : compute).emplace_back(s.start_s, s.end_s);
+    if (std::holds_alternative<MemoryBoundShape>(op.kernel)) {
+      memory_bound_s += s.end_s - s.start_s;
+    } else if (!collective) {
+      compute_bound_s += s.end_s - s.start_s;
+    }
   }
   double compute_s = 0, comm_s = 0, exposed_s = 0;
   for (auto& [rank, intervals] : per_rank) {
@@ -75,11 +114,17 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
   m.comm_s = comm_s / ranks;
   m.exposed_comm_s = exposed_s / ranks;
   m.exposed_comm_fraction = m.exposed_comm_s / m.iteration_s;
-  m.power_w_per_gpu = t.gpu.idle_w + (t.gpu.tdp_w - t.gpu.idle_w) * m.compute_s / m.iteration_s;
+  // The compute-busy fraction of the iteration, split by the kinds of kernel that filled it.
+  const double busy_s = compute_bound_s + memory_bound_s;
+  const double busy_fraction = m.compute_s / m.iteration_s;
+  const double compute_bound_fraction = busy_s > 0 ? busy_fraction * compute_bound_s / busy_s : 0;
+  const double memory_bound_fraction = busy_s > 0 ? busy_fraction * memory_bound_s / busy_s : 0;
+  m.power_w_per_gpu = cost.power_w(compute_bound_fraction, memory_bound_fraction);
   m.tokens_per_joule = m.tokens_per_s / (m.power_w_per_gpu * m.gpus);
   m.memory = memory;
   m.memory_bytes_per_gpu = memory.total_bytes;
   m.oom = !memory.fits();
+  describe_cost_model(m, cost, stages);
   return m;
 }
 
@@ -88,18 +133,19 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   char buf[512];
   if (format == "csv") {
     out << "scenario,gpus,iteration_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,compute_s,comm_s,"
-           "exposed_comm_s,exposed_comm_fraction,power_w_per_gpu,tokens_per_joule,memory_bytes_per_gpu,oom\n";
+           "exposed_comm_s,exposed_comm_fraction,power_w_per_gpu,tokens_per_joule,memory_bytes_per_gpu,oom,"
+           "cost_model_source,cost_model_table,cost_model_exact_ops,cost_model_fallback_ops\n";
     for (const auto& [name, m] : rows) {
       if (m.oom) {  // not simulated: no timing to report
-        std::snprintf(buf, sizeof buf, "%s,%d,,,,,,,,,,,,%.0f,1\n", name.c_str(), m.gpus, m.memory_bytes_per_gpu);
-        out << buf;
+        std::snprintf(buf, sizeof buf, "%s,%d,,,,,,,,,,,,%.0f,1", name.c_str(), m.gpus, m.memory_bytes_per_gpu);
+        out << buf << cost_csv(m) << "\n";
         continue;
       }
-      std::snprintf(buf, sizeof buf, "%s,%d,%.6f,%.1f,%.2f,%.2f,%.4f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f,%.0f,%d\n",
+      std::snprintf(buf, sizeof buf, "%s,%d,%.6f,%.1f,%.2f,%.2f,%.4f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f,%.0f,%d",
                     name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu,
                     m.model_tflops_per_gpu, m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, m.exposed_comm_fraction,
                     m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu, m.oom ? 1 : 0);
-      out << buf;
+      out << buf << cost_csv(m) << "\n";
     }
     return;
   }
@@ -108,9 +154,20 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     for (const auto& [name, m] : rows) {
       nlohmann::json mem = nlohmann::json::object();
       for (const auto& [what, bytes] : m.memory.bytes) mem[what] = bytes;
+      nlohmann::json fallbacks = nlohmann::json::object();
+      for (const auto& [how, n] : m.cost_summary.fallbacks) fallbacks[how] = n;
+      const nlohmann::json cost{{"cost_model_source", m.cost_model_source},
+                                {"cost_model_table", m.cost_model_table},
+                                {"cost_model_description", m.cost_model_description},
+                                {"cost_model_exact_ops", m.cost_summary.exact_ops},
+                                {"cost_model_fallback_ops", m.cost_summary.fallback_ops},
+                                {"cost_model_fallbacks", fallbacks},
+                                {"power_model", m.power_model_description}};
       if (m.oom) {  // not simulated: timing fields are null
-        arr.push_back({{"scenario", name}, {"gpus", m.gpus}, {"oom", true}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
-                       {"memory_breakdown_bytes", mem}});
+        nlohmann::json row{{"scenario", name}, {"gpus", m.gpus}, {"oom", true}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
+                           {"memory_breakdown_bytes", mem}};
+        row.update(cost);
+        arr.push_back(row);
         continue;
       }
       arr.push_back({{"scenario", name}, {"gpus", m.gpus}, {"iteration_s", m.iteration_s},
@@ -120,6 +177,7 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
                      {"exposed_comm_fraction", m.exposed_comm_fraction}, {"power_w_per_gpu", m.power_w_per_gpu},
                      {"tokens_per_joule", m.tokens_per_joule}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
                      {"oom", m.oom}, {"memory_breakdown_bytes", mem}});
+      arr.back().update(cost);
     }
     out << nlohmann::json{{"title", title}, {"rows", arr}}.dump(2) << "\n";
     return;
@@ -143,6 +201,15 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
                   100 * m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, 100 * m.exposed_comm_fraction,
                   m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu / 1e9, m.oom ? "  OUT OF MEMORY" : "");
     out << buf;
+  }
+  // How compute was priced (the title names the source): one line when every row agrees, else one
+  // per row.
+  std::vector<std::string> notes;
+  for (const auto& [name, m] : rows) notes.push_back(cost_note(m));
+  if (std::all_of(notes.begin(), notes.end(), [&](const std::string& n) { return n == notes.front(); })) {
+    if (!notes.empty()) out << "# cost model: " << notes.front() << "\n";
+  } else {
+    for (std::size_t i = 0; i < rows.size(); ++i) out << "# cost model (" << rows[i].first << "): " << notes[i] << "\n";
   }
   for (const auto& [name, m] : rows) {
     if (!m.oom) continue;

@@ -1,6 +1,6 @@
 // Metrics of one simulated training iteration (keys documented in docs/metrics.md):
 // throughput, model FLOP rate and MFU, compute / communication / exposed communication time,
-// power (derived model), energy per token, memory per GPU.
+// power, energy per token, memory per GPU, and how compute was priced.
 #pragma once
 
 #include "sim/engine.hpp"
@@ -24,22 +24,29 @@ struct Metrics {
   double comm_s = 0;            // time any communication stream was busy (mean)
   double exposed_comm_s = 0;    // communication busy while compute idle (mean)
   double exposed_comm_fraction = 0;
-  double power_w_per_gpu = 0;   // derived model, see power_model_source
+  double power_w_per_gpu = 0;   // power model: see power_model_description
   double tokens_per_joule = 0;
   double memory_bytes_per_gpu = 0;
   bool oom = false;
   MemoryUse memory;
+  // How compute was priced (CostModel): "roofline", "measured" or "derived"; the table's file;
+  // the one-line statement; ops priced by their exact table row and by a fallback.
+  std::string cost_model_source;
+  std::string cost_model_table;
+  std::string cost_model_description;
+  CostSummary cost_summary;
+  std::string power_model_description;
 };
 
-// Power model (derived until NVML measurements exist): idle power plus (board limit - idle) times
-// the fraction of the iteration the compute stream is busy.
-inline constexpr const char* kPowerModelSource =
-    "derived: idle + (TDP - idle) x compute-busy fraction (calibration/gpus.toml), not measured";
-
 // Busy and exposed times are averaged over the simulated ranks (one per pipeline stage). `stages`
-// are the programs by pipeline stage; `stage_of` maps a rank to its stage.
+// are the programs by pipeline stage; `stage_of` maps a rank to its stage; `cost` priced them
+// (its source, fallback counts and power model go into the metrics).
 Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,
-                        const IterationTimeline& timeline, const MemoryUse& memory);
+                        const IterationTimeline& timeline, const MemoryUse& memory, const CostModel& cost);
+
+// The cost-model fields of `m` (source, table, description, summary, power description) from
+// `cost` and `stages`: for rows that are not simulated (out of memory) as for those that are.
+void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Program>& stages);
 
 // One row per scenario (a sweep gives several): table, CSV or JSON with the keys of Metrics.
 void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,

@@ -3,7 +3,9 @@
 #include "sim/table_reader.hpp"
 #include "sim/model.hpp"
 
+#include <filesystem>
 #include <numeric>
+#include <variant>
 #include <sstream>
 
 namespace commbound::sim {
@@ -59,6 +61,35 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
   return Ok{};
 }
 
+// [cluster] kernel_table: "roofline"; "auto" (calibration/<gpu>.toml if it exists); or a file,
+// relative to the working directory, else to the calibration directory. Gives the table, or why
+// the roofline is used; a named file that is missing or invalid is an error.
+using TableOrReason = std::variant<std::shared_ptr<const GpuTable>, std::string>;
+Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const std::string& gpu, const Presets& presets) {
+  namespace fs = std::filesystem;
+  if (setting == "roofline") return TableOrReason{std::string("kernel_table = \"roofline\"")};
+  fs::path file;
+  std::string display;
+  if (setting == "auto") {
+    file = presets.dir() / (gpu + ".toml");
+    display = presets.dir() == default_calibration_dir() ? "calibration/" + gpu + ".toml" : file.string();
+    if (!fs::exists(file)) return TableOrReason{"no " + display + " for GPU " + gpu};
+  } else {
+    file = setting;
+    display = setting;
+    if (!fs::exists(file) && file.is_relative() && fs::exists(presets.dir() / file)) file = presets.dir() / file;
+    if (!fs::exists(file)) {
+      return Error{"no such file (relative paths are tried in the working directory, then in " + presets.dir().string() + ")"};
+    }
+  }
+  auto table = GpuTable::load(file, display);
+  if (!table) {
+    if (setting == "auto") return Error{"(auto) " + table.error().message};
+    return table.error();
+  }
+  return TableOrReason{std::make_shared<const GpuTable>(std::move(*table))};
+}
+
 }  // namespace
 
 Expected<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides,
@@ -92,6 +123,8 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   TableReader cluster(*cluster_t, "cluster", &origins);
   const std::string node_name = cluster.required_string("node_type");
   sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
+  const std::string kernel_table = cluster.string("kernel_table", "auto");
+  if (!cluster.failed() && kernel_table.empty()) cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
   if (Status s = cluster.finish(); !s) return s.error();
   auto node = presets.node(node_name);
   if (!node) {
@@ -100,6 +133,22 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
                  node_name + "\": " + node.error().message};
   }
   sc.cluster.node = *node;
+  // The kernel table prices a training iteration's compute: read it only for one.
+  if (model_t != nullptr) {
+    auto table = resolve_kernel_table(kernel_table, sc.cluster.node.gpu, presets);
+    if (!table) {
+      const auto it = origins.find("cluster.kernel_table");
+      const std::string at = it != origins.end() ? it->second
+                             : cluster_t->get("kernel_table") != nullptr ? where(*cluster_t->get("kernel_table"))
+                                                                          : path;
+      return Error{at + ": cluster.kernel_table = \"" + kernel_table + "\": " + table.error().message};
+    }
+    if (std::holds_alternative<std::string>(*table)) {
+      sc.roofline_reason = std::get<std::string>(*table);
+    } else {
+      sc.kernel_table = std::get<std::shared_ptr<const GpuTable>>(*table);
+    }
+  }
 
   // [fabric]
   TableReader fabric(fabric_t != nullptr ? *fabric_t : empty, "fabric", &origins);
@@ -264,6 +313,19 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   const long local = tr.integer("local_batch", 2, 1, 1L << 30);
   t.activation_checkpointing = tr.boolean("activation_checkpointing", false);
   t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 1, 0, 100));
+  t.attention_kernel = tr.choice("attention_kernel", "commbound", {"commbound", "cudnn"});
+  // A table that has attention rows must have some of the chosen kernel: pricing one kernel's
+  // attention by another's rows, or by the roofline, would be silent and wrong.
+  if (!tr.failed() && sc.kernel_table && !sc.kernel_table->attentions().empty() &&
+      !sc.kernel_table->has_attention(t.attention_kernel)) {
+    if (tr.has("attention_kernel")) {
+      tr.fail("attention_kernel", sc.kernel_table->display_path() + " has no [[attention]] rows of implementation \"" +
+                                      t.attention_kernel + "\"");
+    } else {
+      return Error{path + ": training.attention_kernel = \"commbound\" (the default): " + sc.kernel_table->display_path() +
+                   " has no [[attention]] rows of implementation \"commbound\"; set training.attention_kernel"};
+    }
+  }
   if (!tr.failed() && has_global && has_local) tr.fail("local_batch", "give global_batch or local_batch, not both");
   const long per_replica = has_global ? global / t.dp : local;
   if (!tr.failed() && has_global && global % t.dp != 0) {
@@ -283,6 +345,12 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   t.micro_batches = static_cast<int>(per_replica / micro);
   sc.training = t;
   return sc;
+}
+
+CostModel cost_model(const Scenario& sc) {
+  const TrainingSpec& t = *sc.training;
+  if (sc.kernel_table) return CostModel(t.gpu, sc.kernel_table, t.attention_kernel);
+  return CostModel(t.gpu, sc.roofline_reason);
 }
 
 }  // namespace commbound::sim

@@ -9,9 +9,12 @@
 #include "network/collective.hpp"
 #include "network/expected.hpp"
 #include "network/nccl_constants.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/gpu_table.hpp"
 #include "sim/presets.hpp"
 #include "sim/training.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +41,11 @@ struct Scenario {
   network::NcclConstants nccl;
   NcclOptions nccl_options;
   std::optional<TrainingSpec> training;
+  // [cluster] kernel_table: the calibration table that prices compute, or null for the datasheet
+  // roofline, with the reason in `roofline_reason` ("kernel_table = \"roofline\"", or the
+  // missing calibration/<gpu>.toml of "auto").
+  std::shared_ptr<const GpuTable> kernel_table;
+  std::string roofline_reason;
   std::optional<Sweep> sweep;
 };
 
@@ -45,5 +53,9 @@ struct Scenario {
 // presets from `presets`, and validates everything.
 Expected<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides,
                                  const Presets& presets);
+
+// The cost model of `sc`'s training iteration (sc.training must be set): its kernel table with the
+// chosen attention kernel, or the datasheet roofline with the reason.
+CostModel cost_model(const Scenario& sc);
 
 }  // namespace commbound::sim

@@ -138,6 +138,11 @@ long TableReader::integer(const std::string& key, long fallback, long min, long 
   return v;
 }
 
+long TableReader::required_integer(const std::string& key, long min, long max) {
+  if (get(key, true) == nullptr) return 0;
+  return integer(key, 0, min, max);
+}
+
 bool TableReader::boolean(const std::string& key, bool fallback) {
   const toml::node* node = get(key, false);
   if (node == nullptr) return fallback;
@@ -177,6 +182,16 @@ const toml::table* TableReader::table(const std::string& key) {
     return nullptr;
   }
   return node->as_table();
+}
+
+const toml::array* TableReader::array(const std::string& key) {
+  const toml::node* node = get(key, false);
+  if (node == nullptr) return nullptr;
+  if (!node->is_array()) {
+    fail_at(node, key, "expected an array, got " + type_name(*node));
+    return nullptr;
+  }
+  return node->as_array();
 }
 
 const toml::array* TableReader::required_array(const std::string& key) {

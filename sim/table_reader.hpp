@@ -40,11 +40,14 @@ public:
   double number(const std::string& key, double fallback, double min, double max);
   double required_number(const std::string& key, double min, double max);
   long integer(const std::string& key, long fallback, long min, long max);
+  long required_integer(const std::string& key, long min, long max);
   bool boolean(const std::string& key, bool fallback);
   // A fixed-length array of numbers, each within [min, max].
   std::vector<double> numbers(const std::string& key, std::size_t count, double min, double max);
   // A sub-table, or null when absent; reading marks it as consumed.
   const toml::table* table(const std::string& key);
+  // An array (possibly empty), or null when absent (no error) or not an array (an error).
+  const toml::array* array(const std::string& key);
   // A non-empty array, or null (and an error) when absent, empty or not an array.
   const toml::array* required_array(const std::string& key);
 

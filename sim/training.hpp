@@ -12,6 +12,8 @@ namespace commbound::sim {
 // A GPU's datasheet figures (calibration/gpus.toml), SI units.
 struct GpuSpec {
   std::string name;
+  std::string description;
+  std::string peak_dtype = "bf16";  // the precision of peak_flops_per_s ("fp16" for GPUs without bf16)
   double peak_flops_per_s = 0;   // dense bf16 tensor throughput
   double hbm_bytes_per_s = 0;
   double memory_bytes = 0;
@@ -41,6 +43,8 @@ struct TrainingSpec {
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
   int warmup_iterations = 1;
+  // Which attention kernel's rows of a calibration table price attention: "commbound" or "cudnn".
+  std::string attention_kernel = "commbound";
 
   int world() const { return dp * tp * pp * cp; }
   bool sharded() const { return strategy != Strategy::ddp; }

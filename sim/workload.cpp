@@ -1,6 +1,7 @@
 #include "sim/workload.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace commbound::sim {
 namespace {
@@ -13,6 +14,10 @@ constexpr double kAdamBytesPerParam = 30;
 constexpr double kGradNormBytesPerParam = 4;
 // FlashAttention-2 backward does 5 matrix products to the forward's 2 (Dao 2023): 2.5x the FLOPs.
 constexpr double kAttentionBackwardFlopRatio = 2.5;
+
+// A kernel dimension from the layout's arithmetic: exact when the parallel degrees divide the
+// model's dimensions, else rounded up (the padding frameworks add, e.g. Megatron's vocabulary).
+std::int64_t dim(double v) { return static_cast<std::int64_t>(std::ceil(v - 1e-9)); }
 
 Op compute_op(std::string name, OpKind kind, double flops, double bytes) {
   Op op;
@@ -31,13 +36,26 @@ public:
     program_.ops.push_back(std::move(op));
     return static_cast<int>(program_.ops.size()) - 1;
   }
-  int gemm(const std::string& name, double m, double n, double k, std::vector<int> deps) {
+  // C[m x n] = op(A) op(B) in `layout` (kernel_shape.hpp).
+  int gemm(const std::string& name, double m, double n, double k, GemmLayout layout, std::vector<int> deps) {
     Op op = compute_op(name, OpKind::gemm, 2 * m * n * k, kBf16Bytes * (m * k + k * n + m * n));
+    op.kernel = GemmShape{dim(m), dim(n), dim(k), layout};
     op.deps = std::move(deps);
     return add(op);
   }
-  int elementwise(const std::string& name, double bytes, std::vector<int> deps) {
+  // Linear layer Y = X W^T with X [tokens x in], W [out x in]: its forward GEMM, or in backward
+  // its input gradient dX = dY W then its weight gradient dW = dY^T X (same FLOPs, other shapes).
+  int linear(const std::string& name, double tokens, double out, double in, bool backward, int dep) {
+    if (!backward) return gemm(name, tokens, out, in, GemmLayout::forward, {dep});
+    const int dgrad = gemm(name + ".dgrad", tokens, in, out, GemmLayout::dgrad, {dep});
+    return gemm(name + ".wgrad", out, in, tokens, GemmLayout::wgrad, {dgrad});
+  }
+  // A memory-bound kernel `kernel` (docs/calibration.md's names) over [tokens x width]; `bytes`
+  // is what the datasheet roofline prices. No kernel name: a synchronisation point (no kernel).
+  int elementwise(const std::string& name, double bytes, std::vector<int> deps, const std::string& kernel = "",
+                  double tokens = 0, double width = 0) {
     Op op = compute_op(name, OpKind::elementwise, 0, bytes);
+    if (!kernel.empty()) op.kernel = MemoryBoundShape{kernel, dim(tokens), dim(width)};
     op.deps = std::move(deps);
     return add(op);
   }
@@ -109,11 +127,9 @@ public:
     const double act = T * h * kBf16Bytes;  // one activation tensor
     const std::string p = "layer" + std::to_string(l) + tag_ + (backward ? ".bwd." : ".fwd.");
     const double passes = backward ? 2 : 1;  // backward: input and weight gradients
-    auto g = [&](const std::string& n, double mm, double nn, double kk, int dep) {
-      int last = gemm(p + n + (backward ? ".dgrad" : ""), mm, nn, kk, {dep});
-      if (backward) last = gemm(p + n + ".wgrad", mm, nn, kk, {last});
-      return last;
-    };
+    // Linear layer `n` mapping `in` features to `out` on this rank's tokens.
+    auto g = [&](const std::string& n, double out, double in, int dep) { return linear(p + n, T, out, in, backward, dep); };
+    const double rope_width = (m.heads + m.kv_heads) / tp * m.head_dim();  // q and k are rotated
     // Causal attention of this rank's queries: the unmasked half of the full s x s product, spread
     // evenly over the context-parallel ranks (load-balanced chunks, as TransformerEngine does).
     const double attn_fwd_flops =
@@ -121,34 +137,41 @@ public:
     Op attn = compute_op(p + "attention", OpKind::attention,
                          backward ? kAttentionBackwardFlopRatio * attn_fwd_flops : attn_fwd_flops,
                          passes * T * (qkv + 2 * h / tp) * kBf16Bytes);
+    // The kernel: causal flash attention of the rank's heads over its tokens. With context
+    // parallelism ring attention runs cp blocks per layer; each block is priced as a causal
+    // attention over seq / cp tokens, whose FLOPs equal the block's share (see attention()).
+    attn.kernel = AttentionShape{backward ? Direction::backward : Direction::forward, t_.micro_batch,
+                                 dim(m.heads / tp), dim(m.kv_heads / tp), dim(tokens() / t_.micro_batch),
+                                 m.head_dim(), true};
     int x = after;
     if (!backward) {
-      x = elementwise(p + "rmsnorm", 2 * act, {x});
-      x = g("qkv", T, qkv, h, x);
-      x = elementwise(p + "rope", 2 * T * qkv * kBf16Bytes, {x});
+      x = elementwise(p + "rmsnorm", 2 * act, {x}, "rmsnorm_forward", T, h);
+      x = g("qkv", qkv, h, x);
+      x = elementwise(p + "rope", 2 * T * qkv * kBf16Bytes, {x}, "rope_forward", T, rope_width);
       x = attention(p, attn, x, false);
-      x = g("o_proj", T, h, h / tp, x);
+      x = g("o_proj", h, h / tp, x);
       x = tp_sync(p + "attn", x);
-      x = elementwise(p + "residual", 3 * act, {x});
-      x = elementwise(p + "rmsnorm2", 2 * act, {x});
-      x = g("gate_up", T, 2 * ffn, h, x);
-      x = elementwise(p + "swiglu", 3 * T * ffn * kBf16Bytes, {x});
-      x = g("down", T, h, ffn, x);
+      x = elementwise(p + "residual", 3 * act, {x}, "residual_add", T, h);
+      x = elementwise(p + "rmsnorm2", 2 * act, {x}, "rmsnorm_forward", T, h);
+      x = g("gate_up", 2 * ffn, h, x);
+      x = elementwise(p + "swiglu", 3 * T * ffn * kBf16Bytes, {x}, "swiglu_forward", T, ffn);
+      x = g("down", h, ffn, x);
       x = tp_sync(p + "mlp", x);
-      return elementwise(p + "residual2", 3 * act, {x});
+      return elementwise(p + "residual2", 3 * act, {x}, "residual_add", T, h);
     }
-    x = elementwise(p + "residual2", 2 * act, {x});
-    x = g("down", T, h, ffn, x);
-    x = elementwise(p + "swiglu", 2 * 3 * T * ffn * kBf16Bytes, {x});
-    x = g("gate_up", T, 2 * ffn, h, x);
+    // The residual's backward adds the branch's input gradient to the skip path's.
+    x = elementwise(p + "residual2", 2 * act, {x}, "residual_add", T, h);
+    x = g("down", h, ffn, x);
+    x = elementwise(p + "swiglu", 2 * 3 * T * ffn * kBf16Bytes, {x}, "swiglu_backward", T, ffn);
+    x = g("gate_up", 2 * ffn, h, x);
     x = tp_sync(p + "mlp", x);
-    x = elementwise(p + "rmsnorm2", 2 * 2 * act, {x});
-    x = g("o_proj", T, h, h / tp, x);
+    x = elementwise(p + "rmsnorm2", 2 * 2 * act, {x}, "rmsnorm_backward", T, h);
+    x = g("o_proj", h, h / tp, x);
     x = attention(p, attn, x, true);
-    x = elementwise(p + "rope", 2 * 2 * T * qkv * kBf16Bytes, {x});
-    x = g("qkv", T, qkv, h, x);
+    x = elementwise(p + "rope", 2 * 2 * T * qkv * kBf16Bytes, {x}, "rope_backward", T, rope_width);
+    x = g("qkv", qkv, h, x);
     x = tp_sync(p + "attn", x);
-    return elementwise(p + "rmsnorm", 2 * 2 * act, {x});
+    return elementwise(p + "rmsnorm", 2 * 2 * act, {x}, "rmsnorm_backward", T, h);
   }
 
   int lm_head(bool backward, int after) {
@@ -156,11 +179,18 @@ public:
     const double T = tokens();
     const double vocab = m.vocab / static_cast<double>(t_.tp);
     const std::string p = "lm_head" + tag_ + (backward ? ".bwd." : ".fwd.");
-    int x = elementwise(p + "rmsnorm_final", (backward ? 2 : 1) * 2 * T * m.hidden * kBf16Bytes, {after});
-    x = gemm(p + "logits" + (backward ? ".dgrad" : ""), T, vocab, m.hidden, {x});
-    if (backward) x = gemm(p + "logits.wgrad", T, vocab, m.hidden, {x});
-    // Cross-entropy over fp32 logits: read and write them once forward, once backward.
-    return elementwise(p + "cross_entropy", 2 * T * vocab * kFp32Bytes, {x});
+    // Backward runs the cross-entropy gradient, the LM head's GEMMs, then the final norm's.
+    auto norm = [&](int dep) {
+      return elementwise(p + "rmsnorm_final", (backward ? 2 : 1) * 2 * T * m.hidden * kBf16Bytes, {dep},
+                         backward ? "rmsnorm_backward" : "rmsnorm_forward", T, m.hidden);
+    };
+    // Cross-entropy: the roofline counts fp32 logits read and written once forward, once backward.
+    auto cross_entropy = [&](int dep) {
+      return elementwise(p + "cross_entropy", 2 * T * vocab * kFp32Bytes, {dep},
+                         backward ? "cross_entropy_backward" : "cross_entropy_forward", T, vocab);
+    };
+    if (!backward) return cross_entropy(linear(p + "logits", T, vocab, m.hidden, false, norm(after)));
+    return norm(linear(p + "logits", T, vocab, m.hidden, true, cross_entropy(after)));
   }
 
   // Tokens of one micro-batch on this rank: context parallelism splits the sequence.
@@ -238,7 +268,8 @@ Program Builder::build(int stage) {
       start.push_back(collective("root.allgather" + tag, StreamId::all_gather, network::CollectiveOp::all_gather,
                                  shard_kind, root_bytes, after(last_compute)));
     }
-    int x = vs == 0 ? elementwise("embedding.fwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, start)
+    int x = vs == 0 ? elementwise("embedding.fwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, start,
+                                            "embedding_forward", tokens(), m.hidden)
                     : elementwise("vs" + std::to_string(vs) + ".fwd_start" + tag, 0, start);
     std::vector<int> done(static_cast<std::size_t>(hi + 1), -1);
     done[static_cast<std::size_t>(lo - 1)] = x;
@@ -311,7 +342,8 @@ Program Builder::build(int stage) {
       }
     }
     if (vs == 0) {
-      x = elementwise("embedding.bwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, {x});
+      x = elementwise("embedding.bwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, {x}, "embedding_backward", tokens(),
+                      m.hidden);
     } else {
       p2p("gradient", vs, mb, StreamId::pipeline_send_gradient, GroupKind::pipeline_prev, {x});
     }
@@ -350,9 +382,10 @@ Program Builder::build(int stage) {
   const double local_params = stage_params / tp / t_.shard_ranks();
   std::vector<int> deps = grad_sync;
   deps.push_back(last_compute);
-  int x = elementwise("optimizer.grad_norm", kGradNormBytesPerParam * local_params, deps);
+  // Both run over the local shard's parameters as one flat buffer: tokens = 1, width = parameters.
+  int x = elementwise("optimizer.grad_norm", kGradNormBytesPerParam * local_params, deps, "grad_norm", 1, local_params);
   program_.ops[static_cast<std::size_t>(x)].kind = OpKind::optimizer;
-  x = elementwise("optimizer.adamw", kAdamBytesPerParam * local_params, {x});
+  x = elementwise("optimizer.adamw", kAdamBytesPerParam * local_params, {x}, "adamw", 1, local_params);
   program_.ops[static_cast<std::size_t>(x)].kind = OpKind::optimizer;
   return std::move(program_);
 }

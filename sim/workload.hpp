@@ -6,11 +6,12 @@
 // over their full groups (and the data-parallel groups of the other tensor-parallel ranks, which
 // share the NICs); tests/sim/engine_test.cpp checks the shortcut against simulating every rank.
 //
-// Compute ops are priced by a CostModel. Until a measured calibration table exists (kernels
-// issue), that is a roofline from the datasheet (see cost_model.hpp): marked derived everywhere.
+// Compute ops are priced by a CostModel (cost_model.hpp): from a calibration table by their kernel
+// shapes when one is in use, else by the datasheet roofline from their FLOPs and bytes.
 #pragma once
 
 #include "network/collective.hpp"
+#include "sim/kernel_shape.hpp"
 #include "sim/training.hpp"
 
 #include <optional>
@@ -48,7 +49,10 @@ struct Op {
   StreamId stream = StreamId::compute;
   OpKind kind = OpKind::gemm;
   double flops = 0;            // compute ops: executed FLOPs (causal attention: the unmasked half)
-  double bytes = 0;            // compute ops: HBM traffic
+  double bytes = 0;            // compute ops: HBM traffic (what the datasheet roofline prices)
+  // Compute ops: the real kernel's shape (what a calibration table prices); std::monostate for
+  // the zero-cost synchronisation points and for collectives.
+  KernelShape kernel;
   network::CollectiveOp collective = network::CollectiveOp::all_gather;
   GroupKind group = GroupKind::data_parallel;
   double size_bytes = 0;       // collectives: nccl-tests convention (whole buffer)

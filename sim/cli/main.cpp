@@ -6,6 +6,7 @@
 #include "sim/output.hpp"
 #include "sim/presets.hpp"
 #include "sim/scenario.hpp"
+#include "sim/shape_set.hpp"
 #include "sim/engine.hpp"
 #include "sim/layout.hpp"
 #include "sim/metrics.hpp"
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -39,6 +42,8 @@ Usage:
   commbound collective SCENARIO --op OP --nodes LIST --bytes LIST [options]
   commbound platform SCENARIO [--export FILE] [options]
   commbound validate SCENARIO [--reference CSV] [options]
+  commbound shapes SCENARIO... [--out FILE] [--force] [options]
+  commbound derive-table --from TABLE --gpu GPU [--out FILE] [--force]
   commbound help [COMMAND]
 
 Commands:
@@ -51,6 +56,10 @@ Commands:
                optionally export it as SimGrid XML.
   validate     simulate every published nccl-tests point measured on the scenario's GPU
                and print published vs simulated busbw (nothing is fitted to them).
+  shapes       list the kernel shapes (GEMM, attention, memory-bound) that the scenarios'
+               training iterations run: the input of commbound-calibrate --shapes.
+  derive-table write a calibration table for another GPU, scaled from a measured one by
+               datasheet ratios (marked derived everywhere it is used).
 
 Every command takes:
   --set KEY=VALUE        override a scenario key, same dotted names as the file
@@ -64,6 +73,8 @@ Examples:
   commbound collective scenarios/examples/dgx-h100-roce.toml --op allgather --nodes 4 --bytes 1M:1G --format csv
   commbound platform scenarios/examples/dgx-h100-ib-ndr.toml --set cluster.nodes=2 --export dgx2.xml
   commbound validate scenarios/examples/dgx-a100-ib-hdr.toml
+  commbound shapes scenarios/paper/*.toml --out shapes.toml
+  commbound derive-table --from calibration/h100-sxm5.toml --gpu a100-sxm4-80gb --out calibration/a100-sxm4-80gb.toml
 
 Scenario format, presets and models: README.md and docs/.
 )";
@@ -127,8 +138,15 @@ docs/metrics.md), compute, communication and exposed communication time, power p
 per joule and memory per GPU. A layout that does not fit in GPU memory is reported with its
 breakdown instead of being simulated.
 
-Compute times come from a DERIVED datasheet roofline until a measured calibration table exists;
-power from a DERIVED model. Both are marked in every report.
+Compute times come from a calibration table when one is in use ([cluster] kernel_table:
+"auto" (default) uses calibration/<gpu>.toml when that file exists, "roofline" never does, or
+name a file): each op costs the table's measured time for its kernel shape; a shape the table
+lacks takes the achieved rate of the nearest measured shape, or the table's [device] roofline
+when it has no comparable row. Without a table, compute is the datasheet roofline (a lower
+bound: MFU is then an upper bound). [training] attention_kernel = "commbound" | "cudnn" picks
+the table's attention rows. Power: the table's [power] (NVML) when it has one, else a derived
+model. Every report states its sources and counts the ops priced by fallback
+(docs/metrics.md: cost_model_source, cost_model_exact_ops, cost_model_fallback_ops).
 
 With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
 keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]].
@@ -139,6 +157,49 @@ Options:
                      stage), one track per stream (no [sweep]; never overwrites
                      without --force)
   --out FILE, --force, --set, --calibration   as for collective
+)";
+
+const char* kShapesHelp = R"(commbound shapes SCENARIO... [--out FILE] [--force] [options]
+
+Lists the kernel shapes that one training iteration of each scenario runs (every [sweep] point,
+every pipeline stage; points that do not fit in GPU memory are skipped, since they are never
+simulated), deduplicated, in the calibration table format without timings:
+
+  [[gemm]]          m, n, k, layout ("forward", "dgrad", "wgrad")
+  [[attention]]     direction, batch, heads, kv_heads, seq, head_dim, causal
+  [[memory_bound]]  op, tokens, width
+
+This is the input of `commbound-calibrate --shapes FILE`, which times each shape on a real GPU
+and writes calibration/<gpu>.toml (docs/calibration.md). Shapes follow the parallel layout:
+tensor parallelism divides heads, FFN and vocabulary; context parallelism the sequence.
+
+Options:
+  --out FILE         write there instead of standard output (never overwrites without --force)
+  --force            allow --out to replace an existing file
+  --set KEY=VALUE    applied to every scenario (e.g. --set parallel.tp=2); repeatable
+  --calibration DIR  as for every command
+)";
+
+const char* kDeriveTableHelp = R"(commbound derive-table --from TABLE --gpu GPU [--out FILE] [--force]
+
+Writes a calibration table for GPU (a table of calibration/gpus.toml: a100-sxm4-80gb, v100-sxm2,
+...) from a MEASURED table of another GPU, by datasheet ratios (calibration/gpus.toml):
+  GEMM and attention times   x source dense peak / target dense peak (bf16; V100: fp16 tensor)
+  memory-bound times         x source HBM bandwidth / target HBM bandwidth
+  [device]                   copy_GBps and gemm_TFLOPs scaled the same way
+  [power]                    watts x target TDP / source TDP (crude: power does not scale so)
+  [contention]               copied
+The result says derived = true, derived_from and derivation in its [provenance], and every
+report that uses it says "derived". It is an estimate: a kernel's efficiency differs between
+GPU generations; measure on the real GPU (commbound-calibrate) when one is available.
+
+Options:
+  --from TABLE       the measured table (e.g. calibration/h100-sxm5.toml)
+  --from-gpu NAME    its GPU in calibration/gpus.toml (default: the file's name, e.g. h100-sxm5)
+  --gpu NAME         the target GPU in calibration/gpus.toml
+  --out FILE         write there instead of standard output (never overwrites without --force)
+  --force            allow --out to replace an existing file
+  --calibration DIR  where gpus.toml is (default: the calibration/ shipped with commbound)
 )";
 
 struct Common {
@@ -357,12 +418,13 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
       m.memory = memory;
       m.memory_bytes_per_gpu = memory.total_bytes;
       m.oom = !memory.fits();
+      const sim::CostModel cost = sim::cost_model(*sc);
+      sim::describe_cost_model(m, cost, stages);
       if (!m.oom) {
         auto platform = network::Platform::create(sc->cluster);
         if (!platform) {
           out = {{"error", sc->path + ": " + platform.error().message}};
         } else {
-          const sim::CostModel cost(t.gpu);
           sim::EngineOptions options;
           options.algorithm = sc->nccl_options.algorithm;
           options.protocol = sc->nccl_options.protocol;
@@ -370,7 +432,7 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
           const sim::Layout layout(t.dp, t.tp, t.pp, t.cp);
           std::vector<int> stage_of;
           for (int r = 0; r < layout.world(); ++r) stage_of.push_back(layout.coords(r).pp);
-          m = sim::compute_metrics(t, stages, stage_of, timeline, memory);
+          m = sim::compute_metrics(t, stages, stage_of, timeline, memory, cost);
           if (!trace_path.empty()) {
             Status w = sim::write_output(trace_path, force,
                                          [&](std::ostream& o) { sim::write_trace(o, stages, stage_of, timeline); });
@@ -415,6 +477,13 @@ sim::Metrics metrics_from_json(const nlohmann::json& j) {
   for (const auto& [what, bytes] : j["memory_breakdown_bytes"].items()) m.memory.bytes.emplace_back(what, bytes);
   m.memory.total_bytes = m.memory_bytes_per_gpu;
   m.memory.capacity_bytes = j["memory_capacity_bytes"];
+  m.cost_model_source = j["cost_model_source"];
+  m.cost_model_table = j["cost_model_table"];
+  m.cost_model_description = j["cost_model_description"];
+  m.cost_summary.exact_ops = j["cost_model_exact_ops"];
+  m.cost_summary.fallback_ops = j["cost_model_fallback_ops"];
+  for (const auto& [how, n] : j["cost_model_fallbacks"].items()) m.cost_summary.fallbacks[how] = n;
+  m.power_model_description = j["power_model"];
   if (m.oom) return m;
   m.iteration_s = j["iteration_s"];
   m.tokens_per_s = j["tokens_per_s"];
@@ -428,6 +497,25 @@ sim::Metrics metrics_from_json(const nlohmann::json& j) {
   m.power_w_per_gpu = j["power_w_per_gpu"];
   m.tokens_per_joule = j["tokens_per_joule"];
   return m;
+}
+
+// The scenario and every [sweep] point of it, as (row name, settings) pairs.
+std::vector<std::pair<std::string, Common>> points_of(const Common& c, const sim::Scenario& base) {
+  std::vector<std::pair<std::string, Common>> points;
+  if (!base.sweep) {
+    points.emplace_back(std::filesystem::path(base.path).stem().string(), c);
+    return points;
+  }
+  for (const auto& point : base.sweep->values) {
+    Common p = c;
+    std::string name;
+    for (std::size_t k = 0; k < point.size(); ++k) {
+      p.sets.push_back(base.sweep->keys[k] + "=" + point[k]);
+      name += (name.empty() ? "" : " ") + base.sweep->keys[k] + "=" + point[k];
+    }
+    points.emplace_back(name, p);
+  }
+  return points;
 }
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -447,24 +535,11 @@ int cmd_run(const std::vector<std::string>& args) {
   for (const std::string& path : {out, trace}) {
     if (Status ok = sim::check_writable(path, force); !ok) return fail(ok.error().message);
   }
-  std::vector<std::pair<std::string, Common>> points;
-  if (base->sweep) {
-    if (!trace.empty() && base->sweep->values.size() > 1) {
-      return fail("--trace needs one point: the [sweep] has " + std::to_string(base->sweep->values.size()) +
-                  "; pick one with --set 'sweep.values=[...]'");
-    }
-    for (const auto& point : base->sweep->values) {
-      Common p = c;
-      std::string name;
-      for (std::size_t k = 0; k < point.size(); ++k) {
-        p.sets.push_back(base->sweep->keys[k] + "=" + point[k]);
-        name += (name.empty() ? "" : " ") + base->sweep->keys[k] + "=" + point[k];
-      }
-      points.emplace_back(name, p);
-    }
-  } else {
-    points.emplace_back(std::filesystem::path(base->path).stem().string(), c);
+  if (base->sweep && !trace.empty() && base->sweep->values.size() > 1) {
+    return fail("--trace needs one point: the [sweep] has " + std::to_string(base->sweep->values.size()) +
+                "; pick one with --set 'sweep.values=[...]'");
   }
+  const std::vector<std::pair<std::string, Common>> points = points_of(c, *base);
   const bool show_progress = isatty(STDERR_FILENO) != 0 && points.size() > 1;
   std::vector<std::pair<std::string, sim::Metrics>> rows;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -483,8 +558,133 @@ int cmd_run(const std::vector<std::string>& args) {
         << (t.strategy == sim::Strategy::ddp ? std::string("DDP")
                                              : std::string(t.strategy == sim::Strategy::hsdp ? "HSDP" : "FSDP") +
                                                    " ZeRO-" + std::to_string(t.zero_stage))
-        << ", tp " << t.tp << "; compute " << sim::CostModel::kSource << "; power " << sim::kPowerModelSource;
+        << ", tp " << t.tp;
+  // Sources, once each (a [sweep] over GPUs can use several).
+  std::vector<std::string> computes, powers;
+  for (const auto& [name, m] : rows) {
+    if (std::find(computes.begin(), computes.end(), m.cost_model_description) == computes.end()) {
+      computes.push_back(m.cost_model_description);
+    }
+    if (std::find(powers.begin(), powers.end(), m.power_model_description) == powers.end()) {
+      powers.push_back(m.power_model_description);
+    }
+  }
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : " | ") + x;
+    return s;
+  };
+  title << "; compute " << joined(computes) << "; power " << joined(powers);
   Status written = sim::write_output(out, force, [&](std::ostream& o) { sim::write_metrics(o, rows, format, title.str()); });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
+int cmd_shapes(const std::vector<std::string>& args) {
+  std::vector<std::string> scenarios, sets;
+  std::string calibration, out;
+  bool force = false;
+  po::options_description desc;
+  desc.add_options()("scenario", po::value(&scenarios)->composing())("set", po::value(&sets)->composing())(
+      "calibration", po::value(&calibration))("out", po::value(&out))("force", po::bool_switch(&force));
+  po::positional_options_description pos;
+  pos.add("scenario", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see commbound help shapes)");
+  }
+  if (scenarios.empty()) return fail("shapes needs at least one SCENARIO (see commbound help shapes)");
+  if (Status ok = sim::check_writable(out, force); !ok) return fail(ok.error().message);
+  sim::ShapeSet shapes;
+  int simulated = 0, skipped = 0;
+  for (const std::string& path : scenarios) {
+    const Common c{path, sets, calibration};
+    auto base = load(c);
+    if (!base) return fail(base.error().message);
+    if (!base->training) return fail(base->path + ": shapes needs a [model] section (a training iteration)");
+    for (const auto& [name, point] : points_of(c, *base)) {
+      auto sc = load(point);
+      if (!sc) return fail(sc.error().message);
+      const sim::TrainingSpec& t = *sc->training;
+      if (!sim::memory_per_gpu(t, sc->cluster.node.nccl_channels).fits()) {
+        ++skipped;
+        continue;
+      }
+      ++simulated;
+      for (const sim::Program& p : sim::build_programs(t)) shapes.add(p);
+    }
+  }
+  std::vector<std::string> comments = {
+      "Kernel shapes of one training iteration (every [sweep] point, every pipeline stage), written by",
+      "`commbound shapes`: the input of `commbound-calibrate --shapes` (docs/calibration.md).",
+      "Scenarios:"};
+  for (const auto& path : scenarios) comments.push_back("  " + path);
+  for (const auto& set : sets) comments.push_back("  --set " + set);
+  comments.push_back(std::to_string(simulated) + " point(s); " + std::to_string(skipped) +
+                     " skipped (out of GPU memory: never simulated). " + std::to_string(shapes.gemms().size()) +
+                     " GEMM, " + std::to_string(shapes.attentions().size()) + " attention, " +
+                     std::to_string(shapes.memory_bounds().size()) + " memory-bound shapes.");
+  Status written = sim::write_output(out, force, [&](std::ostream& o) { shapes.write(o, comments); });
+  if (!written) return fail(written.error().message);
+  if (!out.empty() && out != "-") {
+    std::cerr << "commbound: wrote " << shapes.size() << " shapes to " << out << "\n";
+  }
+  return 0;
+}
+
+// Today's date (UTC), YYYY-MM-DD.
+std::string today() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &utc);
+  return buf;
+}
+
+int cmd_derive_table(const std::vector<std::string>& args) {
+  std::string from, from_gpu, gpu, out, calibration;
+  bool force = false;
+  po::options_description desc;
+  desc.add_options()("from", po::value(&from))("from-gpu", po::value(&from_gpu))("gpu", po::value(&gpu))(
+      "out", po::value(&out))("force", po::bool_switch(&force))("calibration", po::value(&calibration));
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(std::string(e.what()) + " (see commbound help derive-table)");
+  }
+  if (from.empty() || gpu.empty()) return fail("derive-table needs --from TABLE and --gpu GPU (see commbound help derive-table)");
+  if (Status ok = sim::check_writable(out, force); !ok) return fail(ok.error().message);
+  const sim::Presets presets(calibration.empty() ? sim::default_calibration_dir() : std::filesystem::path(calibration));
+  auto source = sim::GpuTable::load(from, from);
+  if (!source) return fail(source.error().message);
+  if (source->provenance().derived) {
+    return fail(from + ": a derived table (provenance.derived = true); derive from a measured one");
+  }
+  if (from_gpu.empty()) from_gpu = std::filesystem::path(from).stem().string();
+  auto from_spec = sim::load_gpu(presets, from_gpu);
+  if (!from_spec) {
+    return fail("--from " + from + ": its GPU \"" + from_gpu + "\" (the file's name) is not in calibration/gpus.toml; name it with --from-gpu (" +
+                from_spec.error().message + ")");
+  }
+  auto to_spec = sim::load_gpu(presets, gpu);
+  if (!to_spec) return fail("--gpu " + gpu + ": " + to_spec.error().message);
+  auto datasheet = [](const sim::GpuSpec& g) {
+    return sim::GpuTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+                                    g.memory_bytes, g.tdp_w};
+  };
+  const sim::GpuTable derived = source->derive(datasheet(*from_spec), datasheet(*to_spec), from, today());
+  Status written = sim::write_output(out, force, [&](std::ostream& o) {
+    o << "# DERIVED, NOT MEASURED: " << to_spec->description << " kernel times scaled from " << from
+      << " by `commbound derive-table`\n# (see [provenance] derivation). Replace it with a measurement "
+      << "(commbound-calibrate on a real " << gpu << ") when one can be had.\n";
+    derived.write(o);
+  });
   if (!written) return fail(written.error().message);
   return 0;
 }
@@ -507,6 +707,8 @@ int main(int argc, char** argv) {
     else if (topic == "platform") std::cout << kPlatformHelp;
     else if (topic == "validate") std::cout << kValidateHelp;
     else if (topic == "run") std::cout << kRunHelp;
+    else if (topic == "shapes") std::cout << kShapesHelp;
+    else if (topic == "derive-table") std::cout << kDeriveTableHelp;
     else std::cout << kUsage;
     return 0;
   }
@@ -526,5 +728,13 @@ int main(int argc, char** argv) {
     if (wants_help) return std::cout << kValidateHelp, 0;
     return cmd_validate(rest);
   }
-  return fail("unknown command \"" + cmd + "\" (commands: run, collective, platform, validate, help)");
+  if (cmd == "shapes") {
+    if (wants_help) return std::cout << kShapesHelp, 0;
+    return cmd_shapes(rest);
+  }
+  if (cmd == "derive-table") {
+    if (wants_help) return std::cout << kDeriveTableHelp, 0;
+    return cmd_derive_table(rest);
+  }
+  return fail("unknown command \"" + cmd + "\" (commands: run, collective, platform, validate, shapes, derive-table, help)");
 }

@@ -254,4 +254,75 @@ vocab = 32000
             b.out.substr(b.out.find('\n') + 1).substr(b.out.substr(b.out.find('\n') + 1).find(',')));
 }
 
+// `commbound shapes` writes the kernel shapes of every [sweep] point, in the table format without
+// timings, and never replaces a file without --force.
+TEST(Cli, ShapesWritesTheCalibrationInput) {
+  const std::string path = ::testing::TempDir() + "commbound_shapes.toml";
+  std::remove(path.c_str());
+  const std::string scenario = temp_file("shapes_sweep.toml", R"([cluster]
+node_type = "dgx-h100"
+nodes = 1
+[model]
+name = "llama2-1b"
+[training]
+seq_len = 1024
+local_batch = 1
+[parallel]
+tp = 1
+[sweep]
+key = "parallel.tp"
+values = [1, 2]
+)");
+  const CliRun r = run("shapes " + scenario + " --out " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // llama2-1b: hidden 2048, 16 heads of 128: tp 1 and tp 2 rope widths, the tp 2 qkv wgrad.
+  EXPECT_NE(text.find("op = \"rope_forward\"\ntokens = 1024\nwidth = 4096\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("op = \"rope_forward\"\ntokens = 1024\nwidth = 2048\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("m = 3072\nn = 2048\nk = 1024\nlayout = \"wgrad\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("p50_ms"), std::string::npos);
+  EXPECT_EQ(run("shapes " + scenario + " --out " + path).exit_code, 2);  // exists: not overwritten
+  EXPECT_EQ(run("shapes " + scenario + " --out " + path + " --force").exit_code, 0);
+  EXPECT_EQ(run("shapes").exit_code, 2);
+  EXPECT_EQ(run("help shapes").exit_code, 0);
+  std::remove(path.c_str());
+}
+
+// A derived table says so in its provenance, in the report's header and in every JSON row.
+TEST(Cli, DerivedTableIsMarkedDerivedEverywhere) {
+  const std::string table = ::testing::TempDir() + "commbound_derived.toml";
+  std::remove(table.c_str());
+  const CliRun d = run("derive-table --from tests/sim/data/tiny-gpu.toml --from-gpu h100-sxm5 --gpu a100-sxm4-80gb --out " + table);
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  std::ifstream in(table);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("derived = true"), std::string::npos);
+  EXPECT_NE(text.find("derived_from = \"tests/sim/data/tiny-gpu.toml (Test GPU, 2026-01-02)\""), std::string::npos);
+  // Deriving from a derived table is refused; so is overwriting.
+  EXPECT_EQ(run("derive-table --from " + table + " --from-gpu a100-sxm4-80gb --gpu v100-sxm2").exit_code, 2);
+  EXPECT_EQ(run("derive-table --from tests/sim/data/tiny-gpu.toml --from-gpu h100-sxm5 --gpu a100-sxm4-80gb --out " + table).exit_code, 2);
+  const std::string scenario = temp_file("derived_run.toml", "[cluster]\nnode_type = \"dgx-a100\"\nnodes = 1\nkernel_table = \"" +
+                                                                 table + "\"\n[model]\nname = \"llama2-1b\"\n[training]\nseq_len = 1024\n");
+  const CliRun t = run("run " + scenario);
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("; compute derived: " + table + " (NVIDIA A100 SXM4 80GB, derived from"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("# cost model: 0 compute ops exact from " + table), std::string::npos) << t.out;
+  const CliRun j = run("run " + scenario + " --format json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  const nlohmann::json rows = nlohmann::json::parse(j.out)["rows"];
+  EXPECT_EQ(rows[0]["cost_model_source"], "derived");
+  EXPECT_EQ(rows[0]["cost_model_table"], table);
+  EXPECT_GT(rows[0]["cost_model_fallback_ops"].get<int>(), 0);
+  std::remove(table.c_str());
+}
+
+// With no calibration/<gpu>.toml the shipped scenarios keep the roofline, and say so.
+TEST(Cli, WithoutATableTheReportSaysRoofline) {
+  const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1]");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("compute roofline: datasheet peaks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# cost model: every compute op by the datasheet roofline"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -123,7 +123,7 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
   const IterationTimeline tl = simulate(**platform, nccl, t, {program}, cost, {});
-  const Metrics m = compute_metrics(t, {program}, std::vector<int>(16, 0), tl, memory_per_gpu(t, 16));
+  const Metrics m = compute_metrics(t, {program}, std::vector<int>(16, 0), tl, memory_per_gpu(t, 16), cost);
   EXPECT_LT(m.exposed_comm_s, 1e-6);
   EXPECT_NEAR(m.iteration_s, sum_compute_seconds(program, cost), 1e-6);
 }

@@ -1,0 +1,84 @@
+#include "sim/cost_model.hpp"
+
+#include <algorithm>
+
+namespace commbound::sim {
+namespace {
+
+// "gemm", "attention" or "memory_bound": the table's kind of row for a kernel shape.
+const char* kind_of(const KernelShape& k) {
+  if (std::holds_alternative<GemmShape>(k)) return "gemm";
+  if (std::holds_alternative<AttentionShape>(k)) return "attention";
+  return "memory_bound";
+}
+
+}  // namespace
+
+CostModel::CostModel(const GpuSpec& gpu, std::string why) : gpu_(gpu), why_(std::move(why)) {}
+
+CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const GpuTable> table, std::string attention_kernel)
+    : gpu_(gpu), table_(std::move(table)), attention_kernel_(std::move(attention_kernel)) {}
+
+Priced CostModel::price(const Op& op) const {
+  if (!table_) {
+    return {std::max(op.flops / gpu_.peak_flops_per_s, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
+  }
+  if (const auto* g = std::get_if<GemmShape>(&op.kernel)) return table_->gemm(*g);
+  if (const auto* a = std::get_if<AttentionShape>(&op.kernel)) return table_->attention(attention_kernel_, *a);
+  if (const auto* m = std::get_if<MemoryBoundShape>(&op.kernel)) return table_->memory_bound(*m);
+  return {0, Match::exact};  // a synchronisation point: no kernel
+}
+
+double CostModel::contention_factor(const Op& op) const {
+  if (!table_ || !table_->contention()) return gpu_.comm_contention_factor;
+  // Memory-bound kernels lose SMs and HBM bandwidth to NCCL like GEMMs do; the GEMM factor is the
+  // measured slowdown closest to theirs (1 would claim they lose nothing).
+  return std::holds_alternative<AttentionShape>(op.kernel) ? table_->contention()->attention_factor
+                                                           : table_->contention()->gemm_factor;
+}
+
+std::string CostModel::source() const {
+  if (!table_) return "roofline";
+  return table_->provenance().derived ? "derived" : "measured";
+}
+
+std::string CostModel::describe() const {
+  if (table_) return table_->describe() + (attention_kernel_ == "commbound" ? "" : ", attention " + attention_kernel_);
+  return "roofline: datasheet peaks (calibration/gpus.toml), not measured" + (why_.empty() ? "" : " (" + why_ + ")");
+}
+
+CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
+  CostSummary s;
+  for (const Program& p : stages) {
+    for (const Op& op : p.ops) {
+      if (std::holds_alternative<std::monostate>(op.kernel)) continue;
+      const Priced priced = price(op);
+      if (table_ && priced.match == Match::exact) {
+        ++s.exact_ops;
+        continue;
+      }
+      ++s.fallback_ops;
+      ++s.fallbacks[table_ ? std::string(kind_of(op.kernel)) + "_" + to_string(priced.match) : "roofline"];
+    }
+  }
+  return s;
+}
+
+double CostModel::power_w(double compute_bound_fraction, double memory_bound_fraction) const {
+  if (table_ && table_->power()) {
+    const TablePower& p = *table_->power();
+    return p.idle_w + (p.gemm_w - p.idle_w) * compute_bound_fraction +
+           (p.memory_bound_w - p.idle_w) * memory_bound_fraction;
+  }
+  return gpu_.idle_w + (gpu_.tdp_w - gpu_.idle_w) * (compute_bound_fraction + memory_bound_fraction);
+}
+
+std::string CostModel::describe_power() const {
+  if (table_ && table_->power()) {
+    return std::string(table_->provenance().derived ? "derived" : "measured") + ": [power] of " +
+           table_->display_path() + ": idle_W, gemm_W while GEMM/attention run, memory_bound_W while memory-bound kernels run";
+  }
+  return "derived: idle + (TDP - idle) x compute-busy fraction (calibration/gpus.toml), not measured";
+}
+
+}  // namespace commbound::sim

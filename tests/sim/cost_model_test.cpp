@@ -1,0 +1,486 @@
+// Calibration tables and the cost model: exact lookups cost their p50, each fallback its
+// hand-computed time, bad tables fail naming file:line: key = value, the scenario selects the
+// table as documented, derived tables scale every row by the datasheet ratio, the workload gives
+// its ops the kernel shapes of docs/calibration.md, and a one-GPU iteration priced by a table
+// lasts exactly the sum of its ops' table times.
+#include "network/platform.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/engine.hpp"
+#include "sim/gpu_table.hpp"
+#include "sim/scenario.hpp"
+#include "sim/shape_set.hpp"
+#include "sim/workload.hpp"
+#include "tests/network/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace commbound::sim {
+namespace {
+
+const Presets kPresets("calibration");
+const char* kTiny = "tests/sim/data/tiny-gpu.toml";
+constexpr double kMs = 1e-3;
+// The tiny table's [device]: 1000 GB/s copy, 100 TFLOP/s GEMM.
+constexpr double kCopy = 1e12;
+constexpr double kGemm = 1e14;
+
+GpuTable tiny() {
+  auto t = GpuTable::load(kTiny, kTiny);
+  EXPECT_TRUE(t) << t.error().message;
+  return *t;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// --- lookups ------------------------------------------------------------------------------------
+
+TEST(GpuTable, ExactShapesCostTheirP50) {
+  const GpuTable t = tiny();
+  Priced p = t.gemm({1024, 1024, 1024, GemmLayout::forward});
+  EXPECT_EQ(p.match, Match::exact);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.04 * kMs);
+  EXPECT_DOUBLE_EQ(t.gemm({1024, 1024, 1024, GemmLayout::dgrad}).seconds, 0.05 * kMs);  // layout is part of the key
+  const AttentionShape a{Direction::forward, 1, 8, 8, 1024, 128, true};
+  EXPECT_DOUBLE_EQ(t.attention("commbound", a).seconds, 0.1 * kMs);
+  EXPECT_DOUBLE_EQ(t.attention("cudnn", a).seconds, 0.08 * kMs);
+  p = t.memory_bound({"rmsnorm_forward", 8192, 1024});
+  EXPECT_EQ(p.match, Match::exact);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.05 * kMs);
+}
+
+TEST(GpuTable, MissingGemmTakesTheNearestRowsFlopRate) {
+  const GpuTable t = tiny();
+  // 2048 x 1024 x 1024: log-distance ln(2)^2 to 1024^3, 2 ln(4)^2 + ln(2)^2 to 4096^3. Same FLOP/s
+  // as the 1024^3 row, twice the FLOPs: twice its time.
+  const Priced p = t.gemm({2048, 1024, 1024, GemmLayout::forward});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 2 * 0.04 * kMs);
+  // 3500^3 is nearer 4096^3: (3500/4096)^3 of its 2 ms.
+  EXPECT_NEAR(t.gemm({3500, 3500, 3500, GemmLayout::forward}).seconds, 2.0 * kMs * std::pow(3500.0 / 4096, 3), 1e-15);
+}
+
+TEST(GpuTable, GemmWithoutRowsOfItsLayoutIsTheDeviceRoofline) {
+  const GpuTable t = tiny();
+  // No wgrad row: max(2 * 1024^3 / 1e14, 2 * 3 * 1024^2 / 1e12) = 2.147483648e-5 s (compute-bound).
+  const Priced p = t.gemm({1024, 1024, 1024, GemmLayout::wgrad});
+  EXPECT_EQ(p.match, Match::roofline);
+  EXPECT_DOUBLE_EQ(p.seconds, 2.0 * 1024 * 1024 * 1024 / kGemm);
+  // A skinny GEMM is bandwidth-bound: 8 x 8 x 1e6 moves 2 (8e6 + 8e6 + 64) bytes.
+  EXPECT_DOUBLE_EQ(t.gemm({8, 8, 1000000, GemmLayout::wgrad}).seconds, 2.0 * (8e6 + 8e6 + 64) / kCopy);
+}
+
+TEST(GpuTable, MissingAttentionScalesTheNearestByFlops) {
+  const GpuTable t = tiny();
+  // seq 2048: 4x the FLOPs of the seq 1024 row.
+  Priced p = t.attention("commbound", {Direction::forward, 1, 8, 8, 2048, 128, true});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 4 * 0.1 * kMs);
+  // Batch 2, 16 heads, GQA kv 4: 4x the FLOPs (kv_heads do not change attention's FLOPs).
+  EXPECT_DOUBLE_EQ(t.attention("commbound", {Direction::forward, 2, 16, 4, 1024, 128, true}).seconds, 4 * 0.1 * kMs);
+  // Not causal: twice the FLOPs of the causal row.
+  EXPECT_DOUBLE_EQ(t.attention("commbound", {Direction::forward, 1, 8, 8, 1024, 128, false}).seconds, 2 * 0.1 * kMs);
+  // No backward row: roofline, 2.5 x (4 b s^2 H d / 2) / 1e14.
+  p = t.attention("commbound", {Direction::backward, 1, 8, 8, 1024, 128, true});
+  EXPECT_EQ(p.match, Match::roofline);
+  EXPECT_DOUBLE_EQ(p.seconds, 2.5 * 2.0 * 1024 * 1024 * 8 * 128 / kGemm);
+  // Another head_dim: not comparable, roofline.
+  EXPECT_EQ(t.attention("commbound", {Direction::forward, 1, 8, 8, 1024, 64, true}).match, Match::roofline);
+}
+
+TEST(GpuTable, MissingMemoryBoundTakesTheNearestRowsByteRate) {
+  const GpuTable t = tiny();
+  // tokens 2048 is nearer 1024 (ln 2) than 8192 (ln 4). rmsnorm_forward moves 4Tw + 2w bytes.
+  const Priced p = t.memory_bound({"rmsnorm_forward", 2048, 1024});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.01 * kMs * (4.0 * 2048 * 1024 + 2 * 1024) / (4.0 * 1024 * 1024 + 2 * 1024));
+  // No swiglu row: roofline on its 6Tw bytes.
+  const Priced q = t.memory_bound({"swiglu_forward", 1000, 500});
+  EXPECT_EQ(q.match, Match::roofline);
+  EXPECT_DOUBLE_EQ(q.seconds, 6.0 * 1000 * 500 / kCopy);
+}
+
+TEST(CostModel, ContentionAndPowerFromTheTable) {
+  GpuSpec gpu = *load_gpu(kPresets, "h100-sxm5");
+  const CostModel cost(gpu, std::make_shared<const GpuTable>(tiny()), "commbound");
+  Op gemm, attention, norm;
+  gemm.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward};
+  attention.kernel = AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, true};
+  norm.kernel = MemoryBoundShape{"rmsnorm_forward", 1024, 1024};
+  EXPECT_DOUBLE_EQ(cost.contention_factor(gemm), 1.2);
+  EXPECT_DOUBLE_EQ(cost.contention_factor(attention), 1.1);
+  EXPECT_DOUBLE_EQ(cost.contention_factor(norm), 1.2);  // memory-bound kernels: the GEMM factor
+  // idle 100 + (500 - 100) x 0.5 + (300 - 100) x 0.25.
+  EXPECT_DOUBLE_EQ(cost.power_w(0.5, 0.25), 350);
+  EXPECT_EQ(cost.source(), "measured");
+  EXPECT_EQ(cost.describe(), std::string("measured: ") + kTiny + " (Test GPU, 2026-01-02, commit abc1234)");
+  // Without a table: the datasheet model, idle + (TDP - idle) x busy.
+  const CostModel roofline(gpu);
+  EXPECT_DOUBLE_EQ(roofline.power_w(0.5, 0.25), gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * 0.75);
+  EXPECT_EQ(roofline.source(), "roofline");
+}
+
+// The example of docs/calibration.md's format section, every key of the format, reads cleanly.
+TEST(GpuTable, ReadsTheDocumentedExample) {
+  const std::string doc = read_all("docs/calibration.md");
+  const std::size_t begin = doc.find("```toml\n");
+  ASSERT_NE(begin, std::string::npos);
+  const std::size_t end = doc.find("```", begin + 8);
+  const std::string path = temp_file("documented.toml", doc.substr(begin + 8, end - begin - 8));
+  auto t = GpuTable::load(path, "calibration/h100-sxm5.toml");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->describe(), "measured: calibration/h100-sxm5.toml (NVIDIA H100 80GB HBM3, 2026-11-22, commit abc1234)");
+  EXPECT_DOUBLE_EQ(t->gemm({8192, 12288, 4096, GemmLayout::forward}).seconds, 1.1 * kMs);
+  EXPECT_DOUBLE_EQ(*t->provenance().memory_bytes, 79.2e9);
+  EXPECT_DOUBLE_EQ(*t->contention()->comm_bytes_per_s, 400e9);
+  EXPECT_DOUBLE_EQ(*t->power()->sample_period_s, 0.020);
+  // The example's bytes follow the fewest-bytes formula the simulator scales by.
+  EXPECT_DOUBLE_EQ(t->memory_bounds()[0].bytes, t->memory_bounds()[0].shape.bytes());
+}
+
+// --- bad tables ---------------------------------------------------------------------------------
+
+struct BadTable {
+  const char* name;
+  const char* replace;  // a line of the tiny table ...
+  const char* with;     // ... replaced by this
+  const char* expected; // the error, after "<file>:"
+};
+class BadTables : public ::testing::TestWithParam<BadTable> {};
+TEST_P(BadTables, NameFileLineKeyAndValue) {
+  std::string text = read_all(kTiny);
+  const std::size_t at = text.find(GetParam().replace);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string(GetParam().replace).size(), GetParam().with);
+  const std::string path = temp_file(std::string("bad_") + GetParam().name + ".toml", text);
+  auto t = GpuTable::load(path, path);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().message.rfind(path + ":", 0), 0u) << t.error().message;
+  EXPECT_NE(t.error().message.find(GetParam().expected), std::string::npos) << t.error().message;
+}
+INSTANTIATE_TEST_SUITE_P(
+    Tables, BadTables,
+    ::testing::Values(
+        BadTable{"unknown_key", "layout = \"dgrad\"", "layout = \"dgrad\"\nlayuot = 1", ":39: gemm.layuot = 1: unknown key in [gemm]"},
+        BadTable{"bad_layout", "layout = \"dgrad\"", "layout = \"backward\"", ":38: gemm.layout = \"backward\": must be one of"},
+        BadTable{"negative", "m = 4096", "m = -4096", ":26: gemm.m = -4096: must be between 1 and"},
+        BadTable{"float_dim", "m = 4096", "m = 4096.0", ":26: gemm.m = 4096.0: expected an integer"},
+        BadTable{"order", "p10_ms = 2.0", "p10_ms = 2.5", ":31: gemm.p50_ms = 2.0: must lie between p10_ms and p90_ms"},
+        BadTable{"op", "op = \"rmsnorm_forward\"\ntokens = 8192", "op = \"rmsnorm_fwd\"\ntokens = 8192",
+                 "memory_bound.op = \"rmsnorm_fwd\": must be one of"},
+        BadTable{"duplicate", "m = 4096\nn = 4096\nk = 4096", "m = 1024\nn = 1024\nk = 1024",
+                 ":25: [[gemm]]: the same shape as the row at"},
+        BadTable{"provenance_key", "derived = false", "derived = false\nhost = \"x\"", "provenance.host = \"x\": unknown key"},
+        BadTable{"section", "[contention]", "[contentions]", "contentions = (a table): unknown key"},
+        BadTable{"factor", "gemm_factor = 1.2", "gemm_factor = 0.5", "contention.gemm_factor = 0.5: must be between 1 and 10"},
+        BadTable{"date", "date = \"2026-01-02\"", "date = 2026-01-02", "provenance.date = 2026-01-02: expected a string"}));
+
+// --- selection ----------------------------------------------------------------------------------
+
+const char* kTrainingScenario = R"([cluster]
+node_type = "dgx-h100"
+nodes = 1
+[model]
+name = "llama2-7b"
+)";
+
+TEST(Selection, AutoWithoutATableIsTheRoofline) {
+  // calibration/h100-sxm5.toml is not shipped until it is measured on a real H100.
+  ASSERT_FALSE(std::filesystem::exists("calibration/h100-sxm5.toml"));
+  auto sc = load_scenario(temp_file("auto.toml", kTrainingScenario), {}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_EQ(sc->kernel_table, nullptr);
+  EXPECT_EQ(cost_model(*sc).source(), "roofline");
+  EXPECT_NE(cost_model(*sc).describe().find("no calibration/h100-sxm5.toml"), std::string::npos);
+}
+
+TEST(Selection, AutoFindsTheGpusTableInTheCalibrationDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "calibration_with_table";
+  fs::remove_all(dir);
+  fs::copy("calibration", dir, fs::copy_options::recursive);
+  fs::copy_file(kTiny, dir / "h100-sxm5.toml");
+  auto sc = load_scenario(temp_file("auto2.toml", kTrainingScenario), {}, Presets(dir));
+  ASSERT_TRUE(sc) << sc.error().message;
+  ASSERT_NE(sc->kernel_table, nullptr);
+  EXPECT_EQ(cost_model(*sc).source(), "measured");
+  // "roofline" ignores the table.
+  auto off = load_scenario(temp_file("auto3.toml", kTrainingScenario), {"cluster.kernel_table=roofline"}, Presets(dir));
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(off->kernel_table, nullptr);
+}
+
+TEST(Selection, ExplicitTableAndAttentionKernel) {
+  const std::string path = temp_file("explicit.toml", kTrainingScenario);
+  auto sc = load_scenario(path, {std::string("cluster.kernel_table=") + kTiny, "training.attention_kernel=cudnn"}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  ASSERT_NE(sc->kernel_table, nullptr);
+  EXPECT_EQ(sc->training->attention_kernel, "cudnn");
+  EXPECT_NE(cost_model(*sc).describe().find("attention cudnn"), std::string::npos);
+  // A missing file names the key.
+  auto missing = load_scenario(path, {"cluster.kernel_table=nowhere.toml"}, kPresets);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message.rfind("--set cluster.kernel_table=nowhere.toml: cluster.kernel_table = \"nowhere.toml\": no such file", 0), 0u)
+      << missing.error().message;
+  // A table without rows of the chosen attention kernel.
+  std::string text = read_all(kTiny);
+  const std::size_t cudnn_row = text.find("[[attention]]", text.find("[[attention]]") + 1);
+  text = text.substr(0, cudnn_row) + text.substr(text.find("[[memory_bound]]"));
+  const std::string no_cudnn = temp_file("no_cudnn.toml", text);
+  auto bad = load_scenario(path, {"cluster.kernel_table=" + no_cudnn, "training.attention_kernel=cudnn"}, kPresets);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("training.attention_kernel = \"cudnn\": " + no_cudnn +
+                                     " has no [[attention]] rows of implementation \"cudnn\""),
+            std::string::npos)
+      << bad.error().message;
+}
+
+// --- derived tables -----------------------------------------------------------------------------
+
+TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
+  const GpuTable source = tiny();
+  auto datasheet = [](const std::string& name) {
+    const GpuSpec g = *load_gpu(kPresets, name);
+    return GpuTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+                               g.memory_bytes, g.tdp_w};
+  };
+  const GpuTable d = source.derive(datasheet("h100-sxm5"), datasheet("a100-sxm4-80gb"), kTiny, "2026-02-03");
+  // calibration/gpus.toml: H100 989.4 TFLOP/s, 3350 GB/s, 700 W; A100 312 TFLOP/s, 2039 GB/s, 400 W.
+  const double compute = 989.4 / 312.0, memory = 3350.0 / 2039.0, watts = 400.0 / 700.0;
+  // Through the file format and back, as `commbound derive-table` writes it.
+  std::ostringstream text;
+  d.write(text);
+  const std::string path = temp_file("derived.toml", text.str());
+  auto back = GpuTable::load(path, path);
+  ASSERT_TRUE(back) << back.error().message << "\n" << text.str();
+  for (const GpuTable* t : {&d, static_cast<const GpuTable*>(&*back)}) {
+    ASSERT_EQ(t->gemms().size(), 3u);
+    EXPECT_NEAR(t->gemms()[0].time.p50_s, 0.04 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[0].time.p10_s, 0.039 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[1].time.p90_s, 2.1 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[2].time.p50_s, 0.05 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->attentions()[0].time.p50_s, 0.1 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->attentions()[1].time.p50_s, 0.08 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->memory_bounds()[0].time.p50_s, 0.01 * kMs * memory, 1e-9 * kMs);
+    EXPECT_NEAR(t->memory_bounds()[1].time.p50_s, 0.05 * kMs * memory, 1e-9 * kMs);
+    EXPECT_DOUBLE_EQ(t->memory_bounds()[0].bytes, 4196352);  // bytes are the shape's: unchanged
+    EXPECT_NEAR(t->copy_bytes_per_s(), kCopy / memory, 1e-6 * kCopy);
+    EXPECT_NEAR(t->gemm_flops_per_s(), kGemm / compute, 1e-6 * kGemm);
+    EXPECT_NEAR(t->power()->idle_w, 100 * watts, 1e-6);
+    EXPECT_NEAR(t->power()->gemm_w, 500 * watts, 1e-6);
+    EXPECT_NEAR(t->power()->memory_bound_w, 300 * watts, 1e-6);
+    EXPECT_DOUBLE_EQ(t->contention()->gemm_factor, 1.2);
+    EXPECT_DOUBLE_EQ(t->contention()->attention_factor, 1.1);
+    EXPECT_TRUE(t->provenance().derived);
+    EXPECT_EQ(t->provenance().gpu, "NVIDIA A100 SXM4 80GB");
+    EXPECT_EQ(t->provenance().derived_from, std::string(kTiny) + " (Test GPU, 2026-01-02)");
+    EXPECT_NE(t->provenance().derivation.find("crude"), std::string::npos);
+  }
+  EXPECT_EQ(back->describe().rfind("derived: ", 0), 0u);
+  EXPECT_EQ(CostModel(*load_gpu(kPresets, "a100-sxm4-80gb"), std::make_shared<const GpuTable>(*back), "commbound").source(),
+            "derived");
+}
+
+TEST(DerivedTable, V100IsDerivedWithItsFp16TensorPeak) {
+  const GpuSpec v100 = *load_gpu(kPresets, "v100-sxm2");
+  EXPECT_EQ(v100.peak_dtype, "fp16");
+  EXPECT_DOUBLE_EQ(v100.peak_flops_per_s, 125e12);
+  EXPECT_DOUBLE_EQ(v100.hbm_bytes_per_s, 900e9);
+  EXPECT_DOUBLE_EQ(v100.memory_bytes, 32e9);
+  EXPECT_DOUBLE_EQ(v100.tdp_w, 300);
+}
+
+// --- kernel shapes of the workload --------------------------------------------------------------
+
+TrainingSpec llama7b(int tp, int cp) {
+  TrainingSpec t;
+  t.model = *load_model(kPresets, "llama2-7b");
+  t.gpu = *load_gpu(kPresets, "h100-sxm5");
+  t.seq_len = 4096;
+  t.micro_batch = 2;
+  t.tp = tp;
+  t.cp = cp;
+  t.dp = 8 / tp / cp;
+  t.global_batch = 2 * t.dp;
+  return t;
+}
+
+const Op& op_named(const Program& p, const std::string& name) {
+  for (const Op& op : p.ops) {
+    if (op.name == name) return op;
+  }
+  static const Op none;
+  ADD_FAILURE() << "no op " << name;
+  return none;
+}
+
+TEST(Workload, LinearLayersHaveForwardDgradAndWgradShapes) {
+  const Program p = build_program(llama7b(1, 1));
+  // qkv: X [8192 x 4096] W^T, W [12288 x 4096].
+  const auto fwd = std::get<GemmShape>(op_named(p, "layer1.mb0.fwd.qkv").kernel);
+  const auto dgrad = std::get<GemmShape>(op_named(p, "layer1.mb0.bwd.qkv.dgrad").kernel);
+  const auto wgrad = std::get<GemmShape>(op_named(p, "layer1.mb0.bwd.qkv.wgrad").kernel);
+  EXPECT_EQ(fwd, (GemmShape{8192, 12288, 4096, GemmLayout::forward}));
+  EXPECT_EQ(dgrad, (GemmShape{8192, 4096, 12288, GemmLayout::dgrad}));
+  EXPECT_EQ(wgrad, (GemmShape{12288, 4096, 8192, GemmLayout::wgrad}));
+  EXPECT_DOUBLE_EQ(fwd.flops(), dgrad.flops());
+  EXPECT_DOUBLE_EQ(fwd.flops(), wgrad.flops());
+  EXPECT_DOUBLE_EQ(op_named(p, "layer1.mb0.bwd.qkv.wgrad").flops, wgrad.flops());
+  // LM head: vocab 32000 outputs.
+  EXPECT_EQ(std::get<GemmShape>(op_named(p, "lm_head.mb0.bwd.logits.wgrad").kernel),
+            (GemmShape{32000, 4096, 8192, GemmLayout::wgrad}));
+}
+
+TEST(Workload, OpsCarryTheCalibrationNamesAndWidths) {
+  const TrainingSpec t = llama7b(2, 1);
+  const Program p = build_program(t);
+  auto mb = [&](const std::string& name) { return std::get<MemoryBoundShape>(op_named(p, name).kernel); };
+  EXPECT_EQ(mb("layer1.mb0.fwd.rmsnorm"), (MemoryBoundShape{"rmsnorm_forward", 8192, 4096}));
+  EXPECT_EQ(mb("layer1.mb0.bwd.rmsnorm2"), (MemoryBoundShape{"rmsnorm_backward", 8192, 4096}));
+  EXPECT_EQ(mb("layer1.mb0.fwd.rope"), (MemoryBoundShape{"rope_forward", 8192, (32 + 32) / 2 * 128}));
+  EXPECT_EQ(mb("layer1.mb0.fwd.swiglu"), (MemoryBoundShape{"swiglu_forward", 8192, 11008 / 2}));
+  EXPECT_EQ(mb("layer1.mb0.bwd.swiglu"), (MemoryBoundShape{"swiglu_backward", 8192, 11008 / 2}));
+  EXPECT_EQ(mb("layer1.mb0.fwd.residual"), (MemoryBoundShape{"residual_add", 8192, 4096}));
+  EXPECT_EQ(mb("lm_head.mb0.fwd.cross_entropy"), (MemoryBoundShape{"cross_entropy_forward", 8192, 32000 / 2}));
+  EXPECT_EQ(mb("lm_head.mb0.bwd.cross_entropy"), (MemoryBoundShape{"cross_entropy_backward", 8192, 32000 / 2}));
+  EXPECT_EQ(mb("embedding.fwd.mb0"), (MemoryBoundShape{"embedding_forward", 8192, 4096}));
+  EXPECT_EQ(mb("embedding.bwd.mb0"), (MemoryBoundShape{"embedding_backward", 8192, 4096}));
+  // Optimizer: one flat buffer of the local shard, parameters / tp / (dp x cp).
+  const auto local = static_cast<std::int64_t>(std::ceil(t.model.params() / 2 / 4));
+  EXPECT_EQ(mb("optimizer.adamw"), (MemoryBoundShape{"adamw", 1, local}));
+  EXPECT_EQ(mb("optimizer.grad_norm"), (MemoryBoundShape{"grad_norm", 1, local}));
+  EXPECT_EQ(std::get<AttentionShape>(op_named(p, "layer1.mb0.bwd.attention").kernel),
+            (AttentionShape{Direction::backward, 2, 16, 16, 4096, 128, true}));
+  // Synchronisation points run no kernel.
+  for (const Op& op : p.ops) {
+    if (op.kind == OpKind::collective || op.bytes == 0) {
+      EXPECT_TRUE(std::holds_alternative<std::monostate>(op.kernel)) << op.name;
+    }
+  }
+}
+
+TEST(Workload, RingAttentionBlocksArePricedAsCausalAttentionOverTheirShare) {
+  const Program p = build_program(llama7b(1, 4));
+  const Op& block = op_named(p, "layer1.mb0.fwd.attention.block2");
+  const auto shape = std::get<AttentionShape>(block.kernel);
+  EXPECT_EQ(shape, (AttentionShape{Direction::forward, 2, 32, 32, 1024, 128, true}));
+  // The block's FLOPs (the rank's causal share / cp blocks) are exactly the shape's.
+  EXPECT_DOUBLE_EQ(block.flops, shape.flops());
+}
+
+TEST(ShapeSet, WritesDeduplicatedRowsWithTheCalibrationToolsKeys) {
+  ShapeSet shapes;
+  for (const Program& p : build_programs(llama7b(1, 1))) shapes.add(p);
+  // Forward, dgrad and wgrad of qkv, o_proj, gate_up, down, logits.
+  EXPECT_EQ(shapes.gemms().size(), 15u);
+  EXPECT_EQ(shapes.attentions().size(), 2u);
+  std::ostringstream text;
+  shapes.write(text, {"test"});
+  const toml::table doc = toml::parse(text.str());
+  const std::map<std::string, std::set<std::string>> keys = {
+      {"gemm", {"m", "n", "k", "layout"}},
+      {"attention", {"direction", "batch", "heads", "kv_heads", "seq", "head_dim", "causal"}},
+      {"memory_bound", {"op", "tokens", "width"}}};
+  std::size_t rows = 0;
+  for (const auto& [kind, expected] : keys) {
+    for (const auto& row : *doc[kind].as_array()) {
+      std::set<std::string> got;
+      for (const auto& [k, v] : *row.as_table()) got.insert(std::string(k.str()));
+      EXPECT_EQ(got, expected) << kind;
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, shapes.size());
+}
+
+// --- first principles: one GPU, every shape in the table ----------------------------------------
+
+// A table that has every shape of `program` with a distinct invented time; `times` gets the same
+// times by shape, for the oracle.
+std::string table_for(const Program& program, std::map<std::string, double>& times) {
+  ShapeSet shapes;
+  shapes.add(program);
+  std::ostringstream rows;
+  rows << "[provenance]\ngpu = \"Oracle GPU\"\ndate = \"2026-01-01\"\ntool_commit = \"0\"\n"
+       << "[device]\ncopy_GBps = 1.0\ngemm_TFLOPs = 1.0\n";
+  double ms = 0.1;
+  auto timing = [&](const std::string& key) {
+    ms += 0.013;
+    times[key] = ms * kMs;
+    rows << "p10_ms = " << ms << "\np50_ms = " << ms << "\np90_ms = " << ms << "\n";
+  };
+  for (const auto& g : shapes.gemms()) {
+    rows << "[[gemm]]\nm = " << g.m << "\nn = " << g.n << "\nk = " << g.k << "\nlayout = \"" << to_string(g.layout) << "\"\n";
+    timing("g" + std::to_string(g.m) + "," + std::to_string(g.n) + "," + std::to_string(g.k) + to_string(g.layout));
+  }
+  for (const auto& a : shapes.attentions()) {
+    rows << "[[attention]]\nimplementation = \"commbound\"\ndirection = \"" << to_string(a.direction)
+         << "\"\nbatch = " << a.batch << "\nheads = " << a.heads << "\nkv_heads = " << a.kv_heads << "\nseq = " << a.seq
+         << "\nhead_dim = " << a.head_dim << "\ncausal = true\n";
+    timing(std::string("a") + to_string(a.direction));
+  }
+  for (const auto& m : shapes.memory_bounds()) {
+    rows << "[[memory_bound]]\nop = \"" << m.op << "\"\ntokens = " << m.tokens << "\nwidth = " << m.width
+         << "\nbytes = 1\n";
+    timing("m" + m.op + std::to_string(m.tokens) + "," + std::to_string(m.width));
+  }
+  return rows.str();
+}
+
+TEST(Engine, OneGpuIterationWithATableIsTheSumOfItsTableTimes) {
+  network::ClusterSpec spec = testing::dgx_h100(1);
+  spec.node.gpus = 1;
+  spec.node.nics = 1;
+  auto platform = network::Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  TrainingSpec t = llama7b(1, 1);
+  t.model.layers = 2;
+  t.dp = 1;
+  t.global_batch = 2;
+  t.micro_batch = 1;
+  t.micro_batches = 2;
+  t.warmup_iterations = 0;
+  const Program program = build_program(t);
+  std::map<std::string, double> times;
+  const std::string path = temp_file("oracle.toml", table_for(program, times));
+  auto table = GpuTable::load(path, path);
+  ASSERT_TRUE(table) << table.error().message;
+  double expected = 0;
+  int kernels = 0;
+  for (const Op& op : program.ops) {
+    if (const auto* g = std::get_if<GemmShape>(&op.kernel)) {
+      expected += times.at("g" + std::to_string(g->m) + "," + std::to_string(g->n) + "," + std::to_string(g->k) +
+                           to_string(g->layout));
+    } else if (const auto* a = std::get_if<AttentionShape>(&op.kernel)) {
+      expected += times.at(std::string("a") + to_string(a->direction));
+    } else if (const auto* m = std::get_if<MemoryBoundShape>(&op.kernel)) {
+      expected += times.at("m" + m->op + std::to_string(m->tokens) + "," + std::to_string(m->width));
+    } else {
+      continue;
+    }
+    ++kernels;
+  }
+  const CostModel cost(t.gpu, std::make_shared<const GpuTable>(*table), "commbound");
+  const CostSummary summary = cost.summarize({program});
+  EXPECT_EQ(summary.exact_ops, kernels);
+  EXPECT_EQ(summary.fallback_ops, 0);
+  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
+  EXPECT_NEAR(tl.iteration_s(), expected, 1e-9);
+}
+
+}  // namespace
+}  // namespace commbound::sim
