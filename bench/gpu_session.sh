@@ -71,5 +71,5 @@ timeout $(lim 60) "$BUILD/bin/commbound-calibrate" --models calibration/models.t
   --seq 4096 --tp 1 --layers 1 2>&1 | tee "$OUT/replay_7b_layer.txt" | tail -5 | tee -a "$OUT/summary.txt"
 log "replay: Llama-2 1B full step with AdamW, micro-batch 1 x 2048"
 timeout $(lim 90) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --replay llama2-1b --micro-batch 1 \
-  --seq 2048 --tp 1 --full-model --layers 0 2>&1 | tee "$OUT/replay_1b_full.txt" | tail -5 | tee -a "$OUT/summary.txt"
+  --seq 2048 --tp 1 --full-model 2>&1 | tee "$OUT/replay_1b_full.txt" | tail -5 | tee -a "$OUT/summary.txt"
 log "done"

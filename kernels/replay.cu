@@ -232,7 +232,7 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
   attn_ = {st.micro_batch, m.heads / tp, m.kv_heads / tp, st.seq, d, true};
   rope_ = {static_cast<std::size_t>(T_), static_cast<std::size_t>(st.seq), static_cast<std::size_t>(m.heads / tp),
            static_cast<std::size_t>(m.kv_heads / tp), static_cast<std::size_t>(d)};
-  const int layers = o_.full_model && o_.layers == 0 ? m.layers : o_.layers;
+  const int layers = o_.replayed_layers();
   const auto T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
   const auto ffn = static_cast<std::size_t>(ffn_), qkv = static_cast<std::size_t>(qkv_);
   const auto hq = static_cast<std::size_t>(hq_), hkv = static_cast<std::size_t>(hkv_);
@@ -430,7 +430,7 @@ Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& optio
 std::string format_replay(const ReplayOptions& o, const ReplayResult& r) {
   std::ostringstream out;
   char line[256];
-  const int layers = o.full_model && o.layers == 0 ? o.model.layers : o.layers;
+  const int layers = o.replayed_layers();
   std::snprintf(line, sizeof line,
                 "replay: %s, %d layer%s%s, micro-batch %d x seq %d (%lld tokens), tp %d: %zu kernels, forward + "
                 "backward%s\n\n",

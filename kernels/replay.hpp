@@ -21,9 +21,11 @@ namespace commbound::kernels {
 struct ReplayOptions {
   ModelDims model;
   StepShape step{2, 4096, 1};
-  int layers = 1;           // transformer layers replayed (with full_model: 0 = all the model's)
+  int layers = 0;           // transformer layers replayed; 0: one, or all the model's with full_model
   bool full_model = false;  // add embedding, final norm, LM head, loss, gradient norm and AdamW
   int runs = 10;            // timed replays (median), after one warm-up
+
+  int replayed_layers() const { return layers > 0 ? layers : (full_model ? model.layers : 1); }
 };
 
 struct ReplayOpTime {

@@ -68,9 +68,9 @@ CUDA and cuBLASLt versions, date, tool commit). Progress goes to stderr.
   --list-shapes       print the rows that would be measured (shapes-file format) and exit
 
 Replay (--replay MODEL, e.g. llama2-7b): builds the kernel sequence of --layers transformer layers
-(default 1), forward then backward, at --micro-batch (2) x --seq (4096) tokens and tensor
+(default 1; with --full-model all the model's), forward then backward, at --micro-batch (2) x --seq (4096) tokens and tensor
 parallelism --tp (1); with --full-model the embedding, all the model's layers (or --layers), the
-final norm, LM head and loss, the gradient norm and AdamW over every parameter. Runs it back to
+final norm, LM head and loss, the gradient norm and AdamW over every parameter of the layers replayed. Runs it back to
 back on the GPU (median of --runs, default 10), times every op alone the calibration's way, and
 prints both: the error of pricing a step op by op.
 
