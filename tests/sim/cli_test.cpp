@@ -318,8 +318,15 @@ TEST(Cli, DerivedTableIsMarkedDerivedEverywhere) {
 }
 
 // With no calibration/<gpu>.toml the shipped scenarios keep the roofline, and say so.
-TEST(Cli, WithoutATableTheReportSaysRoofline) {
+TEST(Cli, ShippedH100TableIsUsedByDefault) {
   const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1]");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("compute measured: calibration/h100-sxm5.toml (NVIDIA H100 80GB HBM3"), std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, WithoutATableTheReportSaysRoofline) {
+  const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1] --set cluster.kernel_table=roofline");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("compute roofline: datasheet peaks"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# cost model: every compute op by the datasheet roofline"), std::string::npos) << r.out;

@@ -199,13 +199,18 @@ name = "llama2-7b"
 )";
 
 TEST(Selection, AutoWithoutATableIsTheRoofline) {
-  // calibration/h100-sxm5.toml is not shipped until it is measured on a real H100.
-  ASSERT_FALSE(std::filesystem::exists("calibration/h100-sxm5.toml"));
-  auto sc = load_scenario(temp_file("auto.toml", kTrainingScenario), {}, kPresets);
+  // A calibration directory holding no table for the scenario's GPU (h100-sxm5).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "calibration_without_table";
+  fs::remove_all(dir);
+  fs::copy("calibration", dir, fs::copy_options::recursive);
+  fs::remove(dir / "h100-sxm5.toml");
+  auto sc = load_scenario(temp_file("auto.toml", kTrainingScenario), {}, Presets(dir));
   ASSERT_TRUE(sc) << sc.error().message;
   EXPECT_EQ(sc->kernel_table, nullptr);
   EXPECT_EQ(cost_model(*sc).source(), "roofline");
-  EXPECT_NE(cost_model(*sc).describe().find("no calibration/h100-sxm5.toml"), std::string::npos);
+  EXPECT_NE(cost_model(*sc).describe().find("no " + (dir / "h100-sxm5.toml").string() + " for GPU h100-sxm5"),
+            std::string::npos);
 }
 
 TEST(Selection, AutoFindsTheGpusTableInTheCalibrationDirectory) {
@@ -213,7 +218,7 @@ TEST(Selection, AutoFindsTheGpusTableInTheCalibrationDirectory) {
   const fs::path dir = fs::path(::testing::TempDir()) / "calibration_with_table";
   fs::remove_all(dir);
   fs::copy("calibration", dir, fs::copy_options::recursive);
-  fs::copy_file(kTiny, dir / "h100-sxm5.toml");
+  fs::copy_file(kTiny, dir / "h100-sxm5.toml", fs::copy_options::overwrite_existing);
   auto sc = load_scenario(temp_file("auto2.toml", kTrainingScenario), {}, Presets(dir));
   ASSERT_TRUE(sc) << sc.error().message;
   ASSERT_NE(sc->kernel_table, nullptr);
