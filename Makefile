@@ -43,7 +43,7 @@ test: build
 bench: build
 	$(BUILD)/bin/bench_collectives
 	$(BUILD)/bin/bench_training
-	@if [ -x $(BUILD)/bin/bench_kernels ]; then $(BUILD)/bin/bench_kernels; fi
+	@if [ -x $(BUILD)/bin/bench_kernels ]; then $(BUILD)/bin/bench_kernels; $(BUILD)/bin/bench_attention; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -27,14 +27,6 @@ GemmShape gemm_shape(const GemmRow& r) {
   return {};
 }
 
-Expected<MemoryBoundOp> parse_memory_bound_op(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(MemoryBoundOp::grad_norm); ++i) {
-    const auto op = static_cast<MemoryBoundOp>(i);
-    if (name == to_string(op)) return op;
-  }
-  return Error{"unknown memory-bound op " + name};
-}
-
 // A device buffer and how to fill it before timing.
 enum class Fill { bf16, f32, f32_non_negative, ids, zero };
 struct BufferSpec {
@@ -308,8 +300,8 @@ Expected<Timing> Calibrator::measure(const AttentionRow& row) {
 }
 
 Expected<Timing> Calibrator::measure(MemoryBoundRow& row) {
-  auto op = parse_memory_bound_op(row.op);
-  if (!op) return op.error();
+  const auto op = memory_bound_op_from_string(row.op);
+  if (!op) return Error{"unknown memory-bound op " + row.op};
   const auto T = static_cast<std::size_t>(row.tokens), W = static_cast<std::size_t>(row.width);
   row.bytes = static_cast<double>(memory_bound_min_bytes(*op, T, W));
   const MemoryBoundPlan plan = memory_bound_plan(*op, T, W);

@@ -24,6 +24,23 @@ const char* to_string(MemoryBoundOp op) {
   return "";
 }
 
+const std::vector<std::string>& memory_bound_op_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (int i = 0; i <= static_cast<int>(MemoryBoundOp::grad_norm); ++i) n.emplace_back(to_string(static_cast<MemoryBoundOp>(i)));
+    return n;
+  }();
+  return names;
+}
+
+std::optional<MemoryBoundOp> memory_bound_op_from_string(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(MemoryBoundOp::grad_norm); ++i) {
+    const auto op = static_cast<MemoryBoundOp>(i);
+    if (name == to_string(op)) return op;
+  }
+  return std::nullopt;
+}
+
 std::size_t memory_bound_min_bytes(MemoryBoundOp op, std::size_t tokens, std::size_t width) {
   const std::size_t t = tokens, w = width, tw = tokens * width;
   switch (op) {

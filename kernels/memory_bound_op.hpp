@@ -5,6 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace commbound::kernels {
 
@@ -29,6 +33,10 @@ enum class MemoryBoundOp {
 
 // The op's name in the calibration tables ("rmsnorm_forward", ..., "grad_norm").
 const char* to_string(MemoryBoundOp op);
+// The op of a table name; nullopt for any other text.
+std::optional<MemoryBoundOp> memory_bound_op_from_string(std::string_view name);
+// Every op's table name, in enum order (the values a table's `op` key may take).
+const std::vector<std::string>& memory_bound_op_names();
 
 // Head dimension the rope byte count assumes (Llama's): the width alone does not give it.
 inline constexpr std::size_t kRopeHeadDim = 128;

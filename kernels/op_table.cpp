@@ -1,5 +1,7 @@
 #include "kernels/op_table.hpp"
 
+#include "kernels/memory_bound_op.hpp"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -161,9 +163,7 @@ Expected<AttentionRow> read_attention(const std::filesystem::path& path, const t
 Expected<MemoryBoundRow> read_memory_bound(const std::filesystem::path& path, const toml::table& t) {
   RowReader r(path, t);
   MemoryBoundRow row;
-  auto op = r.string("op", {"rmsnorm_forward", "rmsnorm_backward", "rope_forward", "rope_backward", "swiglu_forward",
-                            "swiglu_backward", "residual_add", "embedding_forward", "embedding_backward",
-                            "cross_entropy_forward", "cross_entropy_backward", "adamw", "grad_norm"});
+  auto op = r.string("op", memory_bound_op_names());
   if (!op) return op.error();
   auto tokens = r.integer("tokens", 1), width = r.integer("width", 1);
   if (!tokens) return tokens.error();
