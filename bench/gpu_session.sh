@@ -7,6 +7,7 @@
 # still leaves the others' results.
 #
 #   bench/gpu_session.sh [quick|full]     (quick: --quick calibration grid)
+#   SHAPES=shapes.toml bench/gpu_session.sh full   (also the shapes of `commbound shapes SCENARIO...`)
 #
 # Where toml++ or GoogleTest are not installed (a bare GPU box), their sources can sit in
 # .carry/include/toml++ and .carry/googletest (both from Debian: libtomlplusplus-dev, libgtest-dev).
@@ -53,6 +54,7 @@ timeout $(lim 60) "$BUILD/bin/bench_attention" 2>&1 | tee "$OUT/bench_attention.
 
 log "attention vs PyTorch SDPA (flash, cuDNN)"
 quick=(); [ "$MODE" = quick ] && quick=(--quick)
+[ -n "${SHAPES:-}" ] && quick+=(--shapes "$SHAPES")
 "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --list-shapes "${quick[@]}" >"$OUT/grid_shapes.toml"
 PYTHONUNBUFFERED=1 timeout $(lim 150) python3 bench/attention_vs_sdpa.py --bench "$BUILD/bin/bench_attention" \
   --shapes "$OUT/grid_shapes.toml" --rows-out "$OUT/cudnn_rows.toml" >"$OUT/sdpa.txt" 2>"$OUT/sdpa.err"

@@ -18,10 +18,18 @@ constexpr double kSlowdownAllowance = 3.0;            // the copy is sized for v
 constexpr double kCopyHeadroom_s = 2e-3;              // plus this, for launch and start-up latency
 constexpr int kLengthening = 4;                       // iterations multiplier when the copy ended too early
 
+// The GPU's global nanosecond timer (PTX %globaltimer).
+__device__ std::uint64_t globaltimer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Grid-stride copy, `iterations` times over the buffer; every thread keeps kUnroll loads in flight.
 // src and dst are not __restrict__, so the compiler must redo every iteration's loads and stores.
 __global__ void __launch_bounds__(kCommCopyThreadsPerBlock)
-    comm_copy_kernel(const uint4* src, uint4* dst, std::size_t count, int iterations, unsigned int* block_sm_ids) {
+    comm_copy_kernel(const uint4* src, uint4* dst, std::size_t count, int iterations, double ns_per_vector,
+                     unsigned int* block_sm_ids) {
   if (block_sm_ids != nullptr && threadIdx.x == 0) {
     unsigned int sm_id = 0;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_id));
@@ -29,6 +37,9 @@ __global__ void __launch_bounds__(kCommCopyThreadsPerBlock)
   }
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // Pacing: this thread's vectors so far, and the nanoseconds they may take at the target rate.
+  const std::uint64_t start_ns = globaltimer_ns();
+  std::uint64_t vectors = 0;
   for (int it = 0; it < iterations; ++it) {
     std::size_t i = first;
     for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
@@ -37,6 +48,12 @@ __global__ void __launch_bounds__(kCommCopyThreadsPerBlock)
       for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * stride];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) dst[i + u * stride] = v[u];
+      if (ns_per_vector > 0) {
+        vectors += kUnroll;
+        const auto due_ns = static_cast<std::uint64_t>(static_cast<double>(vectors) * ns_per_vector);
+        while (globaltimer_ns() - start_ns < due_ns) {
+        }
+      }
     }
     for (; i < count; i += stride) dst[i] = src[i];
   }
@@ -58,6 +75,9 @@ Status validate(const ContentionOptions& o) {
   if (o.comm_buffer_bytes == 0 || o.comm_buffer_bytes % kVectorBytes != 0) {
     return Error{"measure_contention: comm_buffer_bytes = " + std::to_string(o.comm_buffer_bytes) +
                  " must be a positive multiple of 16"};
+  }
+  if (!(o.comm_target_GBps >= 0)) {
+    return Error{"measure_contention: comm_target_GBps = " + std::to_string(o.comm_target_GBps) + " must be >= 0"};
   }
   if (o.victim_runs < 1 || o.victim_warmup_runs < 0 || o.max_attempts < 1) {
     return Error{"measure_contention: need victim_runs >= 1, victim_warmup_runs >= 0, max_attempts >= 1"};
@@ -163,9 +183,14 @@ Status launch_comm_copy(const CommCopyParams& p, cudaStream_t stream) {
                  " and both pointers must be multiples of 16"};
   }
   if (p.blocks < 1 || p.iterations < 1) return Error{"launch_comm_copy: blocks and iterations must be at least 1"};
+  if (p.target_bytes_per_s < 0) return Error{"launch_comm_copy: target_bytes_per_s must be >= 0"};
+  // Each of the blocks x threads threads holds an equal share of the target rate.
+  const double threads = static_cast<double>(p.blocks) * kCommCopyThreadsPerBlock;
+  const double ns_per_vector =
+      p.target_bytes_per_s > 0 ? kVectorBytes * threads / p.target_bytes_per_s * 1e9 : 0.0;
   comm_copy_kernel<<<p.blocks, kCommCopyThreadsPerBlock, 0, stream>>>(
       static_cast<const uint4*>(p.src), static_cast<uint4*>(p.dst), p.bytes / kVectorBytes, p.iterations,
-      p.block_sm_ids);
+      ns_per_vector, p.block_sm_ids);
   return cuda_check(cudaGetLastError(), "comm_copy_kernel launch");
 }
 
@@ -201,6 +226,7 @@ Expected<ContentionResult> measure_contention(const ContentionOptions& options,
   copy.dst = dst->get();
   copy.bytes = options.comm_buffer_bytes;
   copy.blocks = options.comm_sms;
+  copy.target_bytes_per_s = options.comm_target_GBps * 1e9;
   copy.iterations = 1;
   if (auto warm = time_copy(copy, *comm, *copy_start, *copy_end); !warm) return warm.error();
   copy.iterations = kProbeIterations;

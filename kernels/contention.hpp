@@ -27,6 +27,10 @@ struct CommCopyParams {
   std::size_t bytes = 0;      // a multiple of 16
   int blocks = 24;            // grid size: the SMs it occupies (one block each on an idle GPU)
   int iterations = 1;         // times the whole buffer is copied
+  // Payload rate to hold (bytes copied per second): every thread waits, after each group of
+  // loads and stores, until its share of this rate has caught up (%globaltimer); 0: as fast as
+  // the SMs go. NCCL's kernels move bytes at the network's rate while they occupy their SMs.
+  double target_bytes_per_s = 0;
   // When not null, device memory for `blocks` values: block b writes the id of the SM it ran on.
   unsigned int* block_sm_ids = nullptr;
 };
@@ -38,6 +42,7 @@ Status launch_comm_copy(const CommCopyParams& params, cudaStream_t stream);
 struct ContentionOptions {
   int device = 0;
   int comm_sms = 24;                          // blocks (hence SMs) of the copy kernel
+  double comm_target_GBps = 0;                // payload rate the copy holds (0: unpaced)
   std::size_t comm_buffer_bytes = 256u << 20; // bytes copied per iteration
   int victim_warmup_runs = 3;                 // untimed victim runs before each measurement
   int victim_runs = 20;                       // at least this many timed runs (median taken)

@@ -159,6 +159,26 @@ TEST_F(GpuTest, ContentionFactorOfMemsetVictimIsAtLeastOne) {
   EXPECT_GT(r->comm_GBps_overlapped, 0.0);
 }
 
+// A paced copy holds its target: it cannot run ahead of the schedule (each thread waits for its
+// share of the rate), and 24 SMs copy far faster than 100 GB/s unpaced (hundreds of GB/s), so it
+// should not fall behind by more than the last group's wait and the launch.
+TEST_F(GpuTest, PacedCopyHoldsItsTargetRate) {
+  ContentionOptions options;
+  options.device = kDevice;
+  options.comm_sms = 24;
+  options.comm_target_GBps = 100;
+  options.comm_buffer_bytes = 64u << 20;
+  options.victim_runs = 5;
+  auto victim_buf = DeviceBuffer<std::uint8_t>::create(16u << 20);
+  ASSERT_TRUE(victim_buf);
+  auto r = measure_contention(options, [&](cudaStream_t stream) {
+    return cuda_check(cudaMemsetAsync(victim_buf->get(), 0, victim_buf->bytes(), stream), "cudaMemsetAsync");
+  });
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LE(r->comm_GBps_alone, 100 * 1.02);
+  EXPECT_GE(r->comm_GBps_alone, 100 * 0.9);
+}
+
 TEST_F(GpuTest, ContentionRejectsMoreCommSmsThanTheDeviceHas) {
   ContentionOptions options;
   options.comm_sms = 100000;
