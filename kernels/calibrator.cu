@@ -130,20 +130,24 @@ MemoryBoundPlan memory_bound_plan(MemoryBoundOp op, std::size_t T, std::size_t W
                                       static_cast<u16*>(b[3]));
       };
       break;
-    case MemoryBoundOp::adamw:
-      p.buffers = {f32(T * W), f32(T * W), f32(T * W), BufferSpec{4 * T * W, Fill::f32_non_negative}, bf(T * W)};
+    case MemoryBoundOp::adamw: {
+      // A shard of any size: the kernel takes float4 groups, so the last group is padded (< 4 values).
+      const std::size_t n = (T * W + 3) / 4 * 4;
+      p.buffers = {f32(n), f32(n), f32(n), BufferSpec{4 * n, Fill::f32_non_negative}, bf(n)};
       p.launch = [=](const std::vector<void*>& b) {
         return adamw_step(static_cast<float*>(b[0]), static_cast<float*>(b[1]), static_cast<float*>(b[2]),
-                          static_cast<float*>(b[3]), static_cast<u16*>(b[4]), T * W, AdamWParams{});
+                          static_cast<float*>(b[3]), static_cast<u16*>(b[4]), n, AdamWParams{});
       };
       break;
-    case MemoryBoundOp::grad_norm:
-      p.buffers = {f32(T * W), BufferSpec{8 * kGradNormPartials, Fill::zero}, BufferSpec{8, Fill::zero}};
+    }
+    case MemoryBoundOp::grad_norm: {
+      const std::size_t n = (T * W + 3) / 4 * 4;  // padded to float4 groups, as AdamW
+      p.buffers = {f32(n), BufferSpec{8 * kGradNormPartials, Fill::zero}, BufferSpec{8, Fill::zero}};
       p.launch = [=](const std::vector<void*>& b) {
-        return grad_norm_squared(static_cast<float*>(b[0]), T * W, static_cast<double*>(b[1]),
-                                 static_cast<double*>(b[2]));
+        return grad_norm_squared(static_cast<float*>(b[0]), n, static_cast<double*>(b[1]), static_cast<double*>(b[2]));
       };
       break;
+    }
   }
   return p;
 }
