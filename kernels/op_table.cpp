@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -307,6 +308,28 @@ std::string format_op_rows(const OpTable& table, bool with_timing) {
     }
   }
   return out.str();
+}
+
+std::string table_name_for_device(const std::filesystem::path& gpus_toml, const std::string& device_name) {
+  try {
+    const toml::table gpus = toml::parse_file(gpus_toml.string());
+    for (const auto& [name, node] : gpus) {
+      const toml::table* t = node.as_table();
+      if (t != nullptr && (*t)["device_name"].value_or(std::string()) == device_name) return std::string(name.str());
+    }
+  } catch (const toml::parse_error&) {
+    // No presets to match against: the device's own name names the table.
+  }
+  std::string s;
+  for (char c : device_name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!s.empty() && s.back() != '-') {
+      s += '-';
+    }
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s;
 }
 
 std::string toml_string(const std::string& s) {

@@ -69,6 +69,12 @@ Expected<OpTable> read_op_table(const std::filesystem::path& path);
 // TOML text of the rows (times included when `with_timing`), in docs/calibration.md's format.
 std::string format_op_rows(const OpTable& table, bool with_timing);
 
+// The name a table measured on `device_name` (what CUDA reports, e.g. "NVIDIA H100 80GB HBM3")
+// takes: the preset of `gpus_toml` (calibration/gpus.toml) with that device_name, e.g.
+// "h100-sxm5", so that the simulator finds calibration/h100-sxm5.toml; else the name in lower
+// case with runs of other characters as '-' ("nvidia-geforce-rtx-4090").
+std::string table_name_for_device(const std::filesystem::path& gpus_toml, const std::string& device_name);
+
 // A TOML string literal (quoted, escaped).
 std::string toml_string(const std::string& s);
 

@@ -14,6 +14,7 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   GpuSpec g;
   g.name = name;
   g.description = r.string("description", name);
+  g.device_name = r.string("device_name", "");
   g.peak_dtype = r.choice("peak_dtype", "bf16", {"bf16", "fp16"});
   g.peak_flops_per_s = r.required_number("dense_bf16_TFLOPs", 1, 1e6) * 1e12;
   g.hbm_bytes_per_s = r.required_number("hbm_GBps", 1, 1e7) * 1e9;

@@ -13,6 +13,7 @@ namespace commbound::sim {
 struct GpuSpec {
   std::string name;
   std::string description;
+  std::string device_name;  // the name CUDA reports (cudaGetDeviceProperties), e.g. "NVIDIA H100 80GB HBM3"
   std::string peak_dtype = "bf16";  // the precision of peak_flops_per_s ("fp16" for GPUs without bf16)
   double peak_flops_per_s = 0;   // dense bf16 tensor throughput
   double hbm_bytes_per_s = 0;

@@ -52,8 +52,9 @@ enough buffers to defeat the L2 cache, 2 warm-ups, then at least 5 timed runs (u
 20 ms of GPU time), p10/p50/p90 kept. Writes the table with its provenance (GPU, clocks, driver,
 CUDA and cuBLASLt versions, date, tool commit). Progress goes to stderr.
 
-  --out FILE          table to write (default: calibration/<gpu>.toml beside the binary's data,
-                      e.g. calibration/nvidia-h100-80gb-hbm3.toml); never overwritten without --force
+  --out FILE          table to write (default: calibration/<gpu>.toml beside the model zoo, <gpu>
+                      the calibration/gpus.toml preset whose device_name is this GPU's, e.g.
+                      h100-sxm5, else the device's name); never overwritten without --force
   --force             overwrite FILE
   --shapes FILE       also measure the rows of FILE ([[gemm]], [[attention]], [[memory_bound]]);
                       repeatable
@@ -187,17 +188,6 @@ Expected<Args> parse_args(int argc, char** argv, bool& help) {
 
 std::string version_text(long v, long major_div) {
   return std::to_string(v / major_div) + '.' + std::to_string(v % major_div / (major_div / 100));
-}
-
-// "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
-std::string slug(const std::string& name) {
-  std::string s;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!s.empty() && s.back() != '-') s += '-';
-  }
-  while (!s.empty() && s.back() == '-') s.pop_back();
-  return s;
 }
 
 struct Provenance {
@@ -406,7 +396,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "commbound-calibrate: %s\n", prov.error().message.c_str());
     return 1;
   }
-  if (args->out.empty()) args->out = data / "calibration" / (slug(prov->gpu) + ".toml");
+  if (args->out.empty()) {
+    args->out = args->models.parent_path() / (table_name_for_device(args->models.parent_path() / "gpus.toml", prov->gpu) + ".toml");
+  }
   if (std::filesystem::exists(args->out) && !args->force) {
     return usage_error(args->out.string() + " exists; pass --force to overwrite it");
   }

@@ -101,5 +101,12 @@ TEST(OpTable, BadValueNamesFileLineKeyAndValue) {
   std::filesystem::remove(path);
 }
 
+TEST(TableName, ShippedPresetNamesTheTableElseTheDeviceName) {
+  // calibration/gpus.toml: h100-sxm5 has device_name "NVIDIA H100 80GB HBM3".
+  EXPECT_EQ(table_name_for_device("calibration/gpus.toml", "NVIDIA H100 80GB HBM3"), "h100-sxm5");
+  EXPECT_EQ(table_name_for_device("calibration/gpus.toml", "NVIDIA GeForce RTX 4090"), "nvidia-geforce-rtx-4090");
+  EXPECT_EQ(table_name_for_device("no/such/gpus.toml", "NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
+}
+
 }  // namespace
 }  // namespace commbound::kernels
