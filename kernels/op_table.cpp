@@ -235,6 +235,27 @@ double AttentionRow::flops() const {
   return backward ? 2.5 * forward : forward;
 }
 
+std::string describe(const GemmRow& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld", to_string(r.layout), static_cast<long long>(r.m),
+                static_cast<long long>(r.n), static_cast<long long>(r.k));
+  return buf;
+}
+
+std::string describe(const AttentionRow& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "attention %s b%d h%d/%d s%d d%d%s", r.backward ? "backward" : "forward", r.batch,
+                r.heads, r.kv_heads, r.seq, r.head_dim, r.causal ? "" : " full");
+  return buf;
+}
+
+std::string describe(const MemoryBoundRow& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s %lldx%lld", r.op.c_str(), static_cast<long long>(r.tokens),
+                static_cast<long long>(r.width));
+  return buf;
+}
+
 void OpTable::merge(const OpTable& other) {
   merge_rows(gemm, other.gemm);
   merge_rows(attention, other.attention);

@@ -61,6 +61,12 @@ struct OpTable {
   std::size_t size() const { return gemm.size() + attention.size() + memory_bound.size(); }
 };
 
+// One line naming a row's shape: "gemm forward 8192x12288x4096", "attention backward b2 h32/32
+// s4096 d128", "rmsnorm_forward 8192x4096" (progress output, replay reports, lookups).
+std::string describe(const GemmRow& row);
+std::string describe(const AttentionRow& row);
+std::string describe(const MemoryBoundRow& row);
+
 // Reads the [[gemm]], [[attention]] and [[memory_bound]] rows of a shapes or calibration file;
 // other tables ([provenance], [device], [power], [contention]) are skipped. Errors name the file,
 // line, key and value.

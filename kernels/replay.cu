@@ -67,23 +67,12 @@ struct Step {
 };
 
 std::string row_text(const Step& s) {
-  char buf[128];
   switch (s.kind) {
-    case Step::Kind::gemm:
-      std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld", to_string(s.gemm.layout),
-                    static_cast<long long>(s.gemm.m), static_cast<long long>(s.gemm.n),
-                    static_cast<long long>(s.gemm.k));
-      break;
-    case Step::Kind::attention:
-      std::snprintf(buf, sizeof buf, "attention %s b%d h%d/%d s%d d%d", s.attention.backward ? "backward" : "forward",
-                    s.attention.batch, s.attention.heads, s.attention.kv_heads, s.attention.seq, s.attention.head_dim);
-      break;
-    case Step::Kind::memory_bound:
-      std::snprintf(buf, sizeof buf, "%s %lldx%lld", s.memory_bound.op.c_str(),
-                    static_cast<long long>(s.memory_bound.tokens), static_cast<long long>(s.memory_bound.width));
-      break;
+    case Step::Kind::gemm: return describe(s.gemm);
+    case Step::Kind::attention: return describe(s.attention);
+    case Step::Kind::memory_bound: return describe(s.memory_bound);
   }
-  return buf;
+  return "";
 }
 
 // Builds the kernel sequence; buffers live in `arena`, GEMM plans in `plans`.
@@ -425,6 +414,26 @@ Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& optio
     result.sum_isolated_ms += isolated[key];
   }
   return result;
+}
+
+TablePricing price_with_table(const ReplayResult& result, const OpTable& table) {
+  std::map<std::string, double> p50;
+  for (const GemmRow& r : table.gemm) p50[describe(r)] = r.timing.p50_ms;
+  for (const AttentionRow& r : table.attention) {
+    if (r.implementation == "commbound") p50[describe(r)] = r.timing.p50_ms;
+  }
+  for (const MemoryBoundRow& r : table.memory_bound) p50[describe(r)] = r.timing.p50_ms;
+  TablePricing pricing;
+  for (const ReplayOpTime& op : result.ops) {
+    const auto it = p50.find(op.kernel);
+    if (it == p50.end()) {
+      ++pricing.missing;
+    } else {
+      ++pricing.found;
+      pricing.sum_ms += it->second;
+    }
+  }
+  return pricing;
 }
 
 std::string format_replay(const ReplayOptions& o, const ReplayResult& r) {

@@ -44,6 +44,15 @@ struct ReplayResult {
 // Builds, replays and prices the sequence. Errors: CUDA failures, out of memory.
 Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& options);
 
+// The replay's ops priced from a calibration table (exact shape, our attention's rows): the sum
+// of the p50 times found, and how many ops the table has no row for (left out of the sum).
+struct TablePricing {
+  double sum_ms = 0;
+  int found = 0;
+  int missing = 0;
+};
+TablePricing price_with_table(const ReplayResult& result, const OpTable& table);
+
 // A readable report: per kernel kind the summed isolated times, then replay vs sum and the error.
 std::string format_replay(const ReplayOptions& options, const ReplayResult& result);
 

@@ -73,7 +73,8 @@ Replay (--replay MODEL, e.g. llama2-7b): builds the kernel sequence of --layers 
 parallelism --tp (1); with --full-model the embedding, all the model's layers (or --layers), the
 final norm, LM head and loss, the gradient norm and AdamW over every parameter of the layers replayed. Runs it back to
 back on the GPU (median of --runs, default 10), times every op alone the calibration's way, and
-prints both: the error of pricing a step op by op.
+prints both: the error of pricing a step op by op. With --table FILE (a calibration table, e.g.
+calibration/h100-sxm5.toml) it also prices the sequence from that table's rows.
 
 Exit status: 0 on success, 1 on a CUDA or measurement failure, 2 on bad arguments or input files.
 )";
@@ -91,6 +92,7 @@ struct Args {
   bool list_shapes = false;
   std::string replay_model;
   ReplayOptions replay;
+  std::filesystem::path replay_table;
 };
 
 // Where the binary's data lives: build/bin/../share/commbound (the same layout as an install).
@@ -145,12 +147,13 @@ Expected<Args> parse_args(int argc, char** argv, bool& help) {
       a.out = *v;
     } else if (opt == "--force") {
       a.force = true;
-    } else if (opt == "--shapes" || opt == "--add-rows" || opt == "--models") {
+    } else if (opt == "--shapes" || opt == "--add-rows" || opt == "--models" || opt == "--table") {
       auto v = value();
       if (!v) return v.error();
       if (!std::filesystem::exists(*v)) return Error{opt + " " + *v + ": no such file"};
       if (opt == "--shapes") a.shapes.emplace_back(*v);
       else if (opt == "--add-rows") a.add_rows.emplace_back(*v);
+      else if (opt == "--table") a.replay_table = *v;
       else a.models = *v;
     } else if (opt == "--no-grid") {
       a.grid = false;
@@ -270,32 +273,25 @@ Status measure_rows(Calibrator& cal, OpTable& table) {
     std::fprintf(stderr, "[%5zu/%zu] %-58s %9.4f ms  %s  (eta %.0f s)\n", done, total, what.c_str(), t.p50_ms,
                  rate.c_str(), eta);
   };
-  char buf[128];
   for (GemmRow& r : table.gemm) {
     auto t = cal.measure(r);
     if (!t) return Error{"gemm " + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + ": " +
                          t.error().message};
     r.timing = *t;
-    std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld", to_string(r.layout), static_cast<long long>(r.m),
-                  static_cast<long long>(r.n), static_cast<long long>(r.k));
-    progress(buf, *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
+    progress(describe(r), *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
   }
   for (AttentionRow& r : table.attention) {
     if (r.implementation != "commbound") continue;
     auto t = cal.measure(r);
     if (!t) return Error{"attention: " + t.error().message};
     r.timing = *t;
-    std::snprintf(buf, sizeof buf, "attention %s b%d h%d/%d s%d d%d", r.backward ? "bwd" : "fwd", r.batch, r.heads,
-                  r.kv_heads, r.seq, r.head_dim);
-    progress(buf, *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
+    progress(describe(r), *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
   }
   for (MemoryBoundRow& r : table.memory_bound) {
     auto t = cal.measure(r);
     if (!t) return Error{r.op + ": " + t.error().message};
     r.timing = *t;
-    std::snprintf(buf, sizeof buf, "%s %lldx%lld", r.op.c_str(), static_cast<long long>(r.tokens),
-                  static_cast<long long>(r.width));
-    progress(buf, *t, fmt(r.bytes / (t->p50_ms * 1e-3) / 1e9) + " GB/s");
+    progress(describe(r), *t, fmt(r.bytes / (t->p50_ms * 1e-3) / 1e9) + " GB/s");
   }
   return Ok{};
 }
@@ -306,6 +302,12 @@ int run_replay(const Args& args, const std::vector<ModelDims>& zoo) {
   if (it == zoo.end()) return usage_error("--replay " + args.replay_model + ": not in the model zoo");
   o.model = *it;
   if (Status s = check_step(o.model, o.step); !s) return usage_error(s.error().message);
+  OpTable table;
+  if (!args.replay_table.empty()) {
+    auto t = read_op_table(args.replay_table);
+    if (!t) return usage_error(t.error().message);
+    table = std::move(*t);
+  }
   auto cal = Calibrator::create(CalibratorOptions{});
   if (!cal) {
     std::fprintf(stderr, "commbound-calibrate: %s\n", cal.error().message.c_str());
@@ -317,6 +319,13 @@ int run_replay(const Args& args, const std::vector<ModelDims>& zoo) {
     return 1;
   }
   std::printf("%s", format_replay(o, *result).c_str());
+  if (!args.replay_table.empty()) {
+    const TablePricing p = price_with_table(*result, table);
+    std::printf("sum of %s's times: %.3f ms for %d of %zu ops (%d not in the table)", args.replay_table.c_str(),
+                p.sum_ms, p.found, result->ops.size(), p.missing);
+    if (p.missing == 0) std::printf(": off by %+.1f%% (table sum / replay - 1)", 100 * (p.sum_ms / result->replay.p50_ms - 1));
+    std::printf("\n");
+  }
   return 0;
 }
 
