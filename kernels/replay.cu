@@ -6,7 +6,9 @@
 #include "kernels/replay.hpp"
 
 #include <cstdio>
+#include <cmath>
 #include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -410,7 +412,9 @@ Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& optio
       if (!t) return Error{key + ": " + t.error().message};
       isolated[key] = t->p50_ms;
     }
-    result.ops.push_back({s.name, key, isolated[key]});
+    ReplayOpTime op{s.name, key, isolated[key], std::nullopt};
+    if (s.kind == Step::Kind::memory_bound) op.memory_bound = s.memory_bound;
+    result.ops.push_back(std::move(op));
     result.sum_isolated_ms += isolated[key];
   }
   return result;
@@ -425,13 +429,37 @@ TablePricing price_with_table(const ReplayResult& result, const OpTable& table) 
   for (const MemoryBoundRow& r : table.memory_bound) p50[describe(r)] = r.timing.p50_ms;
   TablePricing pricing;
   for (const ReplayOpTime& op : result.ops) {
-    const auto it = p50.find(op.kernel);
-    if (it == p50.end()) {
-      ++pricing.missing;
-    } else {
-      ++pricing.found;
+    if (const auto it = p50.find(op.kernel); it != p50.end()) {
+      ++pricing.exact;
       pricing.sum_ms += it->second;
+      continue;
     }
+    // Nearest row of the same memory-bound op by bytes moved, scaled by the bytes ratio.
+    const auto kind = op.memory_bound ? memory_bound_op_from_string(op.memory_bound->op) : std::nullopt;
+    const MemoryBoundRow* nearest = nullptr;
+    double want = 0, best = 0;
+    if (kind) {
+      want = static_cast<double>(memory_bound_min_bytes(*kind, static_cast<std::size_t>(op.memory_bound->tokens),
+                                                         static_cast<std::size_t>(op.memory_bound->width)));
+      for (const MemoryBoundRow& r : table.memory_bound) {
+        if (r.op != op.memory_bound->op) continue;
+        const double have = static_cast<double>(
+            memory_bound_min_bytes(*kind, static_cast<std::size_t>(r.tokens), static_cast<std::size_t>(r.width)));
+        const double distance = std::fabs(std::log(have / want));
+        if (nearest == nullptr || distance < best) {
+          nearest = &r;
+          best = distance;
+        }
+      }
+    }
+    if (nearest == nullptr) {
+      ++pricing.missing;
+      continue;
+    }
+    ++pricing.scaled;
+    pricing.sum_ms += nearest->timing.p50_ms * want /
+                      static_cast<double>(memory_bound_min_bytes(*kind, static_cast<std::size_t>(nearest->tokens),
+                                                                 static_cast<std::size_t>(nearest->width)));
   }
   return pricing;
 }

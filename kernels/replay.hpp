@@ -13,6 +13,7 @@
 #include "kernels/calibrator.hpp"
 #include "kernels/model_grid.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct ReplayOpTime {
   std::string name;    // e.g. "layer0.fwd.qkv"
   std::string kernel;  // the calibration row, e.g. "gemm forward 8192x12288x4096"
   double isolated_ms = 0;  // p50 of the op alone, the calibration's way
+  std::optional<MemoryBoundRow> memory_bound;  // the row, for memory-bound ops (table pricing)
 };
 
 struct ReplayResult {
@@ -44,11 +46,14 @@ struct ReplayResult {
 // Builds, replays and prices the sequence. Errors: CUDA failures, out of memory.
 Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& options);
 
-// The replay's ops priced from a calibration table (exact shape, our attention's rows): the sum
-// of the p50 times found, and how many ops the table has no row for (left out of the sum).
+// The replay's ops priced from a calibration table as the simulator prices them: the exact shape's
+// p50 (our attention's rows), or for a memory-bound op without its exact row the nearest row of
+// the same op scaled by the fewest bytes each moves (kernels/memory_bound_op.hpp); ops with
+// neither are counted missing and left out of the sum.
 struct TablePricing {
   double sum_ms = 0;
-  int found = 0;
+  int exact = 0;
+  int scaled = 0;
   int missing = 0;
 };
 TablePricing price_with_table(const ReplayResult& result, const OpTable& table);

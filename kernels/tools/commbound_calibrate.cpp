@@ -321,8 +321,9 @@ int run_replay(const Args& args, const std::vector<ModelDims>& zoo) {
   std::printf("%s", format_replay(o, *result).c_str());
   if (!args.replay_table.empty()) {
     const TablePricing p = price_with_table(*result, table);
-    std::printf("sum of %s's times: %.3f ms for %d of %zu ops (%d not in the table)", args.replay_table.c_str(),
-                p.sum_ms, p.found, result->ops.size(), p.missing);
+    std::printf("sum of %s's times: %.3f ms (%d ops exact, %d memory-bound ops scaled from the nearest row, %d "
+                "not in the table)",
+                args.replay_table.c_str(), p.sum_ms, p.exact, p.scaled, p.missing);
     if (p.missing == 0) std::printf(": off by %+.1f%% (table sum / replay - 1)", 100 * (p.sum_ms / result->replay.p50_ms - 1));
     std::printf("\n");
   }
