@@ -12,6 +12,7 @@
 //   build/bin/bench_attention          a table
 //   build/bin/bench_attention --csv    direction,batch,heads,kv_heads,seq,head_dim,p50_ms,tflops
 //                                      (read by bench/attention_vs_sdpa.py)
+#include "bench/bench_support.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/cuda_support.hpp"
 #include "kernels/random_fill.hpp"
@@ -25,6 +26,8 @@
 
 using namespace commbound;
 using namespace commbound::kernels;
+using commbound::bench::all_ok;
+using commbound::bench::median_millis;
 
 namespace {
 
@@ -35,29 +38,8 @@ double forward_flops(const AttentionShape& s) {
   return s.causal ? full / 2 : full;
 }
 
-// True when every status is Ok; otherwise prints the first error.
-bool all_ok(std::initializer_list<Status> statuses) {
-  for (const Status& s : statuses) {
-    if (!s) {
-      std::printf("%s\n", s.error().message.c_str());
-      return false;
-    }
-  }
-  return true;
-}
-
-// Median milliseconds of `launch`, or a negative value (error printed).
-double median_millis(const std::function<Status()>& launch) {
-  auto t = time_kernel([&](int) { return launch(); }, TimingOptions{});
-  if (!t) {
-    std::printf("%s\n", t.error().message.c_str());
-    return -1;
-  }
-  return t->p50_ms;
-}
-
 // Times one shape's forward and backward and prints its line; false on error.
-bool bench(const AttentionShape& s, bool csv) {
+bool bench_shape(const AttentionShape& s, bool csv) {
   const std::size_t q_count = static_cast<std::size_t>(s.batch) * s.seq * s.heads * s.head_dim;
   const std::size_t kv_count = static_cast<std::size_t>(s.batch) * s.seq * s.kv_heads * s.head_dim;
   auto q = DeviceBuffer<std::uint16_t>::create(q_count);
@@ -119,7 +101,7 @@ int main(int argc, char** argv) {
   };
   if (csv) std::printf("direction,batch,heads,kv_heads,seq,head_dim,p50_ms,tflops\n");
   for (const AttentionShape& s : shapes) {
-    if (!bench(s, csv)) return 1;
+    if (!bench_shape(s, csv)) return 1;
   }
   return 0;
 }

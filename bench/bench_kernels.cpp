@@ -8,6 +8,7 @@
 // Needs a GPU; prints one line and exits 0 without one.
 //
 //   build/bin/bench_kernels
+#include "bench/bench_support.hpp"
 #include "kernels/cuda_support.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
@@ -27,35 +28,16 @@
 
 using namespace commbound;
 using namespace commbound::kernels;
+using commbound::bench::all_ok;
+using commbound::bench::median_millis;
 
 namespace {
-
-// Median milliseconds of `launch` over 20 runs after 3 warm-ups, or a negative value on error.
-float median_millis(const std::function<Status()>& launch) {
-  auto t = time_kernel([&](int) { return launch(); }, TimingOptions{});
-  if (!t) {
-    std::printf("%s\n", t.error().message.c_str());
-    return -1;
-  }
-  return static_cast<float>(t->p50_ms);
-}
-
-// True when every status is Ok; otherwise prints the first error.
-bool all_ok(std::initializer_list<Status> statuses) {
-  for (const Status& s : statuses) {
-    if (!s) {
-      std::printf("%s\n", s.error().message.c_str());
-      return false;
-    }
-  }
-  return true;
-}
 
 // Times `launch` and prints its line: ms, and the rate at which it moves the op's fewest bytes at
 // (tokens x width), memory_bound_min_bytes, in GB/s and as a share of the copy's. False on error.
 bool bench_memory_bound(MemoryBoundOp op, std::size_t tokens, std::size_t width, const char* shape,
                         double copy_bytes_per_s, const std::function<Status()>& launch) {
-  const float ms = median_millis(launch);
+  const double ms = median_millis(launch);
   if (ms < 0) return false;
   const double rate = static_cast<double>(memory_bound_min_bytes(op, tokens, width)) / (ms * 1e-3);
   const std::string what = std::string(to_string(op)) + ", " + shape;
@@ -75,7 +57,7 @@ int main() {
   auto src = DeviceBuffer<char>::create(copy_bytes);
   auto dst = DeviceBuffer<char>::create(copy_bytes);
   if (!src || !dst) return 1;
-  const float copy_ms = median_millis([&] {
+  const double copy_ms = median_millis([&] {
     return cuda_check(cudaMemcpy(dst->get(), src->get(), copy_bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
   });
   const double copy_rate = 2.0 * copy_bytes / (copy_ms * 1e-3);  // read + write
@@ -230,7 +212,7 @@ int main() {
     auto run = [&] { return plan->run(ga->get(), gb->get(), gc->get()); };
     const double flops = 2.0 * shape.m * shape.n * shape.k;
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    const float fresh_ms = median_millis(run);
+    const double fresh_ms = median_millis(run);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     while (std::chrono::steady_clock::now() < until) {
       for (int i = 0; i < 20; ++i) {
@@ -238,7 +220,7 @@ int main() {
       }
       if (!all_ok({cuda_check(cudaDeviceSynchronize(), "sync")})) return false;
     }
-    const float sustained_ms = median_millis(run);
+    const double sustained_ms = median_millis(run);
     const double mhz = clock();
     if (fresh_ms < 0 || sustained_ms < 0) return false;
     std::printf("%-44s fresh %6.1f TFLOP/s, sustained %6.1f TFLOP/s at %4.0f MHz\n", what,
