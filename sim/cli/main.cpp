@@ -701,40 +701,31 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
                           std::find(rest.begin(), rest.end(), "-h") != rest.end();
+  // Each command once: its name, its help text and what runs it (help topics and dispatch alike).
+  struct Command {
+    const char* name;
+    const char* help;
+    int (*run)(const std::vector<std::string>&);
+  };
+  static const Command kCommands[] = {
+      {"collective", kCollectiveHelp, cmd_collective}, {"platform", kPlatformHelp, cmd_platform},
+      {"validate", kValidateHelp, cmd_validate},       {"run", kRunHelp, cmd_run},
+      {"shapes", kShapesHelp, cmd_shapes},             {"derive-table", kDeriveTableHelp, cmd_derive_table},
+  };
+  auto find = [](const std::string& name) -> const Command* {
+    for (const Command& c : kCommands) {
+      if (name == c.name) return &c;
+    }
+    return nullptr;
+  };
   if (cmd == "help") {
-    const std::string topic = rest.empty() ? "" : rest[0];
-    if (topic == "collective") std::cout << kCollectiveHelp;
-    else if (topic == "platform") std::cout << kPlatformHelp;
-    else if (topic == "validate") std::cout << kValidateHelp;
-    else if (topic == "run") std::cout << kRunHelp;
-    else if (topic == "shapes") std::cout << kShapesHelp;
-    else if (topic == "derive-table") std::cout << kDeriveTableHelp;
-    else std::cout << kUsage;
+    const Command* c = find(rest.empty() ? "" : rest[0]);
+    std::cout << (c != nullptr ? c->help : kUsage);
     return 0;
   }
-  if (cmd == "collective") {
-    if (wants_help) return std::cout << kCollectiveHelp, 0;
-    return cmd_collective(rest);
-  }
-  if (cmd == "platform") {
-    if (wants_help) return std::cout << kPlatformHelp, 0;
-    return cmd_platform(rest);
-  }
-  if (cmd == "run") {
-    if (wants_help) return std::cout << kRunHelp, 0;
-    return cmd_run(rest);
-  }
-  if (cmd == "validate") {
-    if (wants_help) return std::cout << kValidateHelp, 0;
-    return cmd_validate(rest);
-  }
-  if (cmd == "shapes") {
-    if (wants_help) return std::cout << kShapesHelp, 0;
-    return cmd_shapes(rest);
-  }
-  if (cmd == "derive-table") {
-    if (wants_help) return std::cout << kDeriveTableHelp, 0;
-    return cmd_derive_table(rest);
+  if (const Command* c = find(cmd); c != nullptr) {
+    if (wants_help) return std::cout << c->help, 0;
+    return c->run(rest);
   }
   return fail("unknown command \"" + cmd + "\" (commands: run, collective, platform, validate, shapes, derive-table, help)");
 }
