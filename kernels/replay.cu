@@ -17,7 +17,7 @@ namespace commbound::kernels {
 namespace {
 
 using u16 = std::uint16_t;
-constexpr float kEps = 1e-5f;
+constexpr float kEps = 1e-5f;  // RMSNorm epsilon: Llama-2's rms_norm_eps (its config.json)
 
 // Device memory of the replay, owned in one place and freed together.
 class Arena {
@@ -475,26 +475,29 @@ std::string format_replay(const ReplayOptions& o, const ReplayResult& r) {
                 o.step.micro_batch, o.step.seq, static_cast<long long>(o.step.tokens()), o.step.tp, r.ops.size(),
                 o.full_model ? ", gradient norm and AdamW" : "");
   out << line;
-  // Per op of a layer (layer index dropped): count and summed isolated time.
-  std::map<std::string, std::pair<int, double>> by_op;
-  std::vector<std::string> order;
+  // Per op of a layer (layer index dropped), in first-seen order: count, summed isolated time and
+  // the kernel of its first occurrence.
+  struct Group {
+    std::string name;
+    int count = 0;
+    double isolated_ms = 0;
+    std::string kernel;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, std::size_t> index;
   for (const ReplayOpTime& op : r.ops) {
     std::string name = op.name;
     if (name.rfind("layer", 0) == 0) name = "layer*" + name.substr(name.find('.'));
-    if (by_op.find(name) == by_op.end()) order.push_back(name);
-    by_op[name].first += 1;
-    by_op[name].second += op.isolated_ms;
+    const auto [it, added] = index.emplace(name, groups.size());
+    if (added) groups.push_back({name, 0, 0, op.kernel});
+    Group& g = groups[it->second];
+    g.count += 1;
+    g.isolated_ms += op.isolated_ms;
   }
   std::snprintf(line, sizeof line, "%-34s %5s %12s  %s\n", "op", "count", "isolated ms", "kernel (one of them)");
   out << line;
-  for (const std::string& name : order) {
-    const auto it = std::find_if(r.ops.begin(), r.ops.end(), [&](const ReplayOpTime& op) {
-      std::string n = op.name;
-      if (n.rfind("layer", 0) == 0) n = "layer*" + n.substr(n.find('.'));
-      return n == name;
-    });
-    std::snprintf(line, sizeof line, "%-34s %5d %12.4f  %s\n", name.c_str(), by_op[name].first, by_op[name].second,
-                  it->kernel.c_str());
+  for (const Group& g : groups) {
+    std::snprintf(line, sizeof line, "%-34s %5d %12.4f  %s\n", g.name.c_str(), g.count, g.isolated_ms, g.kernel.c_str());
     out << line;
   }
   const double error = r.sum_isolated_ms / r.replay.p50_ms - 1;

@@ -34,5 +34,22 @@ TEST(ReplayPricing, ExactRowsScaledMemoryBoundRowsAndMissingOps) {
   EXPECT_DOUBLE_EQ(p.sum_ms, 1.1 + 300.0);
 }
 
+TEST(ReplayReport, GroupsALayersOpsAcrossLayers) {
+  ReplayOptions o;
+  o.model = {"llama2-7b", 32, 4096, 32, 32, 11008, 32000};
+  o.layers = 2;
+  ReplayResult r;
+  r.ops = {{"layer0.fwd.qkv", "gemm forward 8192x12288x4096", 1.0, std::nullopt},
+           {"layer1.fwd.qkv", "gemm forward 8192x12288x4096", 1.5, std::nullopt}};
+  r.sum_isolated_ms = 2.5;
+  r.replay = {2.0, 2.0, 2.0};
+  const std::string text = format_replay(o, r);
+  // Both layers' qkv on one line: count 2, 1.0 + 1.5 ms; the sum is 25% over the 2 ms replay.
+  EXPECT_NE(text.find("layer*.fwd.qkv                         2       2.5000  gemm forward 8192x12288x4096"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("off by +25.0%"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace commbound::kernels
