@@ -49,7 +49,7 @@ MemoryBoundPlan memory_bound_plan(MemoryBoundOp op, std::size_t T, std::size_t W
   using u16 = std::uint16_t;
   auto bf = [](std::size_t n) { return BufferSpec{2 * n, Fill::bf16}; };
   auto f32 = [](std::size_t n) { return BufferSpec{4 * n, Fill::f32}; };
-  constexpr float kEps = 1e-5f;
+  constexpr float kEps = 1e-5f;  // RMSNorm epsilon: Llama-2's rms_norm_eps (its config.json)
   MemoryBoundPlan p;
   switch (op) {
     case MemoryBoundOp::rmsnorm_forward:
