@@ -33,12 +33,11 @@ int main(int argc, char** argv) {
         _exit(1);
       }
       const auto t0 = std::chrono::steady_clock::now();
-      auto platform = network::Platform::create(sc->cluster);
       const auto t1 = std::chrono::steady_clock::now();
       const sim::TrainingSpec& t = *sc->training;
       const std::vector<sim::Program> stages = sim::build_programs(t);
       const sim::Program& program = stages.front();
-      const sim::IterationTimeline tl = sim::simulate(**platform, sc->nccl, t, stages, sim::CostModel(t.gpu), {});
+      const sim::IterationTimeline tl = sim::simulate(sc->cluster, sc->nccl, t, stages, sim::CostModel(t.gpu), {}).value();
       const auto t2 = std::chrono::steady_clock::now();
       rusage usage{};
       getrusage(RUSAGE_SELF, &usage);

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
+#include <cassert>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -94,13 +94,14 @@ struct Segment {
 };
 
 // Cuts every group's edges (in order, so neighbours share a node) into segments: as few edges per
-// segment as a quarter of the free segment slots allow (leaving slots for collectives that run at
-// the same time), and at least one segment per group.
+// segment as a quarter of the free slots allow, not counting the slots reserved for the collectives
+// that may start meanwhile (Platform::reserved_segments), and at least one segment per group.
 std::vector<Segment> segments_of(const std::vector<std::vector<Edge>>& edges, const std::vector<double>& wire_bytes,
-                                 const std::vector<double>& rate, int free_slots) {
+                                 const std::vector<double>& rate, int free_slots, int reserved_slots) {
   std::size_t longest = 1;
   for (const auto& e : edges) longest = std::max(longest, e.size());
-  const std::size_t budget = std::max<std::size_t>(edges.size(), static_cast<std::size_t>(free_slots) / 4);
+  const std::size_t spare = static_cast<std::size_t>(std::max(0, free_slots - reserved_slots));
+  const std::size_t budget = std::max<std::size_t>(edges.size(), spare / 4);
   const std::size_t per_group = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, edges.size()));
   const std::size_t per = (longest + per_group - 1) / per_group;  // edges per segment
   std::vector<Segment> out;
@@ -307,17 +308,21 @@ std::vector<double> coupled_rates(const std::vector<std::vector<std::pair<sg4::H
   return rate;
 }
 
-// Runs the segments all at once; returns the longest time any spent moving bytes (its route
-// latency excluded), i.e. the bandwidth part of a fluid collective. The flows are actor-less
-// comms between each segment's pair of hosts, awaited by the calling actor.
-double run_fluid(Platform& p, const std::vector<Segment>& segments) {
+// Runs the channel groups' flows all at once: group g moves `wire_bytes[g]` through each of its
+// `edges[g]` at `rate[g]` (<= 0: uncapped), cut into segment flows (segments_of). Returns the longest
+// time any segment spent moving bytes (its route latency excluded), i.e. the bandwidth part of a
+// fluid collective, and the number of segment flows in `flows`.
+double run_fluid(Platform& p, const std::vector<std::vector<Edge>>& edges, const std::vector<double>& wire_bytes,
+                 const std::vector<double>& rate, long& flows) {
+  p.check_free_segments(static_cast<int>(edges.size()));
+  const std::vector<Segment> segments = segments_of(edges, wire_bytes, rate, p.free_segments(), p.reserved_segments());
   const double start_s = sg4::Engine::get_clock();
   // Take every slot before the first simcall (routing a slot sets its cap link's bandwidth, and a
-  // simcall lets other actors run): the caller checked that enough were free.
+  // simcall lets other actors run); segments_of fits them in the free slots.
   std::vector<int> slots;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     slots.push_back(p.acquire_segment());
-    if (slots.back() < 0) throw std::logic_error("segment pool exhausted: segments_of must fit the free slots");
+    assert(slots.back() >= 0 && "segments_of fits the free slots");
   }
   std::vector<sg4::CommPtr> comms;
   std::vector<double> latency_s;
@@ -333,6 +338,7 @@ double run_fluid(Platform& p, const std::vector<Segment>& segments) {
     bw_s = std::max(bw_s, comms[i]->get_finish_time() - start_s - latency_s[i]);
     p.release_segment(slots[i]);
   }
+  flows = static_cast<long>(segments.size());
   return bw_s;
 }
 
@@ -546,30 +552,28 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     const int dst = call.ranks[1];
     const double sleep_s = proto_hop_s(src, dst);
     sg4::this_actor::sleep_for(base_s + sleep_s);
-    platform_.wait_for_segments(1);
-    bw_s = run_fluid(platform_, {{{{platform_.gpu(src), platform_.gpu(dst)}}, call.size_bytes / efficiency, -1}});
+    bw_s = run_fluid(platform_, {{{platform_.gpu(src), platform_.gpu(dst)}}}, {call.size_bytes / efficiency}, {-1},
+                     result.flows);
     latency_s = base_s + sleep_s + route_latency(platform_.gpu(src), platform_.gpu(dst));
-    result.flows = 1;
   } else if (algo == Algorithm::nvls) {
     // One pass through the switch: each GPU pushes all its data and its reduced share (S + S/n)
     // and receives its reduced share and everyone's broadcast (S/n + S).
     const double n = static_cast<double>(call.ranks.size());
     const double wire = call.size_bytes * (n + 1) / n / efficiency;
     const double cap = nccl_.nvls_efficiency * node.nvlink.effective_bw_bytes_per_s();
-    std::vector<Segment> flows;
+    std::vector<std::vector<Edge>> edges;  // one flow up to the switch and one down, per GPU
     for (int r : call.ranks) {
       sg4::Host* sw = platform_.nvswitch(platform_.node_of(r));
-      flows.push_back({{{platform_.gpu(r), sw}}, wire, cap});
-      flows.push_back({{{sw, platform_.gpu(r)}}, wire, cap});
+      edges.push_back({{platform_.gpu(r), sw}});
+      edges.push_back({{sw, platform_.gpu(r)}});
     }
     const double hop_s = nccl_.hop(algo, HopClass::nvlink, proto);
     sg4::this_actor::sleep_for(base_s + hop_s);
-    platform_.wait_for_segments(static_cast<int>(flows.size()));
-    bw_s = run_fluid(platform_, flows);
-    const Edge& up = flows[0].edges[0];
-    const Edge& down = flows[1].edges[0];
+    bw_s = run_fluid(platform_, edges, std::vector<double>(edges.size(), wire), std::vector<double>(edges.size(), cap),
+                     result.flows);
+    const Edge& up = edges[0][0];
+    const Edge& down = edges[1][0];
     latency_s = base_s + hop_s + route_latency(up.first, up.second) + route_latency(down.first, down.second);
-    result.flows = static_cast<long>(flows.size());
   } else if (algo == Algorithm::ring) {
     const auto rings = build_rings(platform_, call.ranks, merge_channels_);
     const int n = static_cast<int>(call.ranks.size());
@@ -604,11 +608,9 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     } else {
       std::vector<double> bytes(groups);
       for (std::size_t g = 0; g < groups; ++g) bytes[g] = chunk[g] * steps;
-      const auto segments = segments_of(edges, bytes, rate, platform_.free_segments());
-      bw_s = run_fluid(platform_, segments);
+      bw_s = run_fluid(platform_, edges, bytes, rate, result.flows);
       // Every step's message waits for its data and for the previous message on its edge, so the
       // schedule's longest path is the bandwidth time plus the latency chain (see run_ring_steps).
-      result.flows = static_cast<long>(segments.size());
     }
   } else {  // tree
     const auto trees = build_trees(platform_, call.ranks, merge_channels_);
@@ -658,10 +660,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
     } else {
       std::vector<double> bytes(groups);
       for (std::size_t g = 0; g < groups; ++g) bytes[g] = chunk[g] * chunks;
-      platform_.wait_for_segments(static_cast<int>(groups));
-      const auto segments = segments_of(edges, bytes, rate, platform_.free_segments());
-      bw_s = run_fluid(platform_, segments);
-      result.flows = static_cast<long>(segments.size());
+      bw_s = run_fluid(platform_, edges, bytes, rate, result.flows);
       // Chunks stream through the tree: the schedule's longest path is the slowest leaf-root-leaf
       // path for the first chunk (latency plus one chunk time per hop), then chunks - 1 chunk times.
       const double chunk_s = bw_s / chunks;

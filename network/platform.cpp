@@ -3,12 +3,11 @@
 #include "network/internal/fabric_zone.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
-#include <simgrid/s4u/ConditionVariable.hpp>
-#include <simgrid/s4u/Mutex.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 #include <iomanip>
 
 namespace sg4 = simgrid::s4u;
@@ -16,10 +15,16 @@ namespace sg4 = simgrid::s4u;
 namespace commbound::network {
 namespace {
 
-// Segment slots: a collective takes a quarter of the free ones (see segments_of), so on a whole
-// cluster 8 rail groups get about one flow per 8 nodes... per 2 nodes on 512+ nodes; several
-// collectives (training streams, parallel groups) can run at once.
-int segment_slots_for(const ClusterSpec& spec) { return std::max(512, 4 * spec.nodes); }
+// Segment slots (see segments_of in collective_runner.cpp). The spare pool, max(512, 4 x nodes),
+// is what collectives cut their flows from: the first takes a quarter of it, so on a whole cluster
+// 8 rail groups get about one flow per 8 nodes... per 2 nodes on 512+ nodes. On top of it sits a
+// reserve of one slot per channel group for every other collective that may be in flight, so that
+// no collective ever finds fewer free slots than it has groups (it would have to wait, delaying its
+// flows for a reason of the model's, not the hardware's).
+int spare_segment_slots(const ClusterSpec& spec) { return std::max(512, 4 * spec.nodes); }
+// The most channel groups one collective runs as separate flows: NCCL's channels unmerged, two
+// trees per channel, or NVLS's flow up and down per GPU of a node.
+int max_groups_per_collective(const ClusterSpec& spec) { return 2 * std::max(spec.node.nccl_channels, spec.node.gpus); }
 
 // Actor stacks: our actors are shallow loops; 16k actors x 8 MiB default would reserve 128 GiB.
 constexpr const char* kStackSizeKiB = "64";
@@ -54,7 +59,7 @@ std::string check_spec(const ClusterSpec& spec) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec) {
+Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec, int concurrent_collectives) {
   if (std::string why = check_spec(spec); !why.empty()) {
     return Error{"cluster: " + why};
   }
@@ -62,20 +67,17 @@ Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec) {
   if (!plan.error.empty()) {
     return Error{"fabric: " + std::to_string(spec.nodes) + " nodes do not fit: " + plan.error};
   }
+  if (concurrent_collectives < 1) return Error{"concurrent collectives must be at least 1"};
   std::unique_ptr<Platform> platform(new Platform(spec, start_engine()));
-  const int slots = segment_slots_for(spec);
+  platform->reserved_segments_ = max_groups_per_collective(spec) * (concurrent_collectives - 1);
+  const int slots = spare_segment_slots(spec) + platform->reserved_segments_;
   platform->zone_ = new internal::FabricZone(spec, plan.geometry, slots);  // SimGrid owns the root zone
   for (int j = slots - 1; j >= 0; --j) platform->free_segments_.push_back(j);
   return platform;
 }
 
-struct Platform::Waiters {
-  sg4::MutexPtr mutex = sg4::Mutex::create();
-  sg4::ConditionVariablePtr freed = sg4::ConditionVariable::create();
-};
-
 Platform::Platform(const ClusterSpec& spec, std::unique_ptr<sg4::Engine> engine)
-    : spec_(spec), engine_(std::move(engine)), waiters_(std::make_unique<Waiters>()) {}
+    : spec_(spec), engine_(std::move(engine)) {}
 
 Platform::~Platform() = default;
 
@@ -107,12 +109,14 @@ double Platform::route_segment(int slot, const std::vector<std::pair<sg4::Host*,
 
 void Platform::release_segment(int slot) {
   free_segments_.push_back(slot);
-  waiters_->freed->notify_all();
 }
 
-void Platform::wait_for_segments(int n) {
-  std::unique_lock lock(*waiters_->mutex);
-  while (static_cast<int>(free_segments_.size()) < n) waiters_->freed->wait(lock);
+void Platform::check_free_segments(int n) const {
+  if (static_cast<int>(free_segments_.size()) < n) {
+    throw std::logic_error("segment pool: " + std::to_string(n) + " slots needed, " +
+                           std::to_string(free_segments_.size()) + " free: more collectives in flight than the " +
+                           "Platform was created for");
+  }
 }
 
 int Platform::segment_pool() const { return zone_->segment_slots(); }

@@ -31,8 +31,9 @@ class FabricZone;
 class Platform {
 public:
   // Builds the platform; fails when the fabric cannot hold the nodes (radix, levels) or the spec
-  // is inconsistent. Only one Platform may ever exist in a process.
-  static Expected<std::unique_ptr<Platform>> create(const ClusterSpec& spec);
+  // is inconsistent. `concurrent_collectives` bounds how many collectives will ever be in flight at
+  // once (the segment pool keeps a reserve for them). Only one Platform may ever exist in a process.
+  static Expected<std::unique_ptr<Platform>> create(const ClusterSpec& spec, int concurrent_collectives = 1);
   ~Platform();
   Platform(const Platform&) = delete;
   Platform& operator=(const Platform&) = delete;
@@ -69,10 +70,12 @@ public:
   simgrid::s4u::Host* segment_dst(int slot) const;
   void release_segment(int slot);
   int free_segments() const { return static_cast<int>(free_segments_.size()); }
-  // Blocks the calling actor until at least `n` slots are free (others release theirs when their
-  // flows complete). `n` must not exceed the pool.
-  void wait_for_segments(int n);
+  // Throws std::logic_error (a broken invariant, not bad input) when fewer than `n` slots are free:
+  // the caller started more collectives at once than create() was told.
+  void check_free_segments(int n) const;
   int segment_pool() const;
+  // Slots a collective leaves free for the other collectives that may be in flight with it.
+  int reserved_segments() const { return reserved_segments_; }
 
   // Runs `body` as a SimGrid actor on rank 0's host until the simulation has nothing left to do.
   // May be called once per process.
@@ -89,8 +92,7 @@ private:
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   internal::FabricZone* zone_ = nullptr;  // owned by SimGrid's engine (it is the root zone)
   std::vector<int> free_segments_;
-  struct Waiters;
-  std::unique_ptr<Waiters> waiters_;
+  int reserved_segments_ = 0;
 };
 
 }  // namespace commbound::network

@@ -197,8 +197,29 @@ private:
 
 }  // namespace
 
-IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
-                           const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options) {
+int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& stages, int gpus_per_node,
+                           const EngineOptions& options) {
+  const Layout layout(t.dp, t.tp, t.pp, t.cp);
+  const int ranks_per_stage = options.every_rank ? layout.world() / t.pp : 1;
+  const int beside = options.every_rank ? 1 : gpus_per_node;
+  int total = 0;
+  for (const Program& p : stages) {
+    std::set<StreamId> streams;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::collective) streams.insert(op.stream);
+    }
+    total += ranks_per_stage * static_cast<int>(streams.size()) * beside;
+  }
+  return std::max(1, total);
+}
+
+Expected<IterationTimeline> simulate(const network::ClusterSpec& cluster, const network::NcclConstants& nccl,
+                                     const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
+                                     const EngineOptions& options) {
+  auto created =
+      network::Platform::create(cluster, concurrent_collectives(t, stages, cluster.node.gpus, options));
+  if (!created) return created.error();
+  network::Platform& platform = **created;
   network::CollectiveRunner runner(platform, nccl);
   IterationTimeline last;
   platform.run([&] {

@@ -41,9 +41,19 @@ struct EngineOptions {
   bool every_rank = false;
 };
 
-// Runs `warmup + 1` iterations (inside Platform::run) and returns the last. `stages` holds each
-// pipeline stage's program (build_programs); the iteration ends when every stage has finished.
-IterationTimeline simulate(network::Platform& platform, const network::NcclConstants& nccl, const TrainingSpec& t,
-                           const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options);
+// The most collectives `simulate` can have in flight at once on a cluster of `gpus_per_node`-GPU
+// nodes (what network::Platform::create needs to size its flows): per simulated rank, one per
+// communication stream its program uses, times the groups of that rank's node that run beside it
+// (the same collective of the node's other ranks' groups) in representative mode.
+int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& stages, int gpus_per_node,
+                           const EngineOptions& options);
+
+// Builds `cluster`'s platform (sized for concurrent_collectives), runs `warmup + 1` iterations on it
+// and returns the last. `stages` holds each pipeline stage's program (build_programs); the
+// iteration ends when every stage has finished. Fails when the platform cannot be built. Starts
+// SimGrid's engine: once per process (run it in a child process to simulate several points).
+Expected<IterationTimeline> simulate(const network::ClusterSpec& cluster, const network::NcclConstants& nccl,
+                                     const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
+                                     const EngineOptions& options);
 
 }  // namespace commbound::sim

@@ -421,14 +421,14 @@ nlohmann::json simulate_point(const Common& c, const std::string& trace_path, bo
       const sim::CostModel cost = sim::cost_model(*sc);
       sim::describe_cost_model(m, cost, stages);
       if (!m.oom) {
-        auto platform = network::Platform::create(sc->cluster);
-        if (!platform) {
-          out = {{"error", sc->path + ": " + platform.error().message}};
+        sim::EngineOptions options;
+        options.algorithm = sc->nccl_options.algorithm;
+        options.protocol = sc->nccl_options.protocol;
+        auto simulated = sim::simulate(sc->cluster, sc->nccl, t, stages, cost, options);
+        if (!simulated) {
+          out = {{"error", sc->path + ": " + simulated.error().message}};
         } else {
-          sim::EngineOptions options;
-          options.algorithm = sc->nccl_options.algorithm;
-          options.protocol = sc->nccl_options.protocol;
-          const sim::IterationTimeline timeline = sim::simulate(**platform, sc->nccl, t, stages, cost, options);
+          const sim::IterationTimeline& timeline = *simulated;
           const sim::Layout layout(t.dp, t.tp, t.pp, t.cp);
           std::vector<int> stage_of;
           for (int r = 0; r < layout.world(); ++r) stage_of.push_back(layout.coords(r).pp);

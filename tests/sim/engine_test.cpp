@@ -74,12 +74,10 @@ TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
   network::ClusterSpec spec = testing::dgx_h100(1);
   spec.node.gpus = 1;
   spec.node.nics = 1;
-  auto platform = network::Platform::create(spec);
-  ASSERT_TRUE(platform) << platform.error().message;
   const TrainingSpec t = fsdp_7b(1);
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
+  const IterationTimeline tl = simulate(spec, testing::nccl_2_30_7(), t, {program}, cost, {}).value();
   EXPECT_NEAR(tl.iteration_s(), sum_compute_seconds(program, cost), 1e-9);
 }
 
@@ -87,14 +85,12 @@ TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
 // serialises every all-gather (forward) and then every reduce-scatter (they wait for backward,
 // which waits for the last all-gather), so the iteration equals the sum of their durations.
 TEST(Engine, ZeroCostComputeLeavesTheCollectiveSchedule) {
-  auto platform = network::Platform::create(testing::dgx_h100(2));
-  ASSERT_TRUE(platform) << platform.error().message;
   TrainingSpec t = fsdp_7b(16);
   t.gpu.peak_flops_per_s = 1e30;
   t.gpu.hbm_bytes_per_s = 1e30;
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
+  const IterationTimeline tl = simulate(testing::dgx_h100(2), testing::nccl_2_30_7(), t, {program}, cost, {}).value();
   double collectives_s = 0;
   for (const Span& s : tl.spans) {
     if (s.rank == 0 && program.ops[static_cast<std::size_t>(s.op)].kind == OpKind::collective) {
@@ -113,8 +109,6 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   spec.node.pcie.bw_bytes_per_s = 1e21;
   spec.fabric.link.bw_bytes_per_s = 1e21;
   spec.fabric.switch_latency_s = 0;
-  auto platform = network::Platform::create(spec);
-  ASSERT_TRUE(platform) << platform.error().message;
   network::NcclConstants nccl = testing::nccl_2_30_7();
   nccl.base_latency_s = {};
   nccl.hop_latency_s = {};
@@ -122,7 +116,7 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   const TrainingSpec t = fsdp_7b(16);
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, nccl, t, {program}, cost, {});
+  const IterationTimeline tl = simulate(spec, nccl, t, {program}, cost, {}).value();
   const Metrics m = compute_metrics(t, {program}, std::vector<int>(16, 0), tl, memory_per_gpu(t, 16), cost);
   EXPECT_LT(m.exposed_comm_s, 1e-6);
   EXPECT_NEAR(m.iteration_s, sum_compute_seconds(program, cost), 1e-6);
@@ -131,13 +125,11 @@ TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
 // Contention: with a factor of 2, every compute op that started while one of the rank's
 // collectives was running takes twice its cost; every other exactly its cost.
 TEST(Engine, ComputeSlowsWhileCommunicationRuns) {
-  auto platform = network::Platform::create(testing::dgx_h100(2));
-  ASSERT_TRUE(platform) << platform.error().message;
   TrainingSpec t = fsdp_7b(16);
   t.gpu.comm_contention_factor = 2;
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
-  const IterationTimeline tl = simulate(**platform, testing::nccl_2_30_7(), t, {program}, cost, {});
+  const IterationTimeline tl = simulate(testing::dgx_h100(2), testing::nccl_2_30_7(), t, {program}, cost, {}).value();
   int slowed = 0;
   for (const Span& s : tl.spans) {
     const Op& op = program.ops[static_cast<std::size_t>(s.op)];
@@ -187,8 +179,6 @@ TEST(Workload, BytesOnTheWireMatchTheZeroPaper) {
 // finished its backward; then the optimizer. Per-stage forward, backward and optimizer times are
 // summed from each stage's program.
 TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
-  auto platform = network::Platform::create(free_node());
-  ASSERT_TRUE(platform) << platform.error().message;
   const network::NcclConstants nccl = latency_free_nccl();
   const TrainingSpec t = four_stage_pipeline(1);
   const int P = t.pp;
@@ -227,7 +217,7 @@ TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
   }
   double expected_s = 0;
   for (int s = 0; s < P; ++s) expected_s = std::max(expected_s, B[s][M - 1] + topt[s]);
-  const IterationTimeline tl = simulate(**platform, nccl, t, stages, cost, {});
+  const IterationTimeline tl = simulate(free_node(), nccl, t, stages, cost, {}).value();
   EXPECT_NEAR(tl.iteration_s(), expected_s, 1e-6 * expected_s);
   // The bubble: against M micro-batches of the slowest stage's work.
   std::printf("1F1B, 4 stages, 8 micro-batches: %.4f s (slowest stage's work alone: %.4f s)\n", tl.iteration_s(),
@@ -240,10 +230,8 @@ TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
 TEST(Engine, InterleavingShrinksTheBubble) {
   auto iteration = [](int v) {
     return testing::in_child([v] {
-      auto platform = network::Platform::create(free_node());
-      if (!platform) return -1.0;
       const TrainingSpec t = four_stage_pipeline(v);
-      return simulate(**platform, latency_free_nccl(), t, build_programs(t), CostModel(t.gpu), {}).iteration_s();
+      return simulate(free_node(), latency_free_nccl(), t, build_programs(t), CostModel(t.gpu), {})->iteration_s();
     });
   };
   const double plain = iteration(1);
@@ -384,11 +372,9 @@ TEST(Workload, RingAttentionMovesItsKvBlocks) {
 
 double iteration_in_child(const TrainingSpec& t, bool every_rank) {
   return testing::in_child([&] {
-    auto platform = network::Platform::create(testing::dgx_h100(2));
-    if (!platform) return -1.0;
     EngineOptions options;
     options.every_rank = every_rank;
-    return simulate(**platform, testing::nccl_2_30_7(), t, build_programs(t), CostModel(t.gpu), options).iteration_s();
+    return simulate(testing::dgx_h100(2), testing::nccl_2_30_7(), t, build_programs(t), CostModel(t.gpu), options)->iteration_s();
   });
 }
 
