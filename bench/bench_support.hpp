@@ -3,7 +3,7 @@
 #pragma once
 
 #include "kernels/timing.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cstdio>
 #include <functional>

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "kernels/attention_reference.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cuda_runtime.h>
 

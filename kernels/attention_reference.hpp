@@ -8,7 +8,7 @@
 // h / (heads / kv_heads). Scores S = Q K^T / sqrt(head_dim); causal: query i sees keys j <= i.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <vector>
 

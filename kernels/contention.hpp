@@ -8,7 +8,7 @@
 // way NCCL's kernels do, without needing a second GPU.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cuda_runtime.h>
 

@@ -2,7 +2,7 @@
 // streams and events (STYLE.md rules 5 and 6). CUDA translation units and GPU tests only.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cuda_runtime.h>
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "kernels/reference.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cuda_runtime.h>
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "kernels/op_table.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -4,7 +4,7 @@
 // them, measures, and writes them back with times and provenance.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -5,7 +5,7 @@
 // neither the GEMM nor the memory-bound kernels.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cuda_runtime.h>
 

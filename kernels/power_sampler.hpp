@@ -4,7 +4,7 @@
 // Host C++ only (no CUDA): its statistics are unit-tested on machines without a GPU.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <condition_variable>
 #include <memory>

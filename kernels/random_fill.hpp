@@ -3,7 +3,7 @@
 // counter-based hash of (seed, index), so a buffer's contents do not depend on the launch shape.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <cuda_runtime.h>
 

@@ -3,7 +3,7 @@
 // spread kept as p10 / p50 / p90 (the spread feeds the jitter model).
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <algorithm>
 #include <functional>

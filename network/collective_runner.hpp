@@ -20,7 +20,7 @@
 #pragma once
 
 #include "network/collective.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 #include "network/nccl_constants.hpp"
 #include "network/nccl_tuner.hpp"
 #include "network/platform.hpp"

@@ -15,7 +15,7 @@
 //   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 #include "sim/kernel_shape.hpp"
 
 #include <filesystem>

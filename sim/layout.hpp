@@ -8,7 +8,7 @@
 // over their product: replica index q = dp_i * cp + cp_i, contiguous in rank order.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <string>
 #include <vector>

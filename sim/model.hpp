@@ -10,7 +10,7 @@
 // backward over the full sequence s (not halved for the causal mask, as PaLM and the study count).
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 #include "sim/presets.hpp"
 
 #include <map>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "network/cluster_spec.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 #include "network/nccl_constants.hpp"
 
 #include <toml++/toml.h>

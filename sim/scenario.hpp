@@ -7,7 +7,7 @@
 
 #include "network/cluster_spec.hpp"
 #include "network/collective.hpp"
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 #include "network/nccl_constants.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/gpu_table.hpp"

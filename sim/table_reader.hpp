@@ -8,7 +8,7 @@
 //   if (Status s = r.finish(); !s) return s.error();
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 
 #include <toml++/toml.h>
 

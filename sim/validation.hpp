@@ -3,7 +3,7 @@
 // cluster and reported beside the published busbw. Nothing is fitted to these points.
 #pragma once
 
-#include "network/expected.hpp"
+#include "calibration/base/expected.hpp"
 #include "network/nccl_tests.hpp"
 #include "sim/scenario.hpp"
 

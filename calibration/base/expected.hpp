@@ -1,8 +1,11 @@
-// Expected<T>: a value or an Error, the way every fallible call in commbound reports failure.
+// Expected<T>: a value or an Error, the way every fallible call in commbound reports failure. The base
+// room (calibration/base/) holds the vocabulary every other room uses: kernels/, network/ and sim/
+// include it, it includes nothing of theirs.
 // Errors are values (STYLE.md rule 5): only main() turns one into an exit code.
 #pragma once
 
-#include <cassert>
+#include "calibration/base/check.hpp"
+
 #include <string>
 #include <utility>
 #include <variant>
@@ -26,14 +29,23 @@ public:
   bool has_value() const { return state_.index() == 0; }
   explicit operator bool() const { return has_value(); }
 
-  T& value() { assert(has_value()); return std::get<0>(state_); }
-  const T& value() const { assert(has_value()); return std::get<0>(state_); }
+  T& value() {
+    COMMBOUND_CHECK(has_value(), "value() of an Expected that holds an error");
+    return std::get<0>(state_);
+  }
+  const T& value() const {
+    COMMBOUND_CHECK(has_value(), "value() of an Expected that holds an error");
+    return std::get<0>(state_);
+  }
   T& operator*() { return value(); }
   const T& operator*() const { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { assert(!has_value()); return std::get<1>(state_); }
+  const Error& error() const {
+    COMMBOUND_CHECK(!has_value(), "error() of an Expected that holds a value");
+    return std::get<1>(state_);
+  }
   // Success or a copy of the error, without the value (to check several results in one loop).
   Expected<Ok> status() const;
 
