@@ -7,6 +7,8 @@
 #include "sim/memory_model.hpp"
 #include "sim/training.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,6 +49,15 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
 // The cost-model fields of `m` (source, table, description, summary, power description) from
 // `cost` and `stages`: for rows that are not simulated (out of memory) as for those that are.
 void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Program>& stages);
+
+// JSON of the structs above, generated (field names as keys): how a child process sends its metrics
+// back to the sweep runner.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryUse, bytes, total_bytes, capacity_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CostSummary, exact_ops, fallback_ops, fallbacks)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Metrics, gpus, iteration_s, tokens_per_s, tokens_per_s_per_gpu, model_tflops_per_gpu,
+                                   mfu, compute_s, comm_s, exposed_comm_s, exposed_comm_fraction, power_w_per_gpu,
+                                   tokens_per_joule, memory_bytes_per_gpu, oom, memory, cost_model_source,
+                                   cost_model_table, cost_model_description, cost_summary, power_model_description)
 
 // One row per scenario (a sweep gives several): table, CSV or JSON with the keys of Metrics.
 void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,

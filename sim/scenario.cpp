@@ -4,6 +4,7 @@
 #include "sim/model.hpp"
 
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <variant>
 #include <sstream>
@@ -12,6 +13,33 @@ namespace commbound::sim {
 namespace {
 
 constexpr double kSecondsPerUs = 1e-6;
+
+// Sets `key` (dotted) of `doc` to `value`, creating the tables on its path; `origin` names where
+// the value came from ("--set k=v", or the [sweep] value's "file:line") in later error messages.
+Status set_value(toml::table& doc, const std::string& key, const toml::node& value, const std::string& origin,
+                 Overrides& origins) {
+  toml::table* at = &doc;
+  std::string part;
+  std::istringstream parts(key);
+  std::vector<std::string> path;
+  while (std::getline(parts, part, '.')) {
+    if (part.empty()) return Error{origin + ": empty part in dotted key \"" + key + "\""};
+    path.push_back(part);
+  }
+  if (path.empty()) return Error{origin + ": empty key"};
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    toml::node* next = at->get(path[i]);
+    if (next == nullptr) {
+      at->insert(path[i], toml::table{});
+      next = at->get(path[i]);
+    }
+    if (!next->is_table()) return Error{origin + ": \"" + path[i] + "\" is not a table"};
+    at = next->as_table();
+  }
+  value.visit([&](const auto& v) { at->insert_or_assign(path.back(), v); });
+  origins[key] = origin;
+  return Ok{};
+}
 
 // Applies one --set override to the parsed document. Values parse as TOML ("4", "1.5", "true",
 // "\"x\"", "[1, 2]"); anything else is taken as a bare string (so --set fabric.link=ib-hdr works).
@@ -38,34 +66,28 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
       return Error{origin + ": the value is neither TOML nor a plain string"};
     }
   }
-  toml::table* at = &doc;
-  std::string part;
-  std::istringstream parts(key);
-  std::vector<std::string> path;
-  while (std::getline(parts, part, '.')) {
-    if (part.empty()) return Error{origin + ": empty part in dotted key \"" + key + "\""};
-    path.push_back(part);
+  return set_value(doc, key, *parsed.get("v"), origin, origins);
+}
+
+// A sweep value as a row name shows it: strings bare, anything else as TOML writes it.
+std::string render(const toml::node& v) {
+  std::ostringstream text;
+  if (v.is_string()) {
+    text << v.value_or<std::string>("");
+  } else {
+    v.visit([&](auto&& x) { text << x; });
   }
-  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
-    toml::node* next = at->get(path[i]);
-    if (next == nullptr) {
-      at->insert(path[i], toml::table{});
-      next = at->get(path[i]);
-    }
-    if (!next->is_table()) return Error{origin + ": \"" + path[i] + "\" is not a table"};
-    at = next->as_table();
-  }
-  toml::node* v = parsed.get("v");
-  at->insert_or_assign(path.back(), *v);
-  origins[key] = origin;
-  return Ok{};
+  return text.str();
 }
 
 // [cluster] kernel_table: "roofline"; "auto" (calibration/<gpu>.toml if it exists); or a file,
 // relative to the working directory, else to the calibration directory. Gives the table, or why
 // the roofline is used; a named file that is missing or invalid is an error.
 using TableOrReason = std::variant<std::shared_ptr<const GpuTable>, std::string>;
-Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const std::string& gpu, const Presets& presets) {
+// Kernel tables already read, by file and display name: a sweep reads its table once.
+using TableCache = std::map<std::string, std::shared_ptr<const GpuTable>>;
+Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const std::string& gpu, const Presets& presets,
+                                             TableCache& cache) {
   namespace fs = std::filesystem;
   if (setting == "roofline") return TableOrReason{std::string("kernel_table = \"roofline\"")};
   fs::path file;
@@ -82,25 +104,23 @@ Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const s
       return Error{"no such file (relative paths are tried in the working directory, then in " + presets.dir().string() + ")"};
     }
   }
+  const std::string key = fs::absolute(file).lexically_normal().string() + "\n" + display;
+  if (auto hit = cache.find(key); hit != cache.end()) return TableOrReason{hit->second};
   auto table = GpuTable::load(file, display);
   if (!table) {
     if (setting == "auto") return Error{"(auto) " + table.error().message};
     return table.error();
   }
-  return TableOrReason{std::make_shared<const GpuTable>(std::move(*table))};
+  auto shared = std::make_shared<const GpuTable>(std::move(*table));
+  cache.emplace(key, shared);
+  return TableOrReason{shared};
 }
 
 }  // namespace
 
-Expected<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides,
-                                 const Presets& presets) {
-  auto parsed = parse_toml_file(path);
-  if (!parsed) return parsed.error();
-  toml::table doc = std::move(*parsed);
-  Overrides origins;
-  for (const auto& o : overrides) {
-    if (Status s = apply_override(doc, o, origins); !s) return s.error();
-  }
+// Validates the parsed (and overridden) document into a Scenario.
+Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, const std::string& path,
+                           const Presets& presets, TableCache& tables) {
   Scenario sc;
   sc.path = path;
   TableReader top(doc, "", &origins);
@@ -135,7 +155,7 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   sc.cluster.node = *node;
   // The kernel table prices a training iteration's compute: read it only for one.
   if (model_t != nullptr) {
-    auto table = resolve_kernel_table(kernel_table, sc.cluster.node.gpu, presets);
+    auto table = resolve_kernel_table(kernel_table, sc.cluster.node.gpu, presets, tables);
     if (!table) {
       const auto it = origins.find("cluster.kernel_table");
       const std::string at = it != origins.end() ? it->second
@@ -205,15 +225,6 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   if (sweep_t != nullptr) {
     TableReader sweep(*sweep_t, "sweep", &origins);
     Sweep sw;
-    auto render = [](const toml::node& v) {
-      std::ostringstream text;
-      if (v.is_string()) {
-        text << v.value_or<std::string>("");
-      } else {
-        v.visit([&](auto&& x) { text << x; });
-      }
-      return text.str();
-    };
     const toml::node* key = sweep_t->get("key");
     if (key != nullptr && key->is_array()) {
       for (const auto& k : *sweep.required_array("key")) sw.keys.push_back(render(k));
@@ -223,16 +234,21 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
     const toml::array* values = sweep.required_array("values");
     if (values != nullptr) {
       for (const auto& v : *values) {
-        std::vector<std::string> point;
+        toml::array point;
         if (sw.keys.size() == 1) {
-          point.push_back(render(v));
+          point.push_back(v);
         } else if (v.is_array() && v.as_array()->size() == sw.keys.size()) {
-          for (const auto& e : *v.as_array()) point.push_back(render(e));
+          point = *v.as_array();
         } else {
           sweep.fail("values", "each value must be an array of " + std::to_string(sw.keys.size()) + " entries, one per key");
           break;
         }
-        sw.values.push_back(point);
+        std::string name;
+        for (std::size_t k = 0; k < point.size(); ++k) {
+          name += (name.empty() ? "" : " ") + sw.keys[k] + "=" + render(*point.get(k));
+        }
+        sw.names.push_back(name);
+        sw.values.push_back(std::move(point));
       }
     }
     if (Status s = sweep.finish(); !s) return s.error();
@@ -347,10 +363,58 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   return sc;
 }
 
-CostModel cost_model(const Scenario& sc) {
-  const TrainingSpec& t = *sc.training;
-  if (sc.kernel_table) return CostModel(t.gpu, sc.kernel_table, t.attention_kernel);
-  return CostModel(t.gpu, sc.roofline_reason);
+struct ScenarioFile::State {
+  toml::table doc;
+  Overrides origins;
+  Presets presets;
+  TableCache tables;
+};
+
+ScenarioFile::ScenarioFile(std::shared_ptr<State> state, Scenario base) : state_(std::move(state)), base_(std::move(base)) {}
+
+Expected<ScenarioFile> ScenarioFile::load(const std::string& path, const std::vector<std::string>& overrides,
+                                          const Presets& presets) {
+  auto parsed = parse_toml_file(path);
+  if (!parsed) return parsed.error();
+  auto state = std::make_shared<State>(State{std::move(*parsed), {}, presets, {}});
+  for (const auto& o : overrides) {
+    if (Status s = apply_override(state->doc, o, state->origins); !s) return s.error();
+  }
+  auto base = resolve(state->doc, state->origins, path, state->presets, state->tables);
+  if (!base) return base.error();
+  return ScenarioFile(std::move(state), std::move(*base));
+}
+
+std::size_t ScenarioFile::points() const { return base_.sweep ? base_.sweep->values.size() : 1; }
+
+std::string ScenarioFile::point_name(std::size_t i) const {
+  return base_.sweep ? base_.sweep->names.at(i) : std::filesystem::path(base_.path).stem().string();
+}
+
+Expected<Scenario> ScenarioFile::point(std::size_t i, const std::vector<std::string>& overrides) const {
+  if (!base_.sweep && overrides.empty()) return base_;
+  toml::table doc = state_->doc;
+  Overrides origins = state_->origins;
+  if (base_.sweep) {
+    const Sweep& sw = *base_.sweep;
+    const toml::array& values = sw.values.at(i);
+    for (std::size_t k = 0; k < sw.keys.size(); ++k) {
+      const toml::node& v = *values.get(k);
+      const std::string origin = where(v, base_.path) + ": sweep.values (" + sw.keys[k] + " = " + render(v) + ")";
+      if (Status s = set_value(doc, sw.keys[k], v, origin, origins); !s) return s.error();
+    }
+  }
+  for (const auto& o : overrides) {
+    if (Status s = apply_override(doc, o, origins); !s) return s.error();
+  }
+  return resolve(doc, origins, base_.path, state_->presets, state_->tables);
+}
+
+Expected<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                                 const Presets& presets) {
+  auto file = ScenarioFile::load(path, overrides, presets);
+  if (!file) return file.error();
+  return file->scenario();
 }
 
 }  // namespace commbound::sim

@@ -9,10 +9,11 @@
 #include "network/collective.hpp"
 #include "calibration/base/expected.hpp"
 #include "network/nccl_constants.hpp"
-#include "sim/cost_model.hpp"
 #include "sim/gpu_table.hpp"
 #include "sim/presets.hpp"
 #include "sim/training.hpp"
+
+#include <toml++/toml.h>
 
 #include <memory>
 #include <optional>
@@ -27,11 +28,12 @@ struct NcclOptions {
   network::Fidelity fidelity = network::Fidelity::fluid;
 };
 
-// [sweep]: `commbound run` repeats the scenario with `key` set to each value (as --set would).
-// `key` may list several keys; each value is then an array with one entry per key.
+// [sweep]: `commbound run` repeats the scenario with `key` set to each value, typed as the file
+// wrote it. `key` may list several keys; each value is then an array with one entry per key.
 struct Sweep {
   std::vector<std::string> keys;
-  std::vector<std::vector<std::string>> values;  // per point, per key: TOML renderings for --set
+  std::vector<toml::array> values;  // per point: one value per key
+  std::vector<std::string> names;   // per point: "key=value key=value", the row's name
 };
 
 struct Scenario {
@@ -49,13 +51,33 @@ struct Scenario {
   std::optional<Sweep> sweep;
 };
 
-// Loads `path`, applies `overrides` ("a.b=value", value in TOML syntax or a bare string), resolves
-// presets from `presets`, and validates everything.
+// A scenario file read once, and the points of its [sweep] built from it: each point applies its
+// values to the parsed document (typed, as the file wrote them) and validates the result, reusing
+// the kernel table already read. Cheap to copy (the parsed document is shared).
+class ScenarioFile {
+public:
+  // Reads `path`, applies `overrides` ("a.b=value", value in TOML syntax or a bare string) and
+  // validates the result (the file as written, with its [sweep] unapplied).
+  static Expected<ScenarioFile> load(const std::string& path, const std::vector<std::string>& overrides,
+                                     const Presets& presets);
+
+  const Scenario& scenario() const { return base_; }
+  // Points of the [sweep] (1 without one), and the row name of point `i`.
+  std::size_t points() const;
+  std::string point_name(std::size_t i) const;
+  // The scenario of point `i`: its sweep values set, then `overrides`, validated. Errors name the
+  // [sweep] value's file and line.
+  Expected<Scenario> point(std::size_t i, const std::vector<std::string>& overrides = {}) const;
+
+private:
+  struct State;
+  ScenarioFile(std::shared_ptr<State> state, Scenario base);
+  std::shared_ptr<State> state_;
+  Scenario base_;
+};
+
+// ScenarioFile::load(path, overrides, presets).scenario().
 Expected<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& overrides,
                                  const Presets& presets);
-
-// The cost model of `sc`'s training iteration (sc.training must be set): its kernel table with the
-// chosen attention kernel, or the datasheet roofline with the reason.
-CostModel cost_model(const Scenario& sc);
 
 }  // namespace commbound::sim

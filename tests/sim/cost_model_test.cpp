@@ -5,6 +5,7 @@
 // lasts exactly the sum of its ops' table times.
 #include "network/platform.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/pipeline.hpp"
 #include "sim/engine.hpp"
 #include "sim/gpu_table.hpp"
 #include "sim/scenario.hpp"

@@ -1,0 +1,20 @@
+// The commbound commands: each registers a CLI11 subcommand (its options, help and callback) on
+// the application. A callback parses nothing itself (CLI11 did), calls the library, prints, and
+// leaves its exit code in `exit_code` (0 success, 2 bad input or a refusal to overwrite, 1 an
+// internal failure). Only main() returns it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace commbound::cli {
+
+inline constexpr int kExitBadInput = 2;
+
+void add_run_command(CLI::App& app, int& exit_code);          // run_command.cpp
+void add_collective_command(CLI::App& app, int& exit_code);   // fabric_commands.cpp
+void add_platform_command(CLI::App& app, int& exit_code);     // fabric_commands.cpp
+void add_validate_command(CLI::App& app, int& exit_code);     // fabric_commands.cpp
+void add_shapes_command(CLI::App& app, int& exit_code);       // table_commands.cpp
+void add_derive_table_command(CLI::App& app, int& exit_code); // table_commands.cpp
+
+}  // namespace commbound::cli

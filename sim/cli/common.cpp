@@ -1,0 +1,41 @@
+#include "sim/cli/common.hpp"
+
+#include "sim/cli/command.hpp"
+
+#include <iostream>
+
+namespace commbound::cli {
+
+void add_preset_args(CLI::App& cmd, std::vector<std::string>& sets, std::string& calibration) {
+  cmd.add_option("--set", sets,
+                 "override a scenario key, same dotted names as the file (e.g. --set cluster.nodes=64 "
+                 "--set fabric.link=roce-400g); repeatable")
+      ->type_name("KEY=VALUE")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--calibration", calibration, "preset data (default: the calibration/ shipped with commbound)")
+      ->type_name("DIR");
+}
+
+void add_scenario_args(CLI::App& cmd, ScenarioArgs& args) {
+  cmd.add_option("scenario", args.scenario, "the scenario file (.toml)")->type_name("SCENARIO")->required();
+  add_preset_args(cmd, args.sets, args.calibration);
+}
+
+sim::Presets presets(const std::string& calibration) {
+  return sim::Presets(calibration.empty() ? sim::default_calibration_dir() : std::filesystem::path(calibration));
+}
+
+Expected<sim::ScenarioFile> load(const ScenarioArgs& args, const std::vector<std::string>& extra_sets) {
+  std::vector<std::string> sets = args.sets;
+  sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
+  return sim::ScenarioFile::load(args.scenario, sets, presets(args.calibration));
+}
+
+int fail(const std::string& message) {
+  std::cerr << "commbound: " << message << "\n";
+  return kExitBadInput;
+}
+
+CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsMember(std::move(formats)); }
+
+}  // namespace commbound::cli

@@ -1,0 +1,36 @@
+// What every scenario command shares: the SCENARIO argument, --set and --calibration, loading the
+// scenario, and reporting a failure as one line on stderr.
+#pragma once
+
+#include "calibration/base/expected.hpp"
+#include "sim/presets.hpp"
+#include "sim/scenario.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace commbound::cli {
+
+struct ScenarioArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string calibration;
+};
+
+// Adds SCENARIO (positional, required), --set and --calibration to `cmd`.
+void add_scenario_args(CLI::App& cmd, ScenarioArgs& args);
+// Adds --set and --calibration only (for commands that take several scenarios or none).
+void add_preset_args(CLI::App& cmd, std::vector<std::string>& sets, std::string& calibration);
+
+sim::Presets presets(const std::string& calibration);
+Expected<sim::ScenarioFile> load(const ScenarioArgs& args, const std::vector<std::string>& extra_sets = {});
+
+// Prints "commbound: <message>" on stderr and returns kExitBadInput.
+int fail(const std::string& message);
+
+// --format's values.
+CLI::Validator format_choice(std::vector<std::string> formats);
+
+}  // namespace commbound::cli

@@ -1,0 +1,138 @@
+// commbound run: training iterations of a scenario (every [sweep] point) -> metrics table.
+#include "sim/cli/command.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/metrics.hpp"
+#include "sim/output.hpp"
+#include "sim/sweep_runner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+namespace commbound::cli {
+namespace {
+
+const char* kRunDescription = R"(Simulates training iterations (warm-up, then one measured) of the scenario's model on its cluster:
+per-GPU program (FSDP ZeRO-2/3, HSDP or DDP, Megatron tensor parallelism, pipeline and context
+parallelism) on a compute stream and communication streams, collectives through NCCL's algorithms
+on the emulated fabric. Prints iteration time, tokens/s (global, per GPU), model TFLOP/s per GPU
+and MFU (PaLM FLOPs, see docs/metrics.md), compute, communication and exposed communication time,
+power per GPU, tokens per joule and memory per GPU. A layout that does not fit in GPU memory is
+reported with its breakdown instead of being simulated.
+
+Compute times come from a calibration table when one is in use ([cluster] kernel_table: "auto"
+(default) uses calibration/<gpu>.toml when that file exists, "roofline" never does, or name a
+file): each op costs the table's measured time for its kernel shape; a shape the table lacks takes
+the achieved rate of the nearest measured shape, or the table's [device] roofline. Without a table,
+compute is the datasheet roofline (a lower bound: MFU is then an upper bound). [training]
+attention_kernel = "commbound" | "cudnn" picks the table's attention rows. Every report states its
+sources and counts the ops priced by fallback (docs/metrics.md).
+
+With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
+keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]]. Points run in
+parallel child processes (-j).)";
+
+struct RunArgs {
+  ScenarioArgs scenario;
+  std::string format = "table";
+  std::string out;
+  std::string trace;
+  bool force = false;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+// The report's title: the scenario, its training setting, and each compute and power source once.
+std::string title_of(const sim::Scenario& base, const std::vector<sim::PointResult>& rows) {
+  const sim::TrainingSpec& t = *base.training;
+  std::ostringstream title;
+  title << "commbound run: " << base.path << ": " << t.model.name << ", seq " << t.seq_len << ", "
+        << (t.strategy == sim::Strategy::ddp ? std::string("DDP")
+                                             : std::string(t.strategy == sim::Strategy::hsdp ? "HSDP" : "FSDP") +
+                                                   " ZeRO-" + std::to_string(t.zero_stage))
+        << ", tp " << t.tp;
+  std::vector<std::string> computes, powers;
+  for (const auto& row : rows) {
+    const sim::Metrics& m = row.metrics;
+    if (std::find(computes.begin(), computes.end(), m.cost_model_description) == computes.end()) {
+      computes.push_back(m.cost_model_description);
+    }
+    if (std::find(powers.begin(), powers.end(), m.power_model_description) == powers.end()) {
+      powers.push_back(m.power_model_description);
+    }
+  }
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : " | ") + x;
+    return s;
+  };
+  title << "; compute " << joined(computes) << "; power " << joined(powers);
+  return title.str();
+}
+
+int run(const RunArgs& args) {
+  auto file = load(args.scenario);
+  if (!file) return fail(file.error().message);
+  const sim::Scenario& base = file->scenario();
+  if (!base.training) return fail(base.path + ": run needs a [model] section (and optionally [training], [parallel])");
+  for (const std::string& path : {args.out, args.trace}) {
+    if (Status ok = sim::check_writable(path, args.force); !ok) return fail(ok.error().message);
+  }
+  if (!args.trace.empty() && file->points() > 1) {
+    return fail("--trace needs one point: the [sweep] has " + std::to_string(file->points()) +
+                "; pick one with --set 'sweep.values=[...]'");
+  }
+  sim::SweepOptions options;
+  options.jobs = args.jobs;
+  if (!args.trace.empty()) {
+    options.after_run = [&args](const sim::TrainingRun& run) -> Status {
+      if (!run.timeline) return Ok{};  // out of memory: nothing was simulated
+      return sim::write_output(args.trace, args.force, [&](std::ostream& o) {
+        sim::write_trace(o, run.stages, run.stage_of, *run.timeline);
+      });
+    };
+  }
+  const bool show_progress = isatty(STDERR_FILENO) != 0 && file->points() > 1;
+  options.progress = [show_progress](std::size_t done, std::size_t total, const std::string& name) {
+    if (show_progress) std::cerr << "\r[" << done << "/" << total << "] " << name << "   " << (done == total ? "\n" : "") << std::flush;
+  };
+  auto rows = sim::run_sweep(*file, options);
+  if (!rows) return fail(rows.error().message);
+  std::vector<std::pair<std::string, sim::Metrics>> table;
+  for (auto& row : *rows) table.emplace_back(row.name, row.metrics);
+  Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
+    sim::write_metrics(o, table, args.format, title_of(base, *rows));
+  });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "one training iteration of the scenario's [model] on its cluster: "
+                                            "throughput, MFU, exposed communication, power, memory");
+  cmd->description(kRunDescription);
+  add_scenario_args(*cmd, args->scenario);
+  cmd->add_option("--format", args->format, "table (default) | csv | json")->check(format_choice({"table", "csv", "json"}));
+  cmd->add_option("--out", args->out, "write there instead of standard output (never overwrites without --force)")
+      ->type_name("FILE");
+  cmd->add_option("--trace", args->trace,
+                  "Chrome/Perfetto trace: one process per simulated rank (one per pipeline stage), one track "
+                  "per stream (one point only; never overwrites without --force)")
+      ->type_name("FILE");
+  cmd->add_flag("--force", args->force, "allow --out and --trace to replace existing files");
+  cmd->add_option("-j,--jobs", args->jobs, "points simulated at once, each in its own process (default: the cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->footer(R"(Examples:
+  commbound run scenarios/paper/weak_scaling_7b.toml
+  commbound run scenarios/paper/weak_scaling_7b.toml --set 'sweep.values=[32]' --set parallel.zero_stage=3 --format json
+  commbound run scenarios/paper/model_parallel_7b_256gpu.toml --set 'sweep.values=[[2, 4]]' --trace tp2pp4.json)");
+  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+}  // namespace commbound::cli

@@ -1,0 +1,42 @@
+#include "sim/pipeline.hpp"
+
+#include "sim/layout.hpp"
+#include "sim/memory_model.hpp"
+
+namespace commbound::sim {
+
+CostModel cost_model(const Scenario& sc) {
+  const TrainingSpec& t = *sc.training;
+  if (sc.kernel_table) return CostModel(t.gpu, sc.kernel_table, t.attention_kernel);
+  return CostModel(t.gpu, sc.roofline_reason);
+}
+
+Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOptions& options) {
+  if (!sc.training) return Error{sc.path + ": a training run needs a [model] section (and optionally [training], [parallel])"};
+  const TrainingSpec& t = *sc.training;
+  TrainingRun run;
+  run.stages = build_programs(t);
+  const Layout layout(t.dp, t.tp, t.pp, t.cp);
+  for (int r = 0; r < layout.world(); ++r) run.stage_of.push_back(layout.coords(r).pp);
+  const MemoryUse memory = memory_per_gpu(t, sc.cluster.node.nccl_channels);
+  const CostModel cost = cost_model(sc);
+  if (!memory.fits()) {
+    run.metrics.gpus = t.world();
+    run.metrics.memory = memory;
+    run.metrics.memory_bytes_per_gpu = memory.total_bytes;
+    run.metrics.oom = true;
+    describe_cost_model(run.metrics, cost, run.stages);
+    return run;
+  }
+  EngineOptions engine;
+  engine.algorithm = sc.nccl_options.algorithm;
+  engine.protocol = sc.nccl_options.protocol;
+  engine.every_rank = options.every_rank;
+  auto timeline = simulate(sc.cluster, sc.nccl, t, run.stages, cost, engine);
+  if (!timeline) return Error{sc.path + ": " + timeline.error().message};
+  run.metrics = compute_metrics(t, run.stages, run.stage_of, *timeline, memory, cost);
+  run.timeline = std::move(*timeline);
+  return run;
+}
+
+}  // namespace commbound::sim

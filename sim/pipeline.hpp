@@ -1,0 +1,43 @@
+// Pipeline: one training point, from its scenario to its metrics, as one library call.
+//
+//   Scenario --> workload (build_programs) --> memory model --> cost model --> engine --> metrics
+//
+// `commbound run`, the sweep runner, the benches and the tests all call simulate_training; a
+// layout that does not fit in GPU memory is not simulated (its metrics say oom, with the breakdown).
+#pragma once
+
+#include "calibration/base/expected.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/engine.hpp"
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+#include "sim/workload.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace commbound::sim {
+
+// The cost model of `sc`'s training iteration (sc.training must be set): its kernel table with the
+// chosen attention kernel, or the datasheet roofline with the reason.
+CostModel cost_model(const Scenario& sc);
+
+struct TrainingOptions {
+  // Simulate every rank instead of one representative rank per pipeline stage (tests, small runs).
+  bool every_rank = false;
+};
+
+// What one simulated training point gives: its metrics, and what a trace needs.
+struct TrainingRun {
+  Metrics metrics;
+  std::vector<Program> stages;     // each pipeline stage's program
+  std::vector<int> stage_of;       // pipeline stage of every rank
+  std::optional<IterationTimeline> timeline;  // unset when the layout does not fit in memory
+};
+
+// Simulates one training iteration of `sc` (which must have a [model]). Starts SimGrid's engine:
+// once per process (the sweep runner gives every point a child process). Fails when the platform
+// cannot be built.
+Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOptions& options = {});
+
+}  // namespace commbound::sim

@@ -1,0 +1,40 @@
+// SweepRunner: every point of a scenario file's [sweep], each simulated in a child process (SimGrid
+// allows one engine per process), at most `jobs` at once, with typed overrides applied once.
+//
+// All points are validated in the parent before any simulation starts, so a bad [sweep] value is
+// reported at once, with its file and line. Children inherit the parsed scenario and the kernel
+// table by fork (nothing is read again) and send back their metrics as JSON.
+#pragma once
+
+#include "calibration/base/expected.hpp"
+#include "sim/metrics.hpp"
+#include "sim/pipeline.hpp"
+#include "sim/scenario.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace commbound::sim {
+
+struct PointResult {
+  std::string name;  // the [sweep] point's "key=value ..." (the file's stem without a [sweep])
+  Metrics metrics;
+};
+
+struct SweepOptions {
+  int jobs = 1;                        // child processes at once
+  std::vector<std::string> overrides;  // applied to every point after its sweep values (--set)
+  TrainingOptions training;
+  // Runs in the child after each point's simulation, e.g. to write its trace; an error fails it.
+  std::function<Status(const TrainingRun&)> after_run;
+  // Called in the parent as each point finishes (completion order): progress output.
+  std::function<void(std::size_t done, std::size_t total, const std::string& name)> progress;
+};
+
+// Simulates every point of `file` and returns them in [sweep] order. The first failing point's
+// error (validation, platform, or a crashed child) fails the whole sweep.
+Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const SweepOptions& options);
+
+}  // namespace commbound::sim
