@@ -1,57 +1,76 @@
-// Simulator speed for training: wall time and peak memory to simulate Llama-2 7B FSDP (ZeRO-2,
-// local batch 2, seq 4096) iterations on DGX H100 + IB NDR at 2048 and 16384 GPUs. Each case runs
-// in its own process; the engine simulates one warm-up and one measured iteration, and the wall
-// time is divided by two. Prints figures, asserts nothing.
+// Simulator speed for training: wall time and peak memory of `commbound run` on Llama-2 7B FSDP
+// (ZeRO-2, local batch 2, seq 4096) on DGX H100 + IB NDR at 2048 and 16384 GPUs, through the same
+// library calls as the CLI, stage by stage:
+//   load      read and validate the scenario (and its kernel table) in this process
+//   simulate  build the platform and simulate the iteration (warm-ups included) in a child
+//   total     load + simulate: what `commbound run ... -j1` spends, less process start-up
+// Peak memory is the child's maximum resident set (getrusage). Each scale runs `repeats` times;
+// the median is printed. Prints figures, asserts nothing (make bench).
 //
-//   build/bin/bench_training [SCENARIO]   (make bench; default scenarios/paper/weak_scaling_7b.toml,
-//                                          relative to the repository root)
-#include "network/platform.hpp"
-#include "sim/engine.hpp"
-#include "sim/metrics.hpp"
+//   build/bin/bench_training [SCENARIO] [REPEATS]   (default scenarios/paper/weak_scaling_7b.toml, 3;
+//                                                    relative to the repository root)
+#include "sim/presets.hpp"
 #include "sim/scenario.hpp"
+#include "sim/sweep_runner.hpp"
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 using namespace commbound;
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "scenarios/paper/weak_scaling_7b.toml";
+  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  const sim::Presets presets(sim::default_calibration_dir());
+  std::printf("bench_training: %s, median of %d\n", scenario.c_str(), repeats);
   for (int nodes : {256, 2048}) {
-    std::fflush(stdout);
-    const pid_t child = fork();
-    if (child == 0) {
-      const sim::Presets presets(sim::default_calibration_dir());
-      auto sc = sim::load_scenario(scenario, {"cluster.nodes=" + std::to_string(nodes)}, presets);
-      if (!sc) {
-        std::printf("%s\n", sc.error().message.c_str());
-        _exit(1);
-      }
+    std::vector<double> load_s, simulate_s, total_s;
+    long peak_kib = 0;
+    double iteration_s = 0;
+    for (int r = 0; r < repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
+      auto file = sim::ScenarioFile::load(scenario, {"sweep.values=[" + std::to_string(nodes) + "]"}, presets);
+      if (!file) {
+        std::printf("%s\n", file.error().message.c_str());
+        return 1;
+      }
+      load_s.push_back(seconds_since(t0));
       const auto t1 = std::chrono::steady_clock::now();
-      const sim::TrainingSpec& t = *sc->training;
-      const std::vector<sim::Program> stages = sim::build_programs(t);
-      const sim::Program& program = stages.front();
-      const sim::IterationTimeline tl = sim::simulate(sc->cluster, sc->nccl, t, stages, sim::CostModel(t.gpu), {}).value();
-      const auto t2 = std::chrono::steady_clock::now();
-      rusage usage{};
-      getrusage(RUSAGE_SELF, &usage);
-      const double iterations = t.warmup_iterations + 1;
-      std::printf("Llama-2 7B FSDP, %6d GPUs: platform %.2f s, %.2f s wall per simulated iteration "
-                  "(%d ops/iteration, simulated iteration %.3f s), peak RSS %ld MiB\n",
-                  nodes * 8, std::chrono::duration<double>(t1 - t0).count(),
-                  std::chrono::duration<double>(t2 - t1).count() / iterations, static_cast<int>(program.ops.size()),
-                  tl.iteration_s(), usage.ru_maxrss / 1024);
-      std::fflush(stdout);
-      _exit(0);
+      auto rows = sim::run_sweep(*file, {});
+      if (!rows) {
+        std::printf("%s\n", rows.error().message.c_str());
+        return 1;
+      }
+      simulate_s.push_back(seconds_since(t1));
+      total_s.push_back(seconds_since(t0));
+      iteration_s = rows->front().metrics.iteration_s;
+      rusage children{};
+      getrusage(RUSAGE_CHILDREN, &children);
+      peak_kib = std::max(peak_kib, children.ru_maxrss);
     }
-    int status = 0;
-    waitpid(child, &status, 0);
+    std::printf("Llama-2 7B FSDP, %6d GPUs: load %.2f s, simulate %.2f s, total %.2f s wall; peak RSS %ld MiB "
+                "(simulated iteration %.3f s)\n",
+                nodes * 8, median(load_s), median(simulate_s), median(total_s), peak_kib / 1024, iteration_s);
+    std::fflush(stdout);
   }
   return 0;
 }

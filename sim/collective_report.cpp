@@ -1,8 +1,8 @@
 #include "sim/collective_report.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 
 namespace commbound::sim {
 namespace {
@@ -17,9 +17,7 @@ std::string size_label(double bytes) {
     bytes /= 1024;
     ++u;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, bytes == static_cast<long>(bytes) ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
+  return bytes == static_cast<long>(bytes) ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
 }
 
 }  // namespace
@@ -29,13 +27,11 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
   using network::to_string;
   if (format == Format::csv) {
     out << "op,nodes,ranks,bytes,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,fidelity\n";
-    char buf[256];
     for (const auto& r : rows) {
-      std::snprintf(buf, sizeof buf, "%s,%d,%d,%.0f,%.3f,%.3f,%.3f,%s,%s,%s\n", to_string(r.op), r.nodes, r.ranks,
-                    r.size_bytes, r.result.time_s * kUsPerSecond, r.alg_bw_bytes_per_s / kBytesPerGB,
-                    r.bus_bw_bytes_per_s / kBytesPerGB, to_string(r.result.choice.algorithm),
-                    to_string(r.result.choice.protocol), to_string(r.result.fidelity));
-      out << buf;
+      out << fmt::format("{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{},{}\n", to_string(r.op), r.nodes, r.ranks, r.size_bytes,
+                         r.result.time_s * kUsPerSecond, r.alg_bw_bytes_per_s / kBytesPerGB,
+                         r.bus_bw_bytes_per_s / kBytesPerGB, to_string(r.result.choice.algorithm),
+                         to_string(r.result.choice.protocol), to_string(r.result.fidelity));
     }
     return;
   }
@@ -60,19 +56,15 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
     return;
   }
   out << "# " << title << "\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-14s %6s %6s %12s %12s %10s %10s  %-5s %-7s %s\n", "op", "nodes", "ranks", "size",
-                "time(us)", "algbw", "busbw", "algo", "proto", "fidelity");
-  out << buf;
-  std::snprintf(buf, sizeof buf, "%-14s %6s %6s %12s %12s %10s %10s\n", "", "", "", "", "", "(GB/s)", "(GB/s)");
-  out << buf;
+  out << fmt::format("{:<14} {:>6} {:>6} {:>12} {:>12} {:>10} {:>10}  {:<5} {:<7} {}\n", "op", "nodes", "ranks", "size",
+                     "time(us)", "algbw", "busbw", "algo", "proto", "fidelity");
+  out << fmt::format("{:<14} {:>6} {:>6} {:>12} {:>12} {:>10} {:>10}\n", "", "", "", "", "", "(GB/s)", "(GB/s)");
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "%-14s %6d %6d %12s %12.1f %10.2f %10.2f  %-5s %-7s %s\n", to_string(r.op), r.nodes,
-                  r.ranks, size_label(r.size_bytes).c_str(), r.result.time_s * kUsPerSecond,
-                  r.alg_bw_bytes_per_s / kBytesPerGB, r.bus_bw_bytes_per_s / kBytesPerGB,
-                  to_string(r.result.choice.algorithm), to_string(r.result.choice.protocol),
-                  to_string(r.result.fidelity));
-    out << buf;
+    out << fmt::format("{:<14} {:>6} {:>6} {:>12} {:>12.1f} {:>10.2f} {:>10.2f}  {:<5} {:<7} {}\n", to_string(r.op), r.nodes,
+                       r.ranks, size_label(r.size_bytes), r.result.time_s * kUsPerSecond,
+                       r.alg_bw_bytes_per_s / kBytesPerGB, r.bus_bw_bytes_per_s / kBytesPerGB,
+                       to_string(r.result.choice.algorithm), to_string(r.result.choice.protocol),
+                       to_string(r.result.fidelity));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "sim/metrics.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -130,22 +131,20 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
 
 void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,
                    const std::string& title) {
-  char buf[512];
   if (format == "csv") {
     out << "scenario,gpus,iteration_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,compute_s,comm_s,"
            "exposed_comm_s,exposed_comm_fraction,power_w_per_gpu,tokens_per_joule,memory_bytes_per_gpu,oom,"
            "cost_model_source,cost_model_table,cost_model_exact_ops,cost_model_fallback_ops\n";
     for (const auto& [name, m] : rows) {
       if (m.oom) {  // not simulated: no timing to report
-        std::snprintf(buf, sizeof buf, "%s,%d,,,,,,,,,,,,%.0f,1", name.c_str(), m.gpus, m.memory_bytes_per_gpu);
-        out << buf << cost_csv(m) << "\n";
+        out << fmt::format("{},{},,,,,,,,,,,,{:.0f},1", name, m.gpus, m.memory_bytes_per_gpu) << cost_csv(m) << "\n";
         continue;
       }
-      std::snprintf(buf, sizeof buf, "%s,%d,%.6f,%.1f,%.2f,%.2f,%.4f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f,%.0f,%d",
-                    name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu,
-                    m.model_tflops_per_gpu, m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, m.exposed_comm_fraction,
-                    m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu, m.oom ? 1 : 0);
-      out << buf << cost_csv(m) << "\n";
+      out << fmt::format("{},{},{:.6f},{:.1f},{:.2f},{:.2f},{:.4f},{:.6f},{:.6f},{:.6f},{:.4f},{:.1f},{:.4f},{:.0f},{}", name,
+                         m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu, m.mfu,
+                         m.compute_s, m.comm_s, m.exposed_comm_s, m.exposed_comm_fraction, m.power_w_per_gpu,
+                         m.tokens_per_joule, m.memory_bytes_per_gpu, m.oom ? 1 : 0)
+          << cost_csv(m) << "\n";
     }
     return;
   }
@@ -185,22 +184,21 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   out << "# " << title << "\n";
   int width = 24;
   for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
-  std::snprintf(buf, sizeof buf, "%-*s %6s %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %s\n", width, "scenario", "gpus",
-                "iter(s)", "tokens/s", "tok/s/gpu", "TFLOP/s", "MFU", "compute", "comm", "exposed", "exp%", "W/GPU",
-                "tokens/J", "memory");
-  out << buf;
+  out << fmt::format("{:<{}} {:>6} {:>10} {:>12} {:>9} {:>7} {:>6} {:>9} {:>8} {:>9} {:>7} {:>9} {:>9} {}\n", "scenario",
+                     width, "gpus", "iter(s)", "tokens/s", "tok/s/gpu", "TFLOP/s", "MFU", "compute", "comm", "exposed",
+                     "exp%", "W/GPU", "tokens/J", "memory");
   for (const auto& [name, m] : rows) {
     if (m.oom) {
-      std::snprintf(buf, sizeof buf, "%-*s %6d %10s %12s %9s %7s %6s %9s %8s %9s %7s %9s %9s %.1f GB  OUT OF MEMORY\n",
-                    width, name.c_str(), m.gpus, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", m.memory_bytes_per_gpu / 1e9);
-      out << buf;
+      out << fmt::format("{:<{}} {:>6} {:>10} {:>12} {:>9} {:>7} {:>6} {:>9} {:>8} {:>9} {:>7} {:>9} {:>9} {:.1f} GB  OUT OF MEMORY\n",
+                         name, width, m.gpus, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         m.memory_bytes_per_gpu / 1e9);
       continue;
     }
-    std::snprintf(buf, sizeof buf, "%-*s %6d %10.4f %12.0f %9.1f %7.1f %5.1f%% %9.4f %8.4f %9.4f %6.1f%% %9.0f %9.2f %.1f GB%s\n",
-                  width, name.c_str(), m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu,
-                  100 * m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, 100 * m.exposed_comm_fraction,
-                  m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu / 1e9, m.oom ? "  OUT OF MEMORY" : "");
-    out << buf;
+    out << fmt::format("{:<{}} {:>6} {:>10.4f} {:>12.0f} {:>9.1f} {:>7.1f} {:>5.1f}% {:>9.4f} {:>8.4f} {:>9.4f} {:>6.1f}% {:>9.0f} "
+                       "{:>9.2f} {:.1f} GB\n",
+                       name, width, m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu,
+                       100 * m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, 100 * m.exposed_comm_fraction,
+                       m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu / 1e9);
   }
   // How compute was priced (the title names the source): one line when every row agrees, else one
   // per row.
@@ -213,13 +211,9 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   }
   for (const auto& [name, m] : rows) {
     if (!m.oom) continue;
-    std::snprintf(buf, sizeof buf, "# %s does not fit: %.1f GB > %.1f GB:", name.c_str(), m.memory_bytes_per_gpu / 1e9,
-                  m.memory.capacity_bytes / 1e9);
-    out << buf;
-    for (const auto& [what, bytes] : m.memory.bytes) {
-      std::snprintf(buf, sizeof buf, " %s %.1f GB;", what.c_str(), bytes / 1e9);
-      out << buf;
-    }
+    out << fmt::format("# {} does not fit: {:.1f} GB > {:.1f} GB:", name, m.memory_bytes_per_gpu / 1e9,
+                       m.memory.capacity_bytes / 1e9);
+    for (const auto& [what, bytes] : m.memory.bytes) out << fmt::format(" {} {:.1f} GB;", what, bytes / 1e9);
     out << "\n";
   }
 }

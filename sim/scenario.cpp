@@ -1,6 +1,6 @@
 #include "sim/scenario.hpp"
 
-#include "sim/table_reader.hpp"
+#include "calibration/table/table_reader.hpp"
 #include "sim/model.hpp"
 
 #include <filesystem>
@@ -328,7 +328,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   const long global = tr.integer("global_batch", 0, 1, 1L << 40);
   const long local = tr.integer("local_batch", 2, 1, 1L << 30);
   t.activation_checkpointing = tr.boolean("activation_checkpointing", false);
-  t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 1, 0, 100));
+  t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 0, 0, 100));
   t.attention_kernel = tr.choice("attention_kernel", "commbound", {"commbound", "cudnn"});
   // A table that has attention rows must have some of the chosen kernel: pricing one kernel's
   // attention by another's rows, or by the roofline, would be silent and wrong.

@@ -28,7 +28,7 @@ struct GpuSpec {
 enum class Strategy { ddp, fsdp, hsdp };
 
 struct TrainingSpec {
-  ModelSpec model;
+  calibration::ModelSpec model;
   GpuSpec gpu;
   int seq_len = 4096;
   int global_batch = 0;       // sequences per iteration, all replicas together
@@ -43,7 +43,10 @@ struct TrainingSpec {
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
-  int warmup_iterations = 1;
+  // Iterations simulated before the measured one. The engine joins every stream at the end of an
+  // iteration, so nothing carries into the next: a warm-up reproduces the measured iteration to
+  // float rounding (tests/sim/engine_test.cpp) and only costs time; hence 0.
+  int warmup_iterations = 0;
   // Which attention kernel's rows of a calibration table price attention: "commbound" or "cudnn".
   std::string attention_kernel = "commbound";
 

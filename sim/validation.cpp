@@ -1,5 +1,7 @@
 #include "sim/validation.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -74,24 +76,22 @@ std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, con
 }
 
 void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows, bool csv) {
-  char buf[512];
   if (csv) {
     out << "gpu,nodes,collective,algorithm,bytes,published_busbw_GBps,simulated_busbw_GBps,ratio,"
            "simulated_algorithm,simulated_protocol,source\n";
   } else {
-    std::snprintf(buf, sizeof buf, "%-5s %5s %-13s %-5s %11s %10s %10s %6s  %-12s %s\n", "gpu", "nodes", "collective",
-                  "algo", "bytes", "published", "simulated", "ratio", "simulated", "source");
-    out << buf;
+    out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10} {:>10} {:>6}  {:<12} {}\n", "gpu", "nodes", "collective",
+                       "algo", "bytes", "published", "simulated", "ratio", "simulated", "source");
   }
   for (const auto& r : rows) {
     const auto& p = r.published;
-    const char* fmt = csv ? "%s,%s,%s,%s,%s,%.1f,%.1f,%.3f,%s,%s,%s\n"
-                          : "%-5s %5s %-13s %-5s %11s %10.1f %10.1f %6.2f  %-5s %-6s %s\n";
-    std::snprintf(buf, sizeof buf, fmt, p.gpu.c_str(), p.nodes_text.c_str(), network::to_string(p.point.op),
-                  p.published_algorithm.c_str(), p.bytes_text.c_str(), p.busbw_bytes_per_s / 1e9,
-                  r.simulated.bus_bw_bytes_per_s / 1e9, r.ratio(), network::to_string(r.simulated.result.choice.algorithm),
-                  network::to_string(r.simulated.result.choice.protocol), p.source.c_str());
-    out << buf;
+    const auto args = fmt::make_format_args(p.gpu, p.nodes_text, network::to_string(p.point.op), p.published_algorithm,
+                                            p.bytes_text, p.busbw_bytes_per_s / 1e9, r.simulated.bus_bw_bytes_per_s / 1e9,
+                                            r.ratio(), network::to_string(r.simulated.result.choice.algorithm),
+                                            network::to_string(r.simulated.result.choice.protocol), p.source);
+    out << fmt::vformat(csv ? "{},{},{},{},{},{:.1f},{:.1f},{:.3f},{},{},{}\n"
+                            : "{:<5} {:>5} {:<13} {:<5} {:>11} {:>10.1f} {:>10.1f} {:>6.2f}  {:<5} {:<6} {}\n",
+                        args);
   }
 }
 

@@ -103,6 +103,23 @@ TEST(Engine, ZeroCostComputeLeavesTheCollectiveSchedule) {
 
 // An (almost) infinitely fast fabric and zero NCCL latencies: FSDP's communication hides
 // completely; exposed communication tends to 0.
+// Iterations are independent: the engine joins every stream before the next starts, so a warm-up
+// iteration leaves the measured one as it was (to float rounding of the later absolute clock), on
+// a two-node FSDP step whose collectives share the NICs and the fabric.
+TEST(Engine, WarmUpIterationsChangeNothing) {
+  auto iteration_s = [](int warmup) {
+    return testing::in_child([warmup] {
+      TrainingSpec t = fsdp_7b(16);
+      t.warmup_iterations = warmup;
+      return simulate(testing::dgx_h100(2), testing::nccl_2_30_7(), t, build_programs(t), CostModel(t.gpu), {})
+          ->iteration_s();
+    });
+  };
+  const double cold_s = iteration_s(0);
+  ASSERT_GT(cold_s, 0);
+  EXPECT_NEAR(iteration_s(2), cold_s, 1e-9 * cold_s);
+}
+
 TEST(Engine, InfinitelyFastFabricExposesNoCommunication) {
   network::ClusterSpec spec = testing::dgx_h100(2);
   spec.node.nvlink.bw_bytes_per_s = 1e21;
