@@ -17,6 +17,10 @@
 //    several edges, so other traffic shares the links. The time is the schedule's longest path:
 //    bandwidth time plus the latency chain (plus, for the tree, the pipeline fill).
 // Both add NCCL's base latency once per call.
+//
+// Each algorithm, with its latency formula and nccl-tests' bus-bandwidth convention, lives in
+// internal/: ring.hpp, tree.hpp, nvls.hpp, send_recv.hpp; the fluid machinery (coupled rates,
+// segment flows) in internal/fluid_flows.hpp. run() computes what they share and dispatches.
 #pragma once
 
 #include "network/collective.hpp"

@@ -15,12 +15,11 @@ namespace sg4 = simgrid::s4u;
 namespace commbound::network {
 namespace {
 
-// Segment slots (see segments_of in collective_runner.cpp). The spare pool, max(512, 4 x nodes),
-// is what collectives cut their flows from: the first takes a quarter of it, so on a whole cluster
-// 8 rail groups get about one flow per 8 nodes... per 2 nodes on 512+ nodes. On top of it sits a
-// reserve of one slot per channel group for every other collective that may be in flight, so that
-// no collective ever finds fewer free slots than it has groups (it would have to wait, delaying its
-// flows for a reason of the model's, not the hardware's).
+// Segment slots (see internal/fluid_flows.hpp, with worked numbers). The spare pool,
+// max(512, 4 x nodes), is what collectives cut their flows from: each takes a quarter of what is
+// free. On top of it sits a reserve of one slot per channel group for every other collective that
+// may be in flight, so that no collective ever finds fewer free slots than it has groups (it would
+// have to wait, delaying its flows for a reason of the model's, not the hardware's).
 int spare_segment_slots(const ClusterSpec& spec) { return std::max(512, 4 * spec.nodes); }
 // The most channel groups one collective runs as separate flows: NCCL's channels unmerged, two
 // trees per channel, or NVLS's flow up and down per GPU of a node.
@@ -118,8 +117,6 @@ void Platform::check_free_segments(int n) const {
                            "Platform was created for");
   }
 }
-
-int Platform::segment_pool() const { return zone_->segment_slots(); }
 
 sg4::Host* Platform::segment_src(int slot) const { return zone_->segment_src(slot); }
 sg4::Host* Platform::segment_dst(int slot) const { return zone_->segment_dst(slot); }

@@ -73,7 +73,6 @@ public:
   // Throws std::logic_error (a broken invariant, not bad input) when fewer than `n` slots are free:
   // the caller started more collectives at once than create() was told.
   void check_free_segments(int n) const;
-  int segment_pool() const;
   // Slots a collective leaves free for the other collectives that may be in flight with it.
   int reserved_segments() const { return reserved_segments_; }
 

@@ -41,7 +41,6 @@ public:
   simgrid::s4u::Host* gpu_host(int node, int local) const { return gpu_hosts_[node * spec_.node.gpus + local]; }
   simgrid::s4u::Host* nvswitch_host(int node) const { return nvswitch_hosts_[node]; }
 
-  int segment_slots() const { return static_cast<int>(segment_cap_.size()); }
   simgrid::s4u::Host* segment_src(int slot) const { return segment_hosts_[2 * slot]; }
   simgrid::s4u::Host* segment_dst(int slot) const { return segment_hosts_[2 * slot + 1]; }
   simgrid::s4u::Link* segment_cap_link(int slot) const { return segment_cap_links_[slot]; }

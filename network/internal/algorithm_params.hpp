@@ -1,0 +1,48 @@
+// AlgorithmParams and AlgorithmResult: what CollectiveRunner::run hands each algorithm (ring.hpp,
+// tree.hpp, nvls.hpp, send_recv.hpp) and what it gets back.
+//
+// The runner computes what every algorithm shares (the call's shape, NCCL's latency multiplier,
+// base latency and per-hop protocol latency); the algorithm simulates its traffic and reports its
+// latency and bandwidth parts; the runner then closes the fluid schedule in simulated time.
+#pragma once
+
+#include "network/collective.hpp"
+#include "network/nccl_constants.hpp"
+#include "network/nccl_tuner.hpp"
+#include "network/platform.hpp"
+
+#include <optional>
+
+namespace commbound::network::internal {
+
+// One collective call as an algorithm runs it. The references must outlive the call.
+struct AlgorithmParams {
+  Platform& platform;
+  const NcclConstants& nccl;
+  const CollectiveCall& call;  // passed CollectiveRunner::check() with `choice`
+  CallShape shape;
+  CollectiveChoice choice;
+  Fidelity fidelity = Fidelity::fluid;
+  bool merge_channels = true;   // false: one flow group per NCCL channel (tests only)
+  double latency_factor = 1;    // NCCL's multi-node Ring/Simple AllReduce multiplier, else 1
+  double base_s = 0;            // NCCL's base latency x latency_factor, once per call
+  double net_overhead_s = 0;    // NCCL's netOverhead for this shape and protocol (0 on one node)
+
+  // Payload bytes per byte on the wire for the protocol (LL 1/2, LL128 120/128, Simple 1).
+  double efficiency() const { return nccl.data_efficiency[int(choice.protocol)]; }
+  // NCCL's protocol latency (hwLat) of the hop from `src_rank` to `dst_rank`, x latency_factor; a
+  // ring's hop inside a node costs at least the netOverhead, as in NCCL's tuning.cc.
+  double hop_s(int src_rank, int dst_rank) const;
+};
+
+// What an algorithm simulated: the CollectiveResult parts the runner cannot know.
+struct AlgorithmResult {
+  double latency_s = 0;    // base + per-hop latencies on the critical path
+  double bandwidth_s = 0;  // fluid: the longest time a flow spent moving bytes; 0 when stepped
+  // Fluid: the schedule's length where it is not bandwidth_s + latency_s (the tree's pipeline).
+  std::optional<double> schedule_s;
+  bool stepped = false;    // ran message by message: the elapsed simulated time is the result
+  long flows = 0;          // SimGrid communications created
+};
+
+}  // namespace commbound::network::internal

@@ -1,0 +1,47 @@
+#include "network/internal/channel_groups.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace commbound::network::internal {
+namespace {
+
+// Splits `total` channels over `groups` groups as evenly as NCCL's round-robin would.
+double channels_of(int group, int groups, int total) { return total / groups + (group < total % groups ? 1 : 0); }
+
+}  // namespace
+
+std::vector<std::vector<int>> by_node(const Platform& platform, const std::vector<int>& ranks) {
+  std::map<int, int> slot;
+  std::vector<std::vector<int>> nodes;
+  for (int r : ranks) {
+    auto [it, fresh] = slot.try_emplace(platform.node_of(r), static_cast<int>(nodes.size()));
+    if (fresh) nodes.emplace_back();
+    nodes[it->second].push_back(r);
+  }
+  for (auto& n : nodes) std::sort(n.begin(), n.end());
+  return nodes;
+}
+
+std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_ranks, int rail) {
+  const NodeType& node = platform.spec().node;
+  const int head_local = rail * node.gpus / node.nics;
+  auto it = std::find_if(node_ranks.begin(), node_ranks.end(),
+                         [&](int r) { return platform.local_of(r) >= head_local; });
+  std::rotate(node_ranks.begin(), it == node_ranks.end() ? node_ranks.begin() : it, node_ranks.end());
+  return node_ranks;
+}
+
+int rail_groups(const Platform& platform, int nodes) {
+  return nodes == 1 ? 1 : std::min(platform.spec().node.nics, platform.spec().node.nccl_channels);
+}
+
+std::vector<GroupSlot> group_slots(int groups, int channels, bool merge) {
+  std::vector<GroupSlot> out;
+  for (int c = 0; c < (merge ? groups : channels); ++c) {
+    out.push_back({c % groups, merge ? channels_of(c, groups, channels) : 1.0});
+  }
+  return out;
+}
+
+}  // namespace commbound::network::internal

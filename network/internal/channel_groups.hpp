@@ -1,0 +1,38 @@
+// How NCCL's channels map onto a node's rails, shared by the ring and the tree (ring.cpp, tree.cpp).
+//
+// On DGX nodes channel c enters and leaves every node through rail c % nics (PXN relays over
+// NVLink to the rail's GPU), so channels on the same rail follow the same path. Those channels
+// are merged into one channel group carrying their summed traffic: exact under max-min, where
+// they would receive equal shares on every link they cross (tests/network/collective_runner_test.cpp
+// checks it against one flow per channel).
+#pragma once
+
+#include "network/platform.hpp"
+
+#include <vector>
+
+namespace commbound::network::internal {
+
+// `ranks` grouped by node (nodes in first-seen order), each node's ranks sorted by local index.
+std::vector<std::vector<int>> by_node(const Platform& platform, const std::vector<int>& ranks);
+
+// `node_ranks` (one node's, sorted) rotated to start at the GPU that owns rail `rail`, or at the
+// next one present; unrotated when none is.
+std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_ranks, int rail);
+
+// Distinct rails the channels use across `nodes` nodes: min(nics, channels); 1 inside one node,
+// where every rail's ring is the same ring (the NVSwitch is symmetric).
+int rail_groups(const Platform& platform, int nodes);
+
+// One channel group as simulated: group `group` of the path set, carrying `channels` NCCL channels.
+struct GroupSlot {
+  int group;
+  double channels;
+};
+
+// Channel c follows group c % groups. Merged: one slot per group carrying its channels, split as
+// evenly as NCCL's round-robin; unmerged: one slot per channel (only to show in a test that
+// merging changes nothing).
+std::vector<GroupSlot> group_slots(int groups, int channels, bool merge);
+
+}  // namespace commbound::network::internal

@@ -1,0 +1,89 @@
+// Fluid flows: a collective's channel groups run in SimGrid as a few capped flows, not as messages.
+//
+// Coupled rates. A ring, or a tree that pipelines its chunks, advances at the pace of its slowest
+// edge: every edge of one channel group moves its bytes at one rate. coupled_group_rates() finds
+// that rate for every group of a collective at once by progressive filling (max-min fairness) over
+// the links of all the group's edge routes, a link crossed by k edges of a group carrying k times
+// the group's rate. The flows then run in SimGrid capped at these rates, so the traffic of other
+// collectives in flight still shares the links with them.
+//
+// Segments. One SimGrid flow per edge would be exact but slow: the max-min solver pays about
+// 12 us per concurrent flow per event (shared/reference/simgrid-notes.md), and a ring over 2048
+// ranks with 8 rail groups has 16k edges. Because a group's edges move at one rate, consecutive
+// edges (in path order, so neighbours share a host) can travel as one flow over their
+// concatenated routes, capped at the group's rate: a segment (Platform::route_segment). Shorter
+// segments come closer to one flow per edge; longer ones cost the solver less. segments_of() cuts
+// every group into as few edges per segment as a quarter of the free segment slots allow, and
+// always at least one segment per group.
+//
+// The slot pool (Platform::create). Platform holds a spare pool of max(512, 4 x nodes) slots plus
+// a reserve: one slot per channel group (Platform's max_groups_per_collective) for every other
+// collective that may be in flight at once. A collective cuts its segments from a quarter of the
+// free slots minus that reserve (Platform::reserved_segments()), so collectives that overlap drain
+// the spare pool geometrically, never the reserve, and none ever finds fewer free slots than it has
+// groups (run_fluid() throws std::logic_error, a broken invariant, when it does: waiting for slots
+// would delay flows for a reason of the model's, not the hardware's). Worked example, one ring
+// AllGather over a whole DGX cluster (8 rail groups, 8 edges per node in each): on 64 nodes the
+// budget is 512 / 4 = 128 segments, 16 per group, 32 edges (4 nodes) each; on 512 nodes it is
+// 2048 / 4 = 512 segments, 64 per group, 64 edges (8 nodes) each.
+#pragma once
+
+#include "network/platform.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace commbound::network::internal {
+
+// One hop of a collective: a message's source and destination hosts.
+using Edge = std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>;
+
+// The physical latency (switch traversals) of the route from `src` to `dst`; 0 when they are equal.
+double route_latency_s(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
+
+// One channel group's traffic: `wire_bytes` through each of `edges` (in path order), at most at
+// `rate_bytes_per_s` (<= 0: uncapped).
+struct GroupFlow {
+  std::vector<Edge> edges;
+  double wire_bytes = 0;
+  double rate_bytes_per_s = -1;
+};
+
+// Edges that move together at one rate, simulated as one segment flow (Platform::route_segment).
+struct Segment {
+  std::vector<Edge> edges;
+  double wire_bytes = 0;        // through each edge
+  double rate_bytes_per_s = -1; // <= 0: uncapped
+};
+
+// The segment slots a collective may cut its flows from.
+struct SegmentSlots {
+  int free = 0;      // Platform::free_segments()
+  int reserved = 0;  // Platform::reserved_segments(): left to the other collectives in flight
+};
+
+// Cuts every group's edges, in order, into segments: as few edges per segment as a quarter of the
+// free slots not reserved allow, and at least one segment per group (so at most
+// max(groups, (free - reserved) / 4) segments in all).
+std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSlots slots);
+
+// The max-min fair rate (bytes/s) of every channel group when each group's edges move at one rate,
+// by progressive filling over the links of every edge's route (fatpipes, which never limit
+// bandwidth, left out). Group g is capped at `cap_bytes_per_s[g]` (<= 0: no cap). `edges` and
+// `cap_bytes_per_s` have one entry per group. Reads routes only: no simulated time passes.
+std::vector<double> coupled_group_rates(const std::vector<std::vector<Edge>>& edges,
+                                        const std::vector<double>& cap_bytes_per_s);
+
+// What run_fluid() simulated.
+struct FluidRun {
+  double bandwidth_s = 0;  // the longest time any segment spent moving bytes (route latency excluded)
+  long flows = 0;          // segment flows created
+};
+
+// Runs every group's flow at once, cut into segments (segments_of), and returns when all have
+// completed. Must be called from a SimGrid actor; simulated time advances by the bandwidth time
+// plus a segment's route latency. Throws std::logic_error when fewer slots are free than there are
+// groups (more collectives in flight than the Platform was created for).
+FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups);
+
+}  // namespace commbound::network::internal

@@ -1,0 +1,24 @@
+// NVLS AllReduce inside one NVSwitch node (NVLink SHARP: the switch reduces and multicasts), over
+// n ranks, S bytes (nccl-tests' size).
+//
+// One pass through the switch: each GPU pushes all its data and its reduced share (S + S/n) and
+// receives its reduced share and everyone's broadcast (S/n + S), so each GPU's link carries
+// S (n + 1)/n / efficiency each way, at most at nvls_efficiency x the NVLink rate:
+//   time = base + hwLat(NVLS, NVLink) + route latency up + route latency down
+//               + S (n + 1)/n / (efficiency * r)
+// with r that cap or the link's max-min share if lower (coupled_group_rates, fluid_flows.hpp).
+// NCCL's tuner writes the latency as base + hwLat(NVLS, NVLink). Always fluid (no step fidelity).
+//
+// nccl-tests bus bandwidth: busbw = algbw * 2(n - 1)/n (AllReduce; bus_bw_factor in
+// collective.hpp), so here busbw tends to 2(n - 1)/(n + 1) * r: 14/9 r on 8 GPUs.
+#pragma once
+
+#include "network/internal/algorithm_params.hpp"
+
+namespace commbound::network::internal {
+
+// Runs the NVLS AllReduce (must be called from a SimGrid actor; every rank on NVLS-capable nodes:
+// CollectiveRunner::check). Simulated time advances by base, the hop latency and the flows.
+AlgorithmResult run_nvls(const AlgorithmParams& params);
+
+}  // namespace commbound::network::internal

@@ -1,0 +1,144 @@
+#include "network/internal/ring.hpp"
+
+#include "network/internal/channel_groups.hpp"
+#include "network/internal/fluid_flows.hpp"
+#include "network/internal/send_pipe.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace commbound::network::internal {
+namespace {
+
+// One ring as it runs: its chunk, its rate and its hops' protocol latencies.
+struct RingLane {
+  const RingGroup* ring = nullptr;
+  double chunk_wire_bytes = 0;      // per step, through each edge
+  double rate_bytes_per_s = -1;     // the ring's coupled rate
+  std::vector<double> hop_sleep_s;  // per position: protocol latency paid before each send
+};
+
+// Ring, step by step: the rank at position p sends step s once it holds step s-1's data.
+void run_ring_steps(const Platform& platform, const std::vector<RingLane>& lanes, int steps) {
+  std::vector<sg4::ActorPtr> actors;
+  for (std::size_t g = 0; g < lanes.size(); ++g) {
+    const auto& order = lanes[g].ring->order;
+    const int n = static_cast<int>(order.size());
+    std::vector<sg4::Mailbox*> mb(n);
+    for (int i = 0; i < n; ++i) mb[i] = sg4::Mailbox::by_name("ring." + std::to_string(g) + "." + std::to_string(i));
+    for (int i = 0; i < n; ++i) {
+      sg4::Mailbox* in = mb[i];
+      sg4::Mailbox* to = mb[(i + 1) % n];
+      const double bytes = lanes[g].chunk_wire_bytes;
+      const double cap = lanes[g].rate_bytes_per_s;
+      const double sleep_s = lanes[g].hop_sleep_s[i];
+      sg4::ActorPtr a = sg4::Actor::init("ring", platform.gpu(order[i]));
+      in->set_receiver(a);  // eager: data flows as soon as it is sent, as into NCCL's FIFO slots
+      a->start([in, to, bytes, cap, sleep_s, steps] {
+        SendPipe pipe;
+        double ready_s = sg4::Engine::get_clock();
+        for (int s = 0; s < steps; ++s) {
+          if (s > 0) ready_s = receive(in);
+          wait_latency(ready_s, sleep_s);
+          pipe.send(to, bytes, cap);
+        }
+        pipe.drain();
+        receive(in);
+        in->set_receiver(nullptr);
+      });
+      actors.push_back(a);
+    }
+  }
+  for (auto& a : actors) a->join();
+}
+
+}  // namespace
+
+std::vector<RingGroup> build_rings(const Platform& platform, const std::vector<int>& ranks, bool merge) {
+  const auto nodes = by_node(platform, ranks);
+  const int groups = rail_groups(platform, static_cast<int>(nodes.size()));
+  std::vector<RingGroup> rings;
+  for (auto [g, channels] : group_slots(groups, platform.spec().node.nccl_channels, merge)) {
+    RingGroup ring;
+    ring.channels = channels;
+    for (const auto& n : nodes) {
+      for (int r : rotate_to_rail(platform, n, g)) ring.order.push_back(r);
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+double ring_critical_latency(const std::vector<double>& alpha_s, int steps) {
+  const int n = static_cast<int>(alpha_s.size());
+  std::vector<double> prefix(2 * n + 1, 0);
+  for (int i = 0; i < 2 * n; ++i) prefix[i + 1] = prefix[i] + alpha_s[i % n];
+  const double total = prefix[n];
+  const int laps = steps / n;
+  const int rest = steps % n;
+  double best = 0;
+  for (int j = 0; j < n; ++j) best = std::max(best, laps * total + prefix[j + rest] - prefix[j]);
+  return best;
+}
+
+AlgorithmResult run_ring(const AlgorithmParams& params) {
+  const Platform& platform = params.platform;
+  const Protocol proto = params.choice.protocol;
+  const auto& caps = params.nccl.caps(platform.spec().node.sm_arch);
+  const double nch = platform.spec().node.nccl_channels;
+  const double efficiency = params.efficiency();
+  const auto rings = build_rings(platform, params.call.ranks, params.merge_channels);
+  const int n = static_cast<int>(params.call.ranks.size());
+  const int steps = params.call.op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
+  double per_channel_cap = -1;  // payload bytes/s
+  if (proto == Protocol::ll128) per_channel_cap = caps.ring_ll128_bytes_per_s;
+  if (proto == Protocol::ll && params.shape.nodes == 1) per_channel_cap = caps.ll_max_bytes_per_s / nch;
+
+  AlgorithmResult result;
+  const std::size_t groups = rings.size();
+  std::vector<RingLane> lanes(groups);
+  std::vector<std::vector<Edge>> edges(groups);
+  std::vector<double> cap(groups);
+  for (std::size_t g = 0; g < groups; ++g) {
+    const auto& order = rings[g].order;
+    RingLane& lane = lanes[g];
+    lane.ring = &rings[g];
+    lane.chunk_wire_bytes = params.call.size_bytes / n / nch * rings[g].channels / efficiency;
+    cap[g] = per_channel_cap > 0 ? per_channel_cap * rings[g].channels / efficiency : -1;
+    std::vector<double> alpha(n);
+    for (int i = 0; i < n; ++i) {
+      sg4::Host* src = platform.gpu(order[i]);
+      sg4::Host* dst = platform.gpu(order[(i + 1) % n]);
+      edges[g].emplace_back(src, dst);
+      lane.hop_sleep_s.push_back(params.hop_s(order[i], order[(i + 1) % n]));
+      alpha[i] = lane.hop_sleep_s[i] + route_latency_s(src, dst);
+    }
+    result.latency_s = std::max(result.latency_s, ring_critical_latency(alpha, steps));
+  }
+  result.latency_s += params.base_s;
+  const std::vector<double> rate = coupled_group_rates(edges, cap);
+  sg4::this_actor::sleep_for(params.base_s);
+  if (params.fidelity == Fidelity::step) {
+    for (std::size_t g = 0; g < groups; ++g) lanes[g].rate_bytes_per_s = rate[g];
+    run_ring_steps(platform, lanes, steps);
+    result.stepped = true;
+    result.flows = static_cast<long>(groups) * n * steps;
+    return result;
+  }
+  // Every step's message waits for its data and for the previous message on its edge, so the
+  // schedule's longest path is the bandwidth time plus the latency chain (see run_ring_steps).
+  std::vector<GroupFlow> flows(groups);
+  for (std::size_t g = 0; g < groups; ++g) flows[g] = {edges[g], lanes[g].chunk_wire_bytes * steps, rate[g]};
+  const FluidRun run = run_fluid(params.platform, flows);
+  result.bandwidth_s = run.bandwidth_s;
+  result.flows = run.flows;
+  return result;
+}
+
+}  // namespace commbound::network::internal
