@@ -153,7 +153,6 @@ TEST_F(GpuTest, ContentionFactorOfMemsetVictimIsAtLeastOne) {
   EXPECT_GT(r->alone_ms, 0.0);
   EXPECT_GE(r->overlapped_runs, options.victim_runs);
   EXPECT_GE(r->factor, 0.9);
-  EXPECT_DOUBLE_EQ(r->factor, r->with_comm_ms / r->alone_ms);
   EXPECT_EQ(r->comm_sms, 24);
   EXPECT_GT(r->comm_GBps_alone, 0.0);
   EXPECT_GT(r->comm_GBps_overlapped, 0.0);
