@@ -4,12 +4,11 @@
 // process); platform construction is timed separately. Prints figures, asserts nothing.
 //
 //   build/bin/bench_collectives            (make bench)
+#include "calibration/base/child_process.hpp"
 #include "network/collective_runner.hpp"
 #include "sim/presets.hpp"
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -77,15 +76,11 @@ int main() {
       {"step ring AllGather 1 GiB (Simple)", 256, CollectiveOp::all_gather, {Algorithm::ring, Protocol::simple}, Fidelity::step},
   };
   for (const Case& c : cases) {
-    std::fflush(stdout);
-    const pid_t child = fork();
-    if (child == 0) {
+    const auto done = run_in_child([&]() -> Expected<std::string> {
       run_case(Case{c.what, c.nodes / 8, c.op, c.choice, c.fidelity});
-      std::fflush(stdout);
-      _exit(0);
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
+      return std::string();
+    });
+    if (!done) std::printf("%s on %d GPUs: %s\n", c.what, c.nodes, done.error().message.c_str());
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 // Platform: the routes of the emulated cluster, link by link, against what a DGX cluster does.
 #include "network/internal/fabric_zone.hpp"
 #include "network/platform.hpp"
+
+#include "calibration/base/child_process.hpp"
 #include "tests/network/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -8,8 +10,6 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -129,18 +129,16 @@ TEST(Platform, ExportedXmlLoadsWithTheSameRoutes) {
   const std::string path = ::testing::TempDir() + "commbound_export_test.xml";
   const Links expected = {"n0.gpu3.nvlink_UP", "n0.gpu5.nvlink_DOWN", "n0.gpu5.pcie_UP", "n0.nic5_UP",
                           "fabric.leaf_hop", "n1.nic5_DOWN", "n1.gpu5.pcie_DOWN"};
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const auto exported = run_in_child([&]() -> Expected<std::string> {
     auto p = Platform::create(testing::dgx_h100(2));
+    if (!p) return p.error();
     std::ofstream out(path);
-    const bool ok = p && (*p)->export_xml(out, 100);
-    out.close();  // _exit skips destructors: flush now
-    _exit(ok && out.good() ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (Status s = (*p)->export_xml(out, 100); !s) return s.error();
+    out.close();
+    if (!out.good()) return Error{"cannot write " + path};
+    return std::string();
+  });
+  ASSERT_TRUE(exported) << exported.error().message;
   int argc = 1;
   char name[] = "test";
   char* argv[] = {name, nullptr};
