@@ -148,11 +148,12 @@ void add_output_args(CLI::App& cmd, std::string& out, bool& force) {
 void add_collective_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<CollectiveArgs>();
   CLI::App* cmd = app.add_subcommand("collective", "nccl-tests-style table of one collective over node counts and sizes");
-  cmd->description(R"(Simulates one NCCL collective, as nccl-tests would run it, for every (node count, size) pair, on
+  cmd->footer(R"(Simulates one NCCL collective, as nccl-tests would run it, for every (node count, size) pair, on
 the first NODES nodes of the scenario's cluster (which is sized for the largest count given), with
 NCCL's algorithms, protocols and tuner. Prints time, algbw = size/time and busbw = algbw * factor,
 with nccl-tests' factors: (n-1)/n for allgather and reducescatter, 2(n-1)/n for allreduce, 1 for
-sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered output).)");
+sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered output).
+)");
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--op", a->op, "allgather | reducescatter | allreduce | sendrecv")
       ->type_name("OP")->required()->check(CLI::IsMember({"allgather", "reducescatter", "allreduce", "sendrecv"}));
@@ -175,9 +176,10 @@ sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered out
 void add_platform_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<PlatformArgs>();
   CLI::App* cmd = app.add_subcommand("platform", "describe the emulated platform; optionally export it as SimGrid XML");
-  cmd->description(R"(Builds the scenario's platform and prints what it holds: nodes, GPUs, NICs, links with their
+  cmd->footer(R"(Builds the scenario's platform and prints what it holds: nodes, GPUs, NICs, links with their
 effective rates, fabric levels and routing. --export FILE writes it as SimGrid XML (platform DTD
-4.1, Full routing with every host pair's route, so limited to small platforms).)");
+4.1, Full routing with every host pair's route, so limited to small platforms).
+)");
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--export", a->export_path, "SimGrid XML output (never overwrites without --force)")->type_name("FILE");
   cmd->add_flag("--force", a->force, "allow --export to replace an existing file");
@@ -187,11 +189,12 @@ effective rates, fabric levels and routing. --export FILE writes it as SimGrid X
 void add_validate_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ValidateArgs>();
   CLI::App* cmd = app.add_subcommand("validate", "published nccl-tests results vs simulated, on the scenario's GPU");
-  cmd->description(R"(Reads the published nccl-tests results (default: calibration/reference/nccl-tests-published.csv),
+  cmd->footer(R"(Reads the published nccl-tests results (default: calibration/reference/nccl-tests-published.csv),
 keeps the rows measured on the scenario's GPU, simulates each on the scenario's cluster (the row's
 node count; a named algorithm is forced, "any" lets NCCL's tuner choose; "large" = 8 GiB,
 "multi" = 8 nodes) and prints published busbw, simulated busbw and their ratio with the source.
-Nothing is fitted to them. The published fabrics are not always the scenario's: read the source column.)");
+Nothing is fitted to them. The published fabrics are not always the scenario's: read the source column.
+)");
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--reference", a->reference,
                   "the published table (columns: gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source)")

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,8 @@ const char* kDescription = R"(commbound: emulate NCCL collectives and LLM traini
 
 A scenario file describes a cluster (nodes, NVLink/NVSwitch, InfiniBand or RoCE fabric) and,
 optionally, a training job ([model], [training], [parallel], [sweep]). Format, presets and models:
-README.md and docs/. `commbound help COMMAND` (or COMMAND --help) explains one command.)";
+README.md and docs/. `commbound help COMMAND` (or COMMAND --help) explains one command.
+)";
 
 const char* kExamples = R"(Examples:
   commbound run scenarios/paper/weak_scaling_7b.toml
@@ -27,11 +29,20 @@ const char* kExamples = R"(Examples:
   commbound shapes scenarios/paper/*.toml --out shapes.toml
   commbound derive-table --from calibration/h100-sxm5.toml --gpu a100-sxm4-80gb --out calibration/a100-sxm4-80gb.toml)";
 
+// Usage lines name the program in front of a command: "commbound run [OPTIONS] scenario".
+class Formatter : public CLI::Formatter {
+public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    return CLI::Formatter::make_usage(app, app->get_parent() != nullptr ? "commbound " + name : name);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace commbound::cli;
   CLI::App app(kDescription, "commbound");
+  app.formatter(std::make_shared<Formatter>());
   app.footer(kExamples);
   app.require_subcommand(0, 1);
   app.fallthrough(false);

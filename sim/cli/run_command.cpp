@@ -16,7 +16,8 @@
 namespace commbound::cli {
 namespace {
 
-const char* kRunDescription = R"(Simulates training iterations (warm-up, then one measured) of the scenario's model on its cluster:
+const char* kRunDescription = R"(Simulates one training iteration of the scenario's model on its cluster (after [training]
+warmup_iterations, default 0: iterations are independent, a warm-up changes nothing):
 per-GPU program (FSDP ZeRO-2/3, HSDP or DDP, Megatron tensor parallelism, pipeline and context
 parallelism) on a compute stream and communication streams, collectives through NCCL's algorithms
 on the emulated fabric. Prints iteration time, tokens/s (global, per GPU), model TFLOP/s per GPU
@@ -34,7 +35,8 @@ sources and counts the ops priced by fallback (docs/metrics.md).
 
 With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
 keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]]. Points run in
-parallel child processes (-j).)";
+parallel child processes (-j).
+)";
 
 struct RunArgs {
   ScenarioArgs scenario;
@@ -48,8 +50,13 @@ struct RunArgs {
 // The report's title: the scenario, its training setting, and each compute and power source once.
 std::string title_of(const sim::Scenario& base, const std::vector<sim::PointResult>& rows) {
   const sim::TrainingSpec& t = *base.training;
+  // A [sweep] over the model names it in every row; the file's own [model] would mislead here.
+  const bool model_per_row =
+      base.sweep && std::any_of(base.sweep->keys.begin(), base.sweep->keys.end(),
+                                [](const std::string& k) { return k.rfind("model.", 0) == 0; });
   std::ostringstream title;
-  title << "commbound run: " << base.path << ": " << t.model.name << ", seq " << t.seq_len << ", "
+  title << "commbound run: " << base.path << ": " << (model_per_row ? std::string("model per row") : t.model.name)
+        << ", seq " << t.seq_len << ", "
         << (t.strategy == sim::Strategy::ddp ? std::string("DDP")
                                              : std::string(t.strategy == sim::Strategy::hsdp ? "HSDP" : "FSDP") +
                                                    " ZeRO-" + std::to_string(t.zero_stage))
@@ -116,7 +123,6 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "one training iteration of the scenario's [model] on its cluster: "
                                             "throughput, MFU, exposed communication, power, memory");
-  cmd->description(kRunDescription);
   add_scenario_args(*cmd, args->scenario);
   cmd->add_option("--format", args->format, "table (default) | csv | json")->check(format_choice({"table", "csv", "json"}));
   cmd->add_option("--out", args->out, "write there instead of standard output (never overwrites without --force)")
@@ -128,7 +134,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--force", args->force, "allow --out and --trace to replace existing files");
   cmd->add_option("-j,--jobs", args->jobs, "points simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
-  cmd->footer(R"(Examples:
+  cmd->footer(std::string(kRunDescription) + R"(
+Examples:
   commbound run scenarios/paper/weak_scaling_7b.toml
   commbound run scenarios/paper/weak_scaling_7b.toml --set 'sweep.values=[32]' --set parallel.zero_stage=3 --format json
   commbound run scenarios/paper/model_parallel_7b_256gpu.toml --set 'sweep.values=[[2, 4]]' --trace tp2pp4.json)");

@@ -108,7 +108,7 @@ void add_shapes_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ShapesArgs>();
   CLI::App* cmd = app.add_subcommand("shapes", "the kernel shapes the scenarios' training iterations run "
                                                "(input of commbound-calibrate --shapes)");
-  cmd->description(R"(Lists the kernel shapes that one training iteration of each scenario runs (every [sweep] point,
+  cmd->footer(R"(Lists the kernel shapes that one training iteration of each scenario runs (every [sweep] point,
 every pipeline stage; points that do not fit in GPU memory are skipped, since they are never
 simulated), deduplicated, in the calibration table format without timings:
 
@@ -118,7 +118,8 @@ simulated), deduplicated, in the calibration table format without timings:
 
 This is the input of `commbound-calibrate --shapes FILE`, which times each shape on a real GPU and
 writes calibration/<gpu>.toml (docs/calibration.md). Shapes follow the parallel layout: tensor
-parallelism divides heads, FFN and vocabulary; context parallelism the sequence.)");
+parallelism divides heads, FFN and vocabulary; context parallelism the sequence.
+)");
   cmd->add_option("scenarios", a->scenarios, "scenario files (.toml)")->type_name("SCENARIO...")->required();
   add_preset_args(*cmd, a->sets, a->calibration);
   cmd->add_option("--out", a->out, "write there instead of standard output (never overwrites without --force)")->type_name("FILE");
@@ -130,7 +131,7 @@ void add_derive_table_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<DeriveArgs>();
   CLI::App* cmd = app.add_subcommand("derive-table", "a kernel table for another GPU, scaled from a measured one "
                                                      "by datasheet ratios (marked derived)");
-  cmd->description(R"(Writes a calibration table for GPU (a table of calibration/gpus.toml: a100-sxm4-80gb, v100-sxm2,
+  cmd->footer(R"(Writes a calibration table for GPU (a table of calibration/gpus.toml: a100-sxm4-80gb, v100-sxm2,
 ...) from a MEASURED table of another GPU, by datasheet ratios (calibration/gpus.toml):
   GEMM and attention times   x source dense peak / target dense peak (bf16; V100: fp16 tensor)
   memory-bound times         x source HBM bandwidth / target HBM bandwidth
@@ -139,7 +140,8 @@ void add_derive_table_command(CLI::App& app, int& exit_code) {
   [contention]               copied
 The result says derived = true, derived_from and derivation in its [provenance], and every report
 that uses it says "derived". It is an estimate: a kernel's efficiency differs between GPU
-generations; measure on the real GPU (commbound-calibrate) when one is available.)");
+generations; measure on the real GPU (commbound-calibrate) when one is available.
+)");
   cmd->add_option("--from", a->from, "the measured table (e.g. calibration/h100-sxm5.toml)")->type_name("TABLE")->required();
   cmd->add_option("--from-gpu", a->from_gpu, "its GPU in calibration/gpus.toml (default: the file's name, e.g. h100-sxm5)")
       ->type_name("NAME");
