@@ -31,11 +31,10 @@ using commbound::bench::median_millis;
 
 namespace {
 
-constexpr double kBackwardFlopRatio = 2.5;
-
-double forward_flops(const AttentionShape& s) {
-  const double full = 4.0 * s.batch * s.heads * static_cast<double>(s.seq) * s.seq * s.head_dim;
-  return s.causal ? full / 2 : full;
+// Executed FLOPs of each pass: the calibration room's formula (calibration/table/kernel_shape.hpp).
+double pass_flops(AttentionShape s, Direction direction) {
+  s.direction = direction;
+  return s.flops();
 }
 
 // Times one shape's forward and backward and prints its line; false on error.
@@ -69,8 +68,8 @@ bool bench_shape(const AttentionShape& s, bool csv) {
   if (fwd_ms < 0) return false;
   const double bwd_ms = median_millis(backward);
   if (bwd_ms < 0) return false;
-  const double fwd = forward_flops(s);
-  const double bwd = kBackwardFlopRatio * fwd;
+  const double fwd = pass_flops(s, Direction::forward);
+  const double bwd = pass_flops(s, Direction::backward);
   if (csv) {
     for (auto [direction, ms, flops] : {std::tuple{"forward", fwd_ms, fwd}, std::tuple{"backward", bwd_ms, bwd}}) {
       std::printf("%s,%d,%d,%d,%d,%d,%.6g,%.6g\n", direction, s.batch, s.heads, s.kv_heads, s.seq, s.head_dim, ms,
@@ -95,9 +94,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   const AttentionShape shapes[] = {
-      {2, 32, 32, 4096, 128, true},  // the acceptance shape
-      {2, 32, 32, 2048, 128, true}, {2, 32, 32, 8192, 128, true}, {2, 32, 32, 4096, 64, true},
-      {2, 32, 8, 4096, 128, true},   // GQA
+      {Direction::forward, 2, 32, 32, 4096, 128, true},  // the acceptance shape
+      {Direction::forward, 2, 32, 32, 2048, 128, true}, {Direction::forward, 2, 32, 32, 8192, 128, true}, {Direction::forward, 2, 32, 32, 4096, 64, true},
+      {Direction::forward, 2, 32, 8, 4096, 128, true},   // GQA
   };
   if (csv) std::printf("direction,batch,heads,kv_heads,seq,head_dim,p50_ms,tflops\n");
   for (const AttentionShape& s : shapes) {

@@ -3,16 +3,16 @@
 // an H100), fresh and under sustained load. Memory-bound: every kernel of kernels/elementwise.hpp on Llama-7B shapes (8192 tokens,
 // hidden 4096, ffn 11008, 32 + 32 heads of 128, vocab 32000; AdamW and the gradient norm over a
 // 256M-parameter fp32 shard), on random inputs (kernels/random_fill.hpp), each rated by the fewest
-// bytes it must move (kernels/memory_bound_op.hpp states the formula of each). Median of 20 timed
+// bytes it must move (calibration/table/memory_bound_op.hpp states the formula of each). Median of 20 timed
 // runs after 3 warm-ups (kernels/timing.hpp).
 // Needs a GPU; prints one line and exits 0 without one.
 //
 //   build/bin/bench_kernels
 #include "bench/bench_support.hpp"
+#include "calibration/table/memory_bound_op.hpp"
 #include "kernels/cuda_support.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/memory_bound_op.hpp"
 #include "kernels/power_sampler.hpp"
 #include "kernels/random_fill.hpp"
 #include "kernels/timing.hpp"
@@ -29,6 +29,8 @@
 using namespace commbound;
 using namespace commbound::kernels;
 using commbound::bench::all_ok;
+using commbound::calibration::MemoryBoundOp;
+using commbound::calibration::memory_bound_min_bytes;
 using commbound::bench::median_millis;
 
 namespace {
@@ -210,7 +212,7 @@ int main() {
       return false;
     }
     auto run = [&] { return plan->run(ga->get(), gb->get(), gc->get()); };
-    const double flops = 2.0 * shape.m * shape.n * shape.k;
+    const double flops = shape.flops();
     std::this_thread::sleep_for(std::chrono::seconds(2));
     const double fresh_ms = median_millis(run);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
@@ -227,11 +229,15 @@ int main() {
                 flops / (fresh_ms * 1e-3) / 1e12, flops / (sustained_ms * 1e-3) / 1e12, mhz);
     return true;
   };
-  const bool gemms_ok = gemm_line("GEMM 8192x4096x12288 forward (A B^T)", {gm, gn, gk, false, true}, true) &&
-                        gemm_line("GEMM 8192x4096x12288 dgrad (A B)", {gm, gn, gk, false, false}, true) &&
-                        gemm_line("GEMM 8192x4096x12288 wgrad (A^T B)", {gm, gn, gk, true, false}, true) &&
-                        gemm_line("GEMM 8192x8192x8192 forward", {gm, gm, gm, false, true}, true) &&
-                        gemm_line("GEMM 8192x4096x12288 dgrad, ZERO inputs", {gm, gn, gk, false, false}, false);
+  auto shape = [](std::size_t m, std::size_t n, std::size_t k, GemmLayout layout) {
+    return GemmShape{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k), layout};
+  };
+  const bool gemms_ok =
+      gemm_line("GEMM 8192x4096x12288 forward (A B^T)", shape(gm, gn, gk, GemmLayout::forward), true) &&
+      gemm_line("GEMM 8192x4096x12288 dgrad (A B)", shape(gm, gn, gk, GemmLayout::dgrad), true) &&
+      gemm_line("GEMM 8192x4096x12288 wgrad (A^T B)", shape(gm, gn, gk, GemmLayout::wgrad), true) &&
+      gemm_line("GEMM 8192x8192x8192 forward", shape(gm, gm, gm, GemmLayout::forward), true) &&
+      gemm_line("GEMM 8192x4096x12288 dgrad, ZERO inputs", shape(gm, gn, gk, GemmLayout::dgrad), false);
   if (!gemms_ok) return 1;
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace commbound::kernels {
 namespace {
@@ -56,9 +57,14 @@ double softmax_row(const AttentionShape& s, const std::vector<double>& q, const 
 }  // namespace
 
 Status check_attention_shape(const AttentionShape& s) {
-  auto bad = [](const char* field, int value, const char* why) {
+  auto bad = [](const char* field, std::int64_t value, const char* why) {
     return Error{std::string("attention shape: ") + field + " = " + std::to_string(value) + ": " + why};
   };
+  constexpr std::int64_t kMaxSize = std::numeric_limits<int>::max();  // the kernels' parameters are int
+  for (const auto& [field, value] : {std::pair{"batch", s.batch}, std::pair{"heads", s.heads},
+                                     std::pair{"kv_heads", s.kv_heads}, std::pair{"seq", s.seq}}) {
+    if (value > kMaxSize) return bad(field, value, "must be below 2^31");
+  }
   if (s.batch <= 0) return bad("batch", s.batch, "must be positive");
   if (s.heads <= 0) return bad("heads", s.heads, "must be positive");
   if (s.kv_heads <= 0) return bad("kv_heads", s.kv_heads, "must be positive");

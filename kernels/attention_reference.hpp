@@ -9,23 +9,20 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "calibration/table/kernel_shape.hpp"
 
 #include <vector>
 
 namespace commbound::kernels {
 
-// The sizes of one attention call. seq is both the query and the key length.
-struct AttentionShape {
-  int batch = 0;
-  int heads = 0;
-  int kv_heads = 0;
-  int seq = 0;
-  int head_dim = 0;
-  bool causal = true;
-};
+// The sizes of one attention call: the calibration room's AttentionShape (its `direction` names
+// the pass a calibration row times; the functions here take both passes by name). seq is both the
+// query and the key length.
+using calibration::AttentionShape;
+using calibration::Direction;
 
-// Whether the GPU kernels take `s`: positive sizes, head_dim 64 or 128, heads a multiple of
-// kv_heads. The error names the offending field and value.
+// Whether the GPU kernels take `s`: positive sizes below 2^31, head_dim 64 or 128, heads a
+// multiple of kv_heads. The error names the offending field and value.
 Status check_attention_shape(const AttentionShape& s);
 
 // The softmax scale of the scores, 1 / sqrt(head_dim).

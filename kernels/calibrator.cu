@@ -1,8 +1,8 @@
+#include "calibration/table/memory_bound_op.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/calibrator.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/memory_bound_op.hpp"
 #include "kernels/random_fill.hpp"
 
 #include <algorithm>
@@ -17,15 +17,8 @@ constexpr std::size_t kAlignBytes = 256;  // cuBLASLt and 16-byte vector kernels
 
 std::size_t align_up(std::size_t bytes) { return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
 
-GemmShape gemm_shape(const GemmRow& r) {
-  const auto m = static_cast<std::size_t>(r.m), n = static_cast<std::size_t>(r.n), k = static_cast<std::size_t>(r.k);
-  switch (r.layout) {
-    case GemmLayout::forward: return {m, n, k, false, true};
-    case GemmLayout::dgrad: return {m, n, k, false, false};
-    case GemmLayout::wgrad: return {m, n, k, true, false};
-  }
-  return {};
-}
+using calibration::kRopeHeadDim;
+using calibration::MemoryBoundOp;
 
 // A device buffer and how to fill it before timing.
 enum class Fill { bf16, f32, f32_non_negative, ids, zero };
@@ -221,10 +214,11 @@ TimingOptions Calibrator::timing_options(int rotations) const {
   return t;
 }
 
-Expected<Timing> Calibrator::measure(const GemmRow& row) {
-  const GemmShape shape = gemm_shape(row);
-  const std::size_t a_bytes = align_up(shape.m * shape.k * 2), b_bytes = align_up(shape.k * shape.n * 2);
-  const std::size_t c_bytes = align_up(shape.m * shape.n * 2);
+Expected<Percentiles> Calibrator::measure(const calibration::GemmShape& shape) {
+  const auto m = static_cast<std::size_t>(shape.m), n = static_cast<std::size_t>(shape.n);
+  const auto k = static_cast<std::size_t>(shape.k);
+  const std::size_t a_bytes = align_up(m * k * 2), b_bytes = align_up(k * n * 2);
+  const std::size_t c_bytes = align_up(m * n * 2);
   const int sets = rotations_for(static_cast<double>(a_bytes + b_bytes));
   if (Status s = state_->ensure(state_->inputs, sets * (a_bytes + b_bytes), 1); !s) return s.error();
   if (Status s = state_->ensure(state_->outputs, sets * c_bytes, 2); !s) return s.error();
@@ -232,28 +226,23 @@ Expected<Timing> Calibrator::measure(const GemmRow& row) {
   if (!plan) return plan.error();
   char* in = reinterpret_cast<char*>(state_->inputs->get());
   char* out = reinterpret_cast<char*>(state_->outputs->get());
-  auto t = time_kernel(
+  return time_kernel(
       [&](int set) {
         const char* a = in + set * (a_bytes + b_bytes);
         return plan->run(reinterpret_cast<const std::uint16_t*>(a), reinterpret_cast<const std::uint16_t*>(a + a_bytes),
                          reinterpret_cast<std::uint16_t*>(out + set * c_bytes));
       },
       timing_options(sets));
-  if (!t) return t.error();
-  return Timing{t->p10_ms, t->p50_ms, t->p90_ms};
 }
 
-Expected<Timing> Calibrator::measure(const AttentionRow& row) {
-  if (row.implementation != "commbound") {
-    return Error{"attention implementation " + row.implementation + " is not measured by this tool"};
-  }
-  AttentionShape shape{row.batch, row.heads, row.kv_heads, row.seq, row.head_dim, row.causal};
+Expected<Percentiles> Calibrator::measure(const calibration::AttentionShape& shape) {
   if (Status s = check_attention_shape(shape); !s) return s.error();
-  const std::size_t q_count = static_cast<std::size_t>(row.batch) * row.seq * row.heads * row.head_dim;
-  const std::size_t kv_count = static_cast<std::size_t>(row.batch) * row.seq * row.kv_heads * row.head_dim;
-  const std::size_t lse_count = static_cast<std::size_t>(row.batch) * row.heads * row.seq;
+  const bool backward = shape.direction == calibration::Direction::backward;
+  const std::size_t q_count = static_cast<std::size_t>(shape.batch * shape.seq * shape.heads * shape.head_dim);
+  const std::size_t kv_count = static_cast<std::size_t>(shape.batch * shape.seq * shape.kv_heads * shape.head_dim);
+  const std::size_t lse_count = static_cast<std::size_t>(shape.batch * shape.heads * shape.seq);
   // What one run reads: forward q, k, v; backward also o and dout.
-  const double read_bytes = 2.0 * (q_count * (row.backward ? 3 : 1) + 2 * kv_count);
+  const double read_bytes = 2.0 * (q_count * (backward ? 3 : 1) + 2 * kv_count);
   const int sets = rotations_for(read_bytes);
   struct Set {
     DeviceBuffer<std::uint16_t> q, k, v, o, dout, dq, dk, dv;
@@ -264,12 +253,12 @@ Expected<Timing> Calibrator::measure(const AttentionRow& row) {
   for (int i = 0; i < sets; ++i) {
     auto q = DeviceBuffer<std::uint16_t>::create(q_count), k = DeviceBuffer<std::uint16_t>::create(kv_count),
          v = DeviceBuffer<std::uint16_t>::create(kv_count), o = DeviceBuffer<std::uint16_t>::create(q_count),
-         dout = DeviceBuffer<std::uint16_t>::create(row.backward ? q_count : 1),
-         dq = DeviceBuffer<std::uint16_t>::create(row.backward ? q_count : 1),
-         dk = DeviceBuffer<std::uint16_t>::create(row.backward ? kv_count : 1),
-         dv = DeviceBuffer<std::uint16_t>::create(row.backward ? kv_count : 1);
+         dout = DeviceBuffer<std::uint16_t>::create(backward ? q_count : 1),
+         dq = DeviceBuffer<std::uint16_t>::create(backward ? q_count : 1),
+         dk = DeviceBuffer<std::uint16_t>::create(backward ? kv_count : 1),
+         dv = DeviceBuffer<std::uint16_t>::create(backward ? kv_count : 1);
     auto lse = DeviceBuffer<float>::create(lse_count);
-    auto ws = DeviceBuffer<char>::create(row.backward ? std::max<std::size_t>(attention_backward_workspace_bytes(shape), 1) : 1);
+    auto ws = DeviceBuffer<char>::create(backward ? std::max<std::size_t>(attention_backward_workspace_bytes(shape), 1) : 1);
     for (const Status& s : {q.status(), k.status(), v.status(), o.status(), dout.status(), dq.status(), dk.status(),
                             dv.status(), lse.status(), ws.status()}) {
       if (!s) return s.error();
@@ -283,7 +272,7 @@ Expected<Timing> Calibrator::measure(const AttentionRow& row) {
                             fill_random_bf16(set.dout.get(), set.dout.count(), seed + 3, 1.0f)}) {
       if (!s) return s.error();
     }
-    if (row.backward) {
+    if (backward) {
       if (Status s = attention_forward(shape, set.q.get(), set.k.get(), set.v.get(), set.o.get(), set.lse.get()); !s) {
         return s.error();
       }
@@ -291,28 +280,26 @@ Expected<Timing> Calibrator::measure(const AttentionRow& row) {
     buffers.push_back(std::move(set));
   }
   if (Status s = cuda_check(cudaDeviceSynchronize(), "attention inputs"); !s) return s.error();
-  auto t = time_kernel(
+  return time_kernel(
       [&](int i) {
         Set& s = buffers[static_cast<std::size_t>(i)];
-        if (!row.backward) return attention_forward(shape, s.q.get(), s.k.get(), s.v.get(), s.o.get(), s.lse.get());
+        if (!backward) return attention_forward(shape, s.q.get(), s.k.get(), s.v.get(), s.o.get(), s.lse.get());
         return attention_backward(shape, s.q.get(), s.k.get(), s.v.get(), s.o.get(), s.dout.get(), s.lse.get(),
                                   s.dq.get(), s.dk.get(), s.dv.get(), s.workspace.get());
       },
       timing_options(sets));
-  if (!t) return t.error();
-  return Timing{t->p10_ms, t->p50_ms, t->p90_ms};
 }
 
-Expected<Timing> Calibrator::measure(MemoryBoundRow& row) {
-  const auto op = memory_bound_op_from_string(row.op);
-  if (!op) return Error{"unknown memory-bound op " + row.op};
-  const auto T = static_cast<std::size_t>(row.tokens), W = static_cast<std::size_t>(row.width);
-  row.bytes = static_cast<double>(memory_bound_min_bytes(*op, T, W));
+Expected<Percentiles> Calibrator::measure(const calibration::MemoryBoundShape& shape) {
+  const auto op = calibration::memory_bound_op_from_string(shape.op);
+  if (!op) return Error{"unknown memory-bound op " + shape.op};
+  const auto T = static_cast<std::size_t>(shape.tokens), W = static_cast<std::size_t>(shape.width);
+  const double bytes = static_cast<double>(calibration::memory_bound_min_bytes(*op, T, W));
   const MemoryBoundPlan plan = memory_bound_plan(*op, T, W);
   // Cross-entropy targets index the row's width; embedding ids the table's vocabulary.
   const bool ids_index_width = *op == MemoryBoundOp::cross_entropy_forward || *op == MemoryBoundOp::cross_entropy_backward;
   const std::size_t id_bound = ids_index_width ? W : kEmbeddingVocab;
-  const int sets = rotations_for(row.bytes);
+  const int sets = rotations_for(bytes);
   std::vector<std::vector<DeviceBuffer<char>>> owned(static_cast<std::size_t>(sets));
   std::vector<std::vector<void*>> pointers(static_cast<std::size_t>(sets));
   for (int i = 0; i < sets; ++i) {
@@ -327,9 +314,7 @@ Expected<Timing> Calibrator::measure(MemoryBoundRow& row) {
     }
   }
   if (Status s = cuda_check(cudaDeviceSynchronize(), "memory-bound inputs"); !s) return s.error();
-  auto t = time_kernel([&](int i) { return plan.launch(pointers[static_cast<std::size_t>(i)]); }, timing_options(sets));
-  if (!t) return t.error();
-  return Timing{t->p10_ms, t->p50_ms, t->p90_ms};
+  return time_kernel([&](int i) { return plan.launch(pointers[static_cast<std::size_t>(i)]); }, timing_options(sets));
 }
 
 Expected<double> Calibrator::copy_bytes_per_s(std::size_t bytes) {

@@ -4,8 +4,8 @@
 // timed runs (kernels/timing.hpp) whose p10 / p50 / p90 are kept.
 #pragma once
 
+#include "calibration/table/kernel_shape.hpp"
 #include "kernels/cuda_support.hpp"
-#include "kernels/op_table.hpp"
 #include "kernels/timing.hpp"
 
 #include <cstddef>
@@ -31,12 +31,12 @@ public:
   // Opens the current CUDA device. Fails without a GPU.
   static Expected<Calibrator> create(const CalibratorOptions& options);
 
-  Expected<Timing> measure(const GemmRow& row);
-  // Our kernel (implementation "commbound"); a backward row runs the forward once per input set
-  // first, untimed, for its output and log-sum-exp.
-  Expected<Timing> measure(const AttentionRow& row);
-  // Also fills row.bytes (the fewest bytes the kernel moves).
-  Expected<Timing> measure(MemoryBoundRow& row);
+  // Percentiles of the shape's kernel (milliseconds, kernels/timing.hpp).
+  Expected<Percentiles> measure(const calibration::GemmShape& shape);
+  // Our kernel (implementation "commbound", kernels/attention.hpp); a backward shape runs the
+  // forward once per input set first, untimed, for its output and log-sum-exp.
+  Expected<Percentiles> measure(const calibration::AttentionShape& shape);
+  Expected<Percentiles> measure(const calibration::MemoryBoundShape& shape);
   // Device-to-device copy of `bytes`, in bytes read + written per second.
   Expected<double> copy_bytes_per_s(std::size_t bytes);
 

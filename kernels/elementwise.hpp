@@ -1,7 +1,7 @@
 // The memory-bound kernels of a Llama training step (bf16 storage as std::uint16_t bits, fp32
 // math), each launched on `stream` and returning the launch's error as a value (a bad argument is
 // an Error before anything is launched). CPU references: kernels/reference.hpp; the bytes each
-// must move: kernels/memory_bound_op.hpp. Device pointers must be 16-byte aligned (cudaMalloc's
+// must move: calibration/table/memory_bound_op.hpp. Device pointers must be 16-byte aligned (cudaMalloc's
 // are), and sizes the multiples stated: every access is a 16-byte vector.
 #pragma once
 

@@ -58,8 +58,9 @@ Expected<GemmPlan> GemmPlan::create(const GemmShape& shape, std::size_t workspac
   if (Status s = lt_check(cublasLtMatmulDescCreate(&st->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate"); !s) {
     return s.error();
   }
-  const cublasOperation_t op_first = shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_second = shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const bool trans_a = a_transposed(shape.layout), trans_b = b_transposed(shape.layout);
+  const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (Status s = lt_check(cublasLtMatmulDescSetAttribute(st->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
                                                          sizeof op_first), "TRANSA"); !s) {
     return s.error();
@@ -69,10 +70,10 @@ Expected<GemmPlan> GemmPlan::create(const GemmShape& shape, std::size_t workspac
     return s.error();
   }
   // Column-major views: our B stored [k x n] is [n x k] (ld n); stored [n x k] (trans_b) is [k x n] (ld k).
-  const std::uint64_t b_rows = shape.trans_b ? k : n;
-  const std::uint64_t b_cols = shape.trans_b ? n : k;
-  const std::uint64_t a_rows = shape.trans_a ? m : k;
-  const std::uint64_t a_cols = shape.trans_a ? k : m;
+  const std::uint64_t b_rows = trans_b ? k : n;
+  const std::uint64_t b_cols = trans_b ? n : k;
+  const std::uint64_t a_rows = trans_a ? m : k;
+  const std::uint64_t a_cols = trans_a ? k : m;
   if (Status s = lt_check(cublasLtMatrixLayoutCreate(&st->layout_b, CUDA_R_16BF, b_rows, b_cols,
                                                      static_cast<int64_t>(b_rows)), "layout B"); !s) {
     return s.error();

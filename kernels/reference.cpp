@@ -214,17 +214,19 @@ void adamw_reference(std::vector<float>& param, const std::vector<float>& grad, 
 
 void gemm_reference(const GemmShape& s, const std::vector<bf16_bits>& a, const std::vector<bf16_bits>& b,
                     std::vector<bf16_bits>& c) {
-  assert(a.size() == s.m * s.k && b.size() == s.k * s.n);
-  c.resize(s.m * s.n);
-  for (std::size_t i = 0; i < s.m; ++i) {
-    for (std::size_t j = 0; j < s.n; ++j) {
+  const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.n), k = static_cast<std::size_t>(s.k);
+  const bool ta = a_transposed(s.layout), tb = b_transposed(s.layout);
+  assert(a.size() == m * k && b.size() == k * n);
+  c.resize(m * n);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
       float acc = 0;
-      for (std::size_t p = 0; p < s.k; ++p) {
-        const float av = from_bf16(s.trans_a ? a[p * s.m + i] : a[i * s.k + p]);
-        const float bv = from_bf16(s.trans_b ? b[j * s.k + p] : b[p * s.n + j]);
+      for (std::size_t p = 0; p < k; ++p) {
+        const float av = from_bf16(ta ? a[p * m + i] : a[i * k + p]);
+        const float bv = from_bf16(tb ? b[j * k + p] : b[p * n + j]);
         acc += av * bv;
       }
-      c[i * s.n + j] = to_bf16(acc);
+      c[i * n + j] = to_bf16(acc);
     }
   }
 }

@@ -3,6 +3,7 @@
 // bf16. Host-only: builds and tests without CUDA.
 #pragma once
 
+#include "calibration/table/kernel_shape.hpp"
 #include "kernels/bf16.hpp"
 
 #include <cstddef>
@@ -93,15 +94,13 @@ struct AdamWParams {
 void adamw_reference(std::vector<float>& param, const std::vector<float>& grad, std::vector<float>& m,
                      std::vector<float>& v, const AdamWParams& p, std::vector<bf16_bits>& param_bf16);
 
-// A row-major GEMM C[m x n] = op(A) op(B): A stored [m x k] (or [k x m] when trans_a), B stored
-// [k x n] (or [n x k] when trans_b). A linear layer Y = X W^T with X [T x in], W [out x in]:
-// forward {T, out, in, false, true}; input gradient dX = dY W: {T, in, out, false, false};
-// weight gradient dW = dY^T X: {out, in, T, true, false}.
-struct GemmShape {
-  std::size_t m = 0, n = 0, k = 0;
-  bool trans_a = false;
-  bool trans_b = false;
-};
+// A row-major GEMM C[m x n] = op(A) op(B) in one of a linear layer's three layouts (the calibration
+// room's GemmShape, calibration/table/kernel_shape.hpp): A stored [m x k], or [k x m] when
+// transposed (wgrad); B stored [k x n], or [n x k] when transposed (forward).
+using calibration::GemmLayout;
+using calibration::GemmShape;
+inline bool a_transposed(GemmLayout layout) { return layout == GemmLayout::wgrad; }
+inline bool b_transposed(GemmLayout layout) { return layout == GemmLayout::forward; }
 
 // fp32 accumulation of bf16 inputs, bf16 output.
 void gemm_reference(const GemmShape& s, const std::vector<bf16_bits>& a, const std::vector<bf16_bits>& b,

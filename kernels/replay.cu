@@ -1,20 +1,26 @@
+#include "kernels/replay.hpp"
+
+#include "calibration/base/check.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/memory_bound_op.hpp"
 #include "kernels/random_fill.hpp"
-#include "kernels/replay.hpp"
 
 #include <cstdio>
-#include <cmath>
 #include <functional>
-#include <optional>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <type_traits>
+#include <variant>
 
 namespace commbound::kernels {
 namespace {
+
+using calibration::Direction;
+using calibration::KernelShape;
+using calibration::LlamaRecipe;
+using calibration::RecipeKernel;
 
 using u16 = std::uint16_t;
 constexpr float kEps = 1e-5f;  // RMSNorm epsilon: Llama-2's rms_norm_eps (its config.json)
@@ -58,24 +64,19 @@ private:
   std::uint64_t seed_ = 5000;
 };
 
-// One op of the sequence: its launch on the replay's buffers and the calibration row that prices it.
+// One op of the sequence: its launch on the replay's buffers and the shape that prices it.
 struct Step {
   std::string name;
   std::function<Status()> launch;
-  enum class Kind { gemm, attention, memory_bound } kind = Kind::gemm;
-  GemmRow gemm;
-  AttentionRow attention;
-  MemoryBoundRow memory_bound;
+  KernelShape shape;
 };
 
-std::string row_text(const Step& s) {
-  switch (s.kind) {
-    case Step::Kind::gemm: return describe(s.gemm);
-    case Step::Kind::attention: return describe(s.attention);
-    case Step::Kind::memory_bound: return describe(s.memory_bound);
-  }
-  return "";
-}
+// A GEMM's operands: C = op(A) op(B) in its layout (kernels/reference.hpp).
+struct Operands {
+  const u16* a;
+  const u16* b;
+  u16* c;
+};
 
 // Builds the kernel sequence; buffers live in `arena`, GEMM plans in `plans`.
 class SequenceBuilder {
@@ -94,47 +95,55 @@ private:
     float* lse;
   };
   struct Scratch {
-    u16 *dx, *d_act, *dgate, *dup, *dgu, *dn2, *dh1b, *dh1, *d_o, *dq, *dk, *dv, *dqkv, *dn1, *dx_b, *dx_in;
+    u16 *dx, *d_act, *dgate, *dup, *dgu, *dn2, *dh1b, *dh1, *d_o, *dq, *dk, *dv, *dqkv, *dn1, *dx_in;
     void* attention_workspace;
     float* rope_table;
   };
 
-  Status gemm(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k, GemmLayout layout, const u16* a,
-              const u16* b, u16* c) {
-    GemmShape shape{static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k),
-                    layout == GemmLayout::wgrad, layout == GemmLayout::forward};
-    auto plan = GemmPlan::create(shape, std::size_t{32} << 20);
-    if (!plan) return plan.error();
-    plans_.push_back(std::make_shared<GemmPlan>(std::move(*plan)));
-    const std::shared_ptr<GemmPlan> p = plans_.back();
-    Step s;
-    s.name = name;
-    s.kind = Step::Kind::gemm;
-    s.gemm = {m, n, k, layout, {}};
-    s.launch = [p, a, b, c] { return p->run(a, b, c); };
-    steps_.push_back(std::move(s));
+  // Appends the recipe's kernels `kernels` as steps named `name_of(kernel)`: a GEMM on the operands
+  // `gemms` gives its name, any other kernel by the launch `launches` gives its name. The recipe
+  // and the replay's buffers must agree on the names (an always-on check).
+  template <class NameOf>
+  Status append(const std::vector<RecipeKernel>& kernels, NameOf name_of, const std::map<std::string, Operands>& gemms,
+                const std::map<std::string, std::function<Status()>>& launches) {
+    for (const RecipeKernel& k : kernels) {
+      COMMBOUND_CHECK(k.runs == 1, "the replay runs one GPU: a recipe kernel with context-parallel blocks");
+      Step s;
+      s.name = name_of(k);
+      s.shape = k.shape;
+      if (const auto* g = std::get_if<calibration::GemmShape>(&k.shape)) {
+        const auto it = gemms.find(k.name);
+        COMMBOUND_CHECK(it != gemms.end(), "a recipe GEMM the replay has no operands for");
+        auto plan = GemmPlan::create(*g, std::size_t{32} << 20);
+        if (!plan) return plan.error();
+        plans_.push_back(std::make_shared<GemmPlan>(std::move(*plan)));
+        const std::shared_ptr<GemmPlan> p = plans_.back();
+        const Operands op = it->second;
+        s.launch = [p, op] { return p->run(op.a, op.b, op.c); };
+      } else {
+        const auto it = launches.find(k.name);
+        COMMBOUND_CHECK(it != launches.end(), "a recipe kernel the replay cannot launch");
+        s.launch = it->second;
+      }
+      steps_.push_back(std::move(s));
+    }
     return Ok{};
-  }
-  void memory_bound(const std::string& name, const char* op, std::int64_t tokens, std::int64_t width,
-                    std::function<Status()> launch) {
-    Step s;
-    s.name = name;
-    s.kind = Step::Kind::memory_bound;
-    s.memory_bound = {op, tokens, width, 0, {}};
-    s.launch = std::move(launch);
-    steps_.push_back(std::move(s));
   }
   Status forward(const std::string& p, const Layer& L, const Scratch& S);
   Status backward(const std::string& p, const Layer& L, const Scratch& S, const u16* dx_out, u16* dx_in);
+  std::function<std::string(const RecipeKernel&)> prefixed(const std::string& prefix) const {
+    return [prefix](const RecipeKernel& k) { return prefix + k.name; };
+  }
 
   const ReplayOptions& o_;
   Arena& arena_;
   std::vector<Step> steps_;
   std::vector<std::shared_ptr<GemmPlan>> plans_;
   double parameters_ = 0;
-  // Shapes, set by build().
+  LlamaRecipe recipe_{{}, {}};
+  // Buffer sizes, set by build().
   std::int64_t T_ = 0, h_ = 0, qkv_ = 0, hq_ = 0, hkv_ = 0, ffn_ = 0, vocab_ = 0;
-  AttentionShape attn_{};
+  AttentionShape attn_{};  // the recipe's attention (forward)
   RopeShape rope_{};
 };
 
@@ -148,79 +157,66 @@ private:
 Status SequenceBuilder::forward(const std::string& p, const Layer& L, const Scratch& S) {
   const std::size_t T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
   const std::size_t ffn = static_cast<std::size_t>(ffn_);
-  const std::int64_t rope_width = (attn_.heads + attn_.kv_heads) * static_cast<std::int64_t>(attn_.head_dim);
-  memory_bound(p + "rmsnorm", "rmsnorm_forward", T_, h_,
-               [=] { return rmsnorm_forward(L.x_in, L.norm1_w, T, h, kEps, L.n1); });
-  if (Status s = gemm(p + "qkv", T_, qkv_, h_, GemmLayout::forward, L.n1, L.w_qkv, L.qkv_out); !s) return s;
+  const AttentionShape attn = attn_;
   const RopeShape rope = rope_;
-  memory_bound(p + "rope", "rope_forward", T_, rope_width, [=] { return rope_forward(L.q, L.k, S.rope_table, rope); });
-  Step a;
-  a.name = p + "attention";
-  a.kind = Step::Kind::attention;
-  a.attention = {"commbound", false, attn_.batch, attn_.heads, attn_.kv_heads, attn_.seq, attn_.head_dim, true, {}};
-  const AttentionShape shape = attn_;
-  a.launch = [=] { return attention_forward(shape, L.q, L.k, L.v, L.o, L.lse); };
-  steps_.push_back(std::move(a));
-  if (Status s = gemm(p + "o_proj", T_, h_, hq_, GemmLayout::forward, L.o, L.w_o, L.attn_proj); !s) return s;
-  memory_bound(p + "residual", "residual_add", T_, h_, [=] { return residual_add(L.x_in, L.attn_proj, T * h, L.h1); });
-  memory_bound(p + "rmsnorm2", "rmsnorm_forward", T_, h_,
-               [=] { return rmsnorm_forward(L.h1, L.norm2_w, T, h, kEps, L.n2); });
-  if (Status s = gemm(p + "gate_up", T_, 2 * ffn_, h_, GemmLayout::forward, L.n2, L.w_gu, L.gu); !s) return s;
-  memory_bound(p + "swiglu", "swiglu_forward", T_, ffn_, [=] { return swiglu_forward(L.gate, L.up, T * ffn, L.act); });
-  if (Status s = gemm(p + "down", T_, h_, ffn_, GemmLayout::forward, L.act, L.w_down, L.mlp_out); !s) return s;
-  memory_bound(p + "residual2", "residual_add", T_, h_, [=] { return residual_add(L.h1, L.mlp_out, T * h, L.x_out); });
-  return Ok{};
+  const std::map<std::string, Operands> gemms = {{"qkv", {L.n1, L.w_qkv, L.qkv_out}},
+                                                 {"o_proj", {L.o, L.w_o, L.attn_proj}},
+                                                 {"gate_up", {L.n2, L.w_gu, L.gu}},
+                                                 {"down", {L.act, L.w_down, L.mlp_out}}};
+  const std::map<std::string, std::function<Status()>> launches = {
+      {"rmsnorm", [=] { return rmsnorm_forward(L.x_in, L.norm1_w, T, h, kEps, L.n1); }},
+      {"rope", [=] { return rope_forward(L.q, L.k, S.rope_table, rope); }},
+      {"attention", [=] { return attention_forward(attn, L.q, L.k, L.v, L.o, L.lse); }},
+      {"residual", [=] { return residual_add(L.x_in, L.attn_proj, T * h, L.h1); }},
+      {"rmsnorm2", [=] { return rmsnorm_forward(L.h1, L.norm2_w, T, h, kEps, L.n2); }},
+      {"swiglu", [=] { return swiglu_forward(L.gate, L.up, T * ffn, L.act); }},
+      {"residual2", [=] { return residual_add(L.h1, L.mlp_out, T * h, L.x_out); }}};
+  return append(recipe_.layer(Direction::forward), prefixed(p), gemms, launches);
 }
 
+// The recipe's backward adds the skip path's gradient once, first (its residual2): here dh1 =
+// dx_out + dh1b, and the input norm's backward writes the layer's input gradient directly.
 Status SequenceBuilder::backward(const std::string& p, const Layer& L, const Scratch& S, const u16* dx_out,
                                  u16* dx_in) {
   const std::size_t T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
   const std::size_t ffn = static_cast<std::size_t>(ffn_);
-  const std::int64_t rope_width = (attn_.heads + attn_.kv_heads) * static_cast<std::int64_t>(attn_.head_dim);
-  if (Status s = gemm(p + "down.dgrad", T_, ffn_, h_, GemmLayout::dgrad, dx_out, L.w_down, S.d_act); !s) return s;
-  if (Status s = gemm(p + "down.wgrad", h_, ffn_, T_, GemmLayout::wgrad, dx_out, L.act, L.dw_down); !s) return s;
-  memory_bound(p + "swiglu", "swiglu_backward", T_, ffn_,
-               [=] { return swiglu_backward(S.d_act, L.gate, L.up, T * ffn, S.dgate, S.dup); });
-  if (Status s = gemm(p + "gate_up.dgrad", T_, h_, 2 * ffn_, GemmLayout::dgrad, S.dgu, L.w_gu, S.dn2); !s) return s;
-  if (Status s = gemm(p + "gate_up.wgrad", 2 * ffn_, h_, T_, GemmLayout::wgrad, S.dgu, L.n2, L.dw_gu); !s) return s;
-  memory_bound(p + "rmsnorm2", "rmsnorm_backward", T_, h_,
-               [=] { return rmsnorm_backward(S.dn2, L.h1, L.norm2_w, T, h, kEps, S.dh1b, L.dnorm2_w); });
-  memory_bound(p + "residual2", "residual_add", T_, h_, [=] { return residual_add(dx_out, S.dh1b, T * h, S.dh1); });
-  if (Status s = gemm(p + "o_proj.dgrad", T_, hq_, h_, GemmLayout::dgrad, S.dh1, L.w_o, S.d_o); !s) return s;
-  if (Status s = gemm(p + "o_proj.wgrad", h_, hq_, T_, GemmLayout::wgrad, S.dh1, L.o, L.dw_o); !s) return s;
-  Step a;
-  a.name = p + "attention";
-  a.kind = Step::Kind::attention;
-  a.attention = {"commbound", true, attn_.batch, attn_.heads, attn_.kv_heads, attn_.seq, attn_.head_dim, true, {}};
-  const AttentionShape shape = attn_;
-  a.launch = [=] {
-    return attention_backward(shape, L.q, L.k, L.v, L.o, S.d_o, L.lse, S.dq, S.dk, S.dv, S.attention_workspace);
-  };
-  steps_.push_back(std::move(a));
+  AttentionShape attn = attn_;
+  attn.direction = Direction::backward;
   const RopeShape rope = rope_;
-  memory_bound(p + "rope", "rope_backward", T_, rope_width,
-               [=] { return rope_backward(S.dq, S.dk, S.rope_table, rope); });
-  if (Status s = gemm(p + "qkv.dgrad", T_, h_, qkv_, GemmLayout::dgrad, S.dqkv, L.w_qkv, S.dn1); !s) return s;
-  if (Status s = gemm(p + "qkv.wgrad", qkv_, h_, T_, GemmLayout::wgrad, S.dqkv, L.n1, L.dw_qkv); !s) return s;
-  memory_bound(p + "rmsnorm", "rmsnorm_backward", T_, h_,
-               [=] { return rmsnorm_backward(S.dn1, L.x_in, L.norm1_w, T, h, kEps, S.dx_b, L.dnorm1_w); });
-  memory_bound(p + "residual", "residual_add", T_, h_, [=] { return residual_add(S.dh1, S.dx_b, T * h, dx_in); });
-  return Ok{};
+  const std::map<std::string, Operands> gemms = {
+      {"down.dgrad", {dx_out, L.w_down, S.d_act}},  {"down.wgrad", {dx_out, L.act, L.dw_down}},
+      {"gate_up.dgrad", {S.dgu, L.w_gu, S.dn2}},    {"gate_up.wgrad", {S.dgu, L.n2, L.dw_gu}},
+      {"o_proj.dgrad", {S.dh1, L.w_o, S.d_o}},      {"o_proj.wgrad", {S.dh1, L.o, L.dw_o}},
+      {"qkv.dgrad", {S.dqkv, L.w_qkv, S.dn1}},      {"qkv.wgrad", {S.dqkv, L.n1, L.dw_qkv}}};
+  const std::map<std::string, std::function<Status()>> launches = {
+      {"residual2", [=] { return residual_add(dx_out, S.dh1b, T * h, S.dh1); }},
+      {"swiglu", [=] { return swiglu_backward(S.d_act, L.gate, L.up, T * ffn, S.dgate, S.dup); }},
+      {"rmsnorm2", [=] { return rmsnorm_backward(S.dn2, L.h1, L.norm2_w, T, h, kEps, S.dh1b, L.dnorm2_w); }},
+      {"attention",
+       [=] {
+         return attention_backward(attn, L.q, L.k, L.v, L.o, S.d_o, L.lse, S.dq, S.dk, S.dv, S.attention_workspace);
+       }},
+      {"rope", [=] { return rope_backward(S.dq, S.dk, S.rope_table, rope); }},
+      {"rmsnorm", [=] { return rmsnorm_backward(S.dn1, L.x_in, L.norm1_w, T, h, kEps, dx_in, L.dnorm1_w); }}};
+  return append(recipe_.layer(Direction::backward), prefixed(p), gemms, launches);
 }
 
 Expected<std::vector<Step>> SequenceBuilder::build() {
-  const ModelDims& m = o_.model;
-  const StepShape& st = o_.step;
+  const calibration::ModelSpec& m = o_.model;
+  const calibration::StepLayout& st = o_.step;
+  recipe_ = LlamaRecipe(m, st);
   const int tp = st.tp;
   const int d = m.head_dim();
-  T_ = st.tokens();
+  T_ = static_cast<std::int64_t>(st.tokens());
   h_ = m.hidden;
   hq_ = static_cast<std::int64_t>(m.heads / tp) * d;
   hkv_ = static_cast<std::int64_t>(m.kv_heads / tp) * d;
   qkv_ = hq_ + 2 * hkv_;
   ffn_ = m.ffn / tp;
   vocab_ = m.vocab / tp;
-  attn_ = {st.micro_batch, m.heads / tp, m.kv_heads / tp, st.seq, d, true};
+  for (const RecipeKernel& k : recipe_.layer(Direction::forward)) {
+    if (const auto* a = std::get_if<AttentionShape>(&k.shape)) attn_ = *a;
+  }
   rope_ = {static_cast<std::size_t>(T_), static_cast<std::size_t>(st.seq), static_cast<std::size_t>(m.heads / tp),
            static_cast<std::size_t>(m.kv_heads / tp), static_cast<std::size_t>(d)};
   const int layers = o_.replayed_layers();
@@ -229,7 +225,7 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
   const auto hq = static_cast<std::size_t>(hq_), hkv = static_cast<std::size_t>(hkv_);
 
   Scratch S{};
-  for (u16** b : {&S.dx, &S.dh1b, &S.dh1, &S.dn2, &S.dn1, &S.dx_b, &S.dx_in}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * h));
+  for (u16** b : {&S.dx, &S.dh1b, &S.dh1, &S.dn2, &S.dn1, &S.dx_in}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * h));
   for (u16** b : {&S.d_act, &S.dgate, &S.dup}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * ffn));
   COMMBOUND_TRY_ASSIGN(S.dgu, arena_.bf16(2 * T * ffn));
   for (u16** b : {&S.d_o, &S.dq}) COMMBOUND_TRY_ASSIGN(*b, arena_.bf16(T * hq));
@@ -275,7 +271,7 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
     COMMBOUND_TRY_ASSIGN(L.gate, arena_.bf16(T * ffn));
     COMMBOUND_TRY_ASSIGN(L.up, arena_.bf16(T * ffn));
     COMMBOUND_TRY_ASSIGN(L.act, arena_.bf16(T * ffn, false));
-    COMMBOUND_TRY_ASSIGN(L.lse, arena_.f32(static_cast<std::size_t>(attn_.batch) * attn_.heads * attn_.seq));
+    COMMBOUND_TRY_ASSIGN(L.lse, arena_.f32(static_cast<std::size_t>(attn_.batch * attn_.heads * attn_.seq)));
     x = L.x_out;
   }
 
@@ -303,8 +299,13 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
     COMMBOUND_TRY_ASSIGN(dfinal_w, arena_.f32(h));
     u16* x0 = ls.front().x_in;
     const auto vocab_full = static_cast<std::size_t>(m.vocab);
-    memory_bound("embedding.fwd", "embedding_forward", T_, h_,
-                 [=] { return embedding_forward(ids, embedding, T, vocab_full, h, x0); });
+    const std::map<std::string, std::function<Status()>> launches = {
+        {"embedding", [=] { return embedding_forward(ids, embedding, T, vocab_full, h, x0); }}};
+    if (Status s = append(recipe_.embedding(Direction::forward), [](const RecipeKernel&) { return std::string("embedding.fwd"); },
+                          {}, launches);
+        !s) {
+      return s.error();
+    }
   }
   for (std::size_t l = 0; l < ls.size(); ++l) {
     if (Status s = forward("layer" + std::to_string(l) + ".fwd.", ls[l], S); !s) return s.error();
@@ -312,25 +313,24 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
   const u16* dx_top = S.dx;  // the gradient arriving at the last layer's output
   if (o_.full_model) {
     const u16* xl = ls.back().x_out;
-    memory_bound("lm_head.fwd.rmsnorm_final", "rmsnorm_forward", T_, h_,
-                 [=] { return rmsnorm_forward(xl, final_w, T, h, kEps, nf); });
-    if (Status s = gemm("lm_head.fwd.logits", T_, vocab_, h_, GemmLayout::forward, nf, w_head, logits); !s) {
-      return s.error();
-    }
-    memory_bound("lm_head.fwd.cross_entropy", "cross_entropy_forward", T_, vocab_,
-                 [=] { return cross_entropy_forward(logits, targets, T, V, loss, lse_ce); });
-    memory_bound("lm_head.bwd.cross_entropy", "cross_entropy_backward", T_, vocab_, [=] {
-      return cross_entropy_backward(logits, targets, lse_ce, T, V, 1.0f / static_cast<float>(T), dlogits);
-    });
-    if (Status s = gemm("lm_head.bwd.logits.dgrad", T_, h_, vocab_, GemmLayout::dgrad, dlogits, w_head, dnf); !s) {
-      return s.error();
-    }
-    if (Status s = gemm("lm_head.bwd.logits.wgrad", vocab_, h_, T_, GemmLayout::wgrad, dlogits, nf, dw_head); !s) {
-      return s.error();
-    }
     u16* dx = S.dx;
-    memory_bound("lm_head.bwd.rmsnorm_final", "rmsnorm_backward", T_, h_,
-                 [=] { return rmsnorm_backward(dnf, xl, final_w, T, h, kEps, dx, dfinal_w); });
+    const std::map<std::string, Operands> gemms = {{"logits", {nf, w_head, logits}},
+                                                   {"logits.dgrad", {dlogits, w_head, dnf}},
+                                                   {"logits.wgrad", {dlogits, nf, dw_head}}};
+    const std::map<std::string, std::function<Status()>> forward_launches = {
+        {"rmsnorm_final", [=] { return rmsnorm_forward(xl, final_w, T, h, kEps, nf); }},
+        {"cross_entropy", [=] { return cross_entropy_forward(logits, targets, T, V, loss, lse_ce); }}};
+    const std::map<std::string, std::function<Status()>> backward_launches = {
+        {"cross_entropy",
+         [=] { return cross_entropy_backward(logits, targets, lse_ce, T, V, 1.0f / static_cast<float>(T), dlogits); }},
+        {"rmsnorm_final", [=] { return rmsnorm_backward(dnf, xl, final_w, T, h, kEps, dx, dfinal_w); }}};
+    if (Status s = append(recipe_.lm_head(Direction::forward), prefixed("lm_head.fwd."), gemms, forward_launches); !s) {
+      return s.error();
+    }
+    if (Status s = append(recipe_.lm_head(Direction::backward), prefixed("lm_head.bwd."), gemms, backward_launches);
+        !s) {
+      return s.error();
+    }
   }
   // Backward, last layer first; the gradient ping-pongs between two buffers.
   u16* grads[2] = {S.dx, S.dx_in};
@@ -342,11 +342,16 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
   }
   if (o_.full_model) {
     const auto vocab_full = static_cast<std::size_t>(m.vocab);
-    memory_bound("embedding.bwd", "embedding_backward", T_, h_,
-                 [=] { return embedding_backward(dx_out, ids, T, vocab_full, h, dembedding); });
+    const std::map<std::string, std::function<Status()>> embedding_launches = {
+        {"embedding", [=] { return embedding_backward(dx_out, ids, T, vocab_full, h, dembedding); }}};
+    if (Status s = append(recipe_.embedding(Direction::backward),
+                          [](const RecipeKernel&) { return std::string("embedding.bwd"); }, {}, embedding_launches);
+        !s) {
+      return s.error();
+    }
     // The optimizer over every parameter of the replayed model (fp32 master weights, gradients,
     // moments; the bf16 copy the next forward reads), rounded up to AdamW's multiple of 4.
-    ModelDims replayed = m;
+    calibration::ModelSpec replayed = m;
     replayed.layers = layers;
     parameters_ = replayed.params();
     const std::size_t P = (static_cast<std::size_t>(parameters_) + 3) / 4 * 4;
@@ -360,11 +365,15 @@ Expected<std::vector<Step>> SequenceBuilder::build() {
     COMMBOUND_TRY_ASSIGN(param_bf16, arena_.bf16(P, false));
     COMMBOUND_TRY_ASSIGN(partials, arena_.raw(8 * kGradNormPartials));
     COMMBOUND_TRY_ASSIGN(sum_sq, arena_.raw(8));
-    memory_bound("optimizer.grad_norm", "grad_norm", 1, static_cast<std::int64_t>(P), [=] {
-      return grad_norm_squared(grad, P, static_cast<double*>(partials), static_cast<double*>(sum_sq));
-    });
-    memory_bound("optimizer.adamw", "adamw", 1, static_cast<std::int64_t>(P),
-                 [=] { return adamw_step(param, grad, mom, var, param_bf16, P, AdamWParams{}); });
+    const std::map<std::string, std::function<Status()>> optimizer_launches = {
+        {"grad_norm",
+         [=] { return grad_norm_squared(grad, P, static_cast<double*>(partials), static_cast<double*>(sum_sq)); }},
+        {"adamw", [=] { return adamw_step(param, grad, mom, var, param_bf16, P, AdamWParams{}); }}};
+    if (Status s = append(LlamaRecipe::optimizer(static_cast<double>(P)), prefixed("optimizer."), {},
+                          optimizer_launches);
+        !s) {
+      return s.error();
+    }
   }
   if (Status s = cuda_check(cudaDeviceSynchronize(), "replay buffers"); !s) return s.error();
   return std::move(steps_);
@@ -394,72 +403,39 @@ Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& optio
         },
         t);
     if (!timing) return timing.error();
-    result.replay = {timing->p10_ms, timing->p50_ms, timing->p90_ms};
+    result.replay = *timing;
   }  // the replay's buffers are freed before the ops are timed one by one
   std::map<std::string, double> isolated;  // by calibration row: repeated layers share a shape
   for (Step& s : steps) {
-    const std::string key = row_text(s);
+    const std::string key = calibration::describe(s.shape);
     if (isolated.find(key) == isolated.end()) {
-      auto measure = [&]() -> Expected<Timing> {
-        switch (s.kind) {
-          case Step::Kind::gemm: return calibrator.measure(s.gemm);
-          case Step::Kind::attention: return calibrator.measure(s.attention);
-          case Step::Kind::memory_bound: return calibrator.measure(s.memory_bound);
-        }
-        return Error{"unknown step kind"};
-      };
-      const Expected<Timing> t = measure();
+      const Expected<Percentiles> t =
+          std::visit([&](const auto& shape) -> Expected<Percentiles> {
+            if constexpr (std::is_same_v<std::decay_t<decltype(shape)>, std::monostate>) {
+              return Error{"a step without a kernel"};
+            } else {
+              return calibrator.measure(shape);
+            }
+          }, s.shape);
       if (!t) return Error{key + ": " + t.error().message};
       isolated[key] = t->p50_ms;
     }
-    ReplayOpTime op{s.name, key, isolated[key], std::nullopt};
-    if (s.kind == Step::Kind::memory_bound) op.memory_bound = s.memory_bound;
-    result.ops.push_back(std::move(op));
+    result.ops.push_back({s.name, s.shape, isolated[key]});
     result.sum_isolated_ms += isolated[key];
   }
   return result;
 }
 
-TablePricing price_with_table(const ReplayResult& result, const OpTable& table) {
-  std::map<std::string, double> p50;
-  for (const GemmRow& r : table.gemm) p50[describe(r)] = r.timing.p50_ms;
-  for (const AttentionRow& r : table.attention) {
-    if (r.implementation == "commbound") p50[describe(r)] = r.timing.p50_ms;
-  }
-  for (const MemoryBoundRow& r : table.memory_bound) p50[describe(r)] = r.timing.p50_ms;
+TablePricing price_with_table(const ReplayResult& result, const calibration::KernelTable& table) {
   TablePricing pricing;
   for (const ReplayOpTime& op : result.ops) {
-    if (const auto it = p50.find(op.kernel); it != p50.end()) {
-      ++pricing.exact;
-      pricing.sum_ms += it->second;
-      continue;
+    const calibration::Priced p = table.price(op.kernel, "commbound");
+    pricing.sum_ms += p.seconds * 1e3;
+    switch (p.match) {
+      case calibration::Match::exact: ++pricing.exact; break;
+      case calibration::Match::nearest: ++pricing.nearest; break;
+      case calibration::Match::roofline: ++pricing.roofline; break;
     }
-    // Nearest row of the same memory-bound op by bytes moved, scaled by the bytes ratio.
-    const auto kind = op.memory_bound ? memory_bound_op_from_string(op.memory_bound->op) : std::nullopt;
-    const MemoryBoundRow* nearest = nullptr;
-    double want = 0, best = 0;
-    if (kind) {
-      want = static_cast<double>(memory_bound_min_bytes(*kind, static_cast<std::size_t>(op.memory_bound->tokens),
-                                                         static_cast<std::size_t>(op.memory_bound->width)));
-      for (const MemoryBoundRow& r : table.memory_bound) {
-        if (r.op != op.memory_bound->op) continue;
-        const double have = static_cast<double>(
-            memory_bound_min_bytes(*kind, static_cast<std::size_t>(r.tokens), static_cast<std::size_t>(r.width)));
-        const double distance = std::fabs(std::log(have / want));
-        if (nearest == nullptr || distance < best) {
-          nearest = &r;
-          best = distance;
-        }
-      }
-    }
-    if (nearest == nullptr) {
-      ++pricing.missing;
-      continue;
-    }
-    ++pricing.scaled;
-    pricing.sum_ms += nearest->timing.p50_ms * want /
-                      static_cast<double>(memory_bound_min_bytes(*kind, static_cast<std::size_t>(nearest->tokens),
-                                                                 static_cast<std::size_t>(nearest->width)));
   }
   return pricing;
 }
@@ -489,7 +465,7 @@ std::string format_replay(const ReplayOptions& o, const ReplayResult& r) {
     std::string name = op.name;
     if (name.rfind("layer", 0) == 0) name = "layer*" + name.substr(name.find('.'));
     const auto [it, added] = index.emplace(name, groups.size());
-    if (added) groups.push_back({name, 0, 0, op.kernel});
+    if (added) groups.push_back({name, 0, 0, calibration::describe(op.kernel)});
     Group& g = groups[it->second];
     g.count += 1;
     g.isolated_ms += op.isolated_ms;

@@ -5,10 +5,13 @@
 namespace commbound::sim {
 namespace {
 
+using calibration::Match;
+using calibration::Priced;
+
 // "gemm", "attention" or "memory_bound": the table's kind of row for a kernel shape.
-const char* kind_of(const KernelShape& k) {
-  if (std::holds_alternative<GemmShape>(k)) return "gemm";
-  if (std::holds_alternative<AttentionShape>(k)) return "attention";
+const char* kind_of(const calibration::KernelShape& k) {
+  if (std::holds_alternative<calibration::GemmShape>(k)) return "gemm";
+  if (std::holds_alternative<calibration::AttentionShape>(k)) return "attention";
   return "memory_bound";
 }
 
@@ -16,24 +19,22 @@ const char* kind_of(const KernelShape& k) {
 
 CostModel::CostModel(const GpuSpec& gpu, std::string why) : gpu_(gpu), why_(std::move(why)) {}
 
-CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const GpuTable> table, std::string attention_kernel)
+CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::KernelTable> table,
+                     std::string attention_kernel)
     : gpu_(gpu), table_(std::move(table)), attention_kernel_(std::move(attention_kernel)) {}
 
 Priced CostModel::price(const Op& op) const {
   if (!table_) {
     return {std::max(op.flops / gpu_.peak_flops_per_s, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
   }
-  if (const auto* g = std::get_if<GemmShape>(&op.kernel)) return table_->gemm(*g);
-  if (const auto* a = std::get_if<AttentionShape>(&op.kernel)) return table_->attention(attention_kernel_, *a);
-  if (const auto* m = std::get_if<MemoryBoundShape>(&op.kernel)) return table_->memory_bound(*m);
-  return {0, Match::exact};  // a synchronisation point: no kernel
+  return table_->price(op.kernel, attention_kernel_);  // a synchronisation point (no kernel): 0, exact
 }
 
 double CostModel::contention_factor(const Op& op) const {
   if (!table_ || !table_->contention()) return gpu_.comm_contention_factor;
   // Memory-bound kernels lose SMs and HBM bandwidth to NCCL like GEMMs do; the GEMM factor is the
   // measured slowdown closest to theirs (1 would claim they lose nothing).
-  return std::holds_alternative<AttentionShape>(op.kernel) ? table_->contention()->attention_factor
+  return std::holds_alternative<calibration::AttentionShape>(op.kernel) ? table_->contention()->attention_factor
                                                            : table_->contention()->gemm_factor;
 }
 
@@ -66,7 +67,7 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
 
 double CostModel::power_w(double compute_bound_fraction, double memory_bound_fraction) const {
   if (table_ && table_->power()) {
-    const TablePower& p = *table_->power();
+    const calibration::TablePower& p = *table_->power();
     return p.idle_w + (p.gemm_w - p.idle_w) * compute_bound_fraction +
            (p.memory_bound_w - p.idle_w) * memory_bound_fraction;
   }

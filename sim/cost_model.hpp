@@ -2,16 +2,17 @@
 // it, and the GPU's power while it runs.
 //
 // Two sources:
-//   * a calibration table (GpuTable: measured on a real GPU, or derived from one): each op is
-//     priced by its kernel shape (Op::kernel): its measured p50 when the table has the shape, else
-//     the nearest measured row's achieved rate, else the table's [device] roofline (GpuTable);
+//   * a calibration table (calibration::KernelTable: measured on a real GPU, or derived from one):
+//     each op is priced by its kernel shape (Op::kernel) with the table's one rule, price(): its
+//     measured p50 when the table has the shape, else the nearest measured row's achieved rate,
+//     else the table's [device] roofline;
 //   * no table: the DATASHEET ROOFLINE max(FLOPs / dense bf16 peak, bytes / HBM bandwidth) from
 //     calibration/gpus.toml on the op's FLOPs and bytes. Real kernels are slower (GEMMs reach
 //     60-80% of peak), so compute times are lower bounds and MFU an upper bound.
 // Every report states which (source(), describe()) and how many ops each way (summarize()).
 #pragma once
 
-#include "sim/gpu_table.hpp"
+#include "calibration/table/kernel_table.hpp"
 #include "sim/training.hpp"
 #include "sim/workload.hpp"
 
@@ -36,10 +37,10 @@ public:
   // The datasheet roofline; `why` (optional) says why no table is used, for describe().
   explicit CostModel(const GpuSpec& gpu, std::string why = "");
   // Prices from `table`; attention rows of `attention_kernel` ("commbound" or "cudnn").
-  CostModel(const GpuSpec& gpu, std::shared_ptr<const GpuTable> table, std::string attention_kernel);
+  CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::KernelTable> table, std::string attention_kernel);
 
   double seconds(const Op& op) const { return price(op).seconds; }
-  Priced price(const Op& op) const;
+  calibration::Priced price(const Op& op) const;
   // Compute slows by this factor while a communication kernel runs on the GPU. Table with
   // [contention]: gemm_factor for GEMMs and memory-bound kernels, attention_factor for attention;
   // otherwise calibration/gpus.toml's comm_contention_factor.
@@ -64,7 +65,7 @@ public:
 private:
   GpuSpec gpu_;
   std::string why_;
-  std::shared_ptr<const GpuTable> table_;
+  std::shared_ptr<const calibration::KernelTable> table_;
   std::string attention_kernel_;
 };
 

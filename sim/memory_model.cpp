@@ -18,7 +18,7 @@ constexpr double kContextBytes = 1e9;
 }  // namespace
 
 MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
-  const ModelSpec& m = t.model;
+  const calibration::ModelSpec& m = t.model;
   // The first pipeline stage (its layers and the input embedding) holds the most activations
   // (1F1B keeps up to `pp` micro-batches in flight there); count its layers, and conservatively
   // both embedding matrices (all of them on one stage).

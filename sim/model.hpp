@@ -1,50 +1,21 @@
-// Model: a Llama-architecture transformer's dimensions, parameter count and FLOPs.
-//
-// Parameters: per layer q/o projections h*h each, k/v projections h*kv each (kv = kv_heads *
-// head_dim), SwiGLU MLP 3*h*ffn, two RMSNorm vectors of h; plus the input embedding V*h, the final
-// norm h and the untied LM head V*h. No biases.
-//
-// Model FLOPs per token (PaLM, Chowdhery et al. 2022, appendix B): 6 * N_matmul + 12 * L * h * s,
-// where N_matmul counts every weight used in a matrix product (all but the input embedding, a
-// lookup, and the norm vectors) and the second term is attention's QK^T and AV products forward and
-// backward over the full sequence s (not halved for the causal mask, as PaLM and the study count).
+// Model: the simulator's access to the model zoo. A model's dimensions, parameter count and FLOPs
+// are the calibration room's ModelSpec (calibration/table/model_spec.hpp); its one reader of model
+// tables is calibration/table/model_zoo.hpp.
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "calibration/table/model_spec.hpp"
+#include "calibration/table/model_zoo.hpp"
 #include "sim/presets.hpp"
 
-#include <map>
 #include <string>
 
 namespace commbound::sim {
 
-struct ModelSpec {
-  std::string name;
-  int layers = 0;
-  int hidden = 0;
-  int heads = 0;
-  int kv_heads = 0;
-  int ffn = 0;
-  int vocab = 0;
+// Reads the model named `name` from the zoo of `presets` (calibration/models.toml).
+Expected<calibration::ModelSpec> load_model(const Presets& presets, const std::string& name);
 
-  int head_dim() const { return hidden / heads; }
-  double kv_dim() const { return static_cast<double>(kv_heads) * head_dim(); }
-  // Weights of one transformer layer (attention, MLP, two norms).
-  double layer_params() const;
-  double embedding_params() const { return static_cast<double>(vocab) * hidden; }
-  // All weights: layers, input embedding, final norm, LM head.
-  double params() const;
-  // Weights used in matrix products (layers less norms, plus the LM head).
-  double matmul_params() const;
-  double flops_per_token(int seq) const;
-};
-
-// Reads the model named `name` from `calibration/models.toml`.
-Expected<ModelSpec> load_model(const Presets& presets, const std::string& name);
-
-// Reads explicit dimensions (layers, hidden, heads, kv_heads, ffn, vocab: integers; optional name,
-// defaulting to `name`, and description) from `table`, whose dotted path is `prefix`.
-Expected<ModelSpec> read_model(const toml::table& table, const std::string& name, const std::string& prefix,
-                               const std::map<std::string, std::string>* overrides);
+// The zoo reader's inline-table form, by the name sim/scenario.cpp spells unqualified.
+using calibration::read_model;
 
 }  // namespace commbound::sim

@@ -1,11 +1,8 @@
 #include "sim/presets.hpp"
 
-#include "sim/table_reader.hpp"
-
 #include <unistd.h>
 
 #include <array>
-#include <fstream>
 
 namespace commbound::sim {
 namespace {
@@ -33,17 +30,6 @@ std::filesystem::path default_calibration_dir() {
   if (n <= 0) return "calibration";
   return std::filesystem::path(std::string(buf.data(), static_cast<std::size_t>(n))).parent_path().parent_path() /
          "share" / "commbound" / "calibration";
-}
-
-Expected<toml::table> parse_toml_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return Error{path.string() + ": cannot be read"};
-  try {
-    return toml::parse(in, path.string());
-  } catch (const toml::parse_error& e) {
-    return Error{path.string() + ":" + std::to_string(e.source().begin.line) + ": invalid TOML: " +
-                 std::string(e.description())};
-  }
 }
 
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,

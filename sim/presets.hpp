@@ -3,8 +3,9 @@
 // line, key and value.
 #pragma once
 
-#include "network/cluster_spec.hpp"
 #include "calibration/base/expected.hpp"
+#include "calibration/table/table_reader.hpp"
+#include "network/cluster_spec.hpp"
 #include "network/nccl_constants.hpp"
 
 #include <toml++/toml.h>
@@ -37,7 +38,11 @@ private:
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const std::map<std::string, std::string>* overrides = nullptr);
 
-// Parses a TOML file; the error names the file and line.
-Expected<toml::table> parse_toml_file(const std::filesystem::path& path);
+// The validated TOML reader of the calibration room (calibration/table/table_reader.hpp), by the
+// names the simulator's readers (presets, scenarios, models) spell unqualified.
+using calibration::Overrides;
+using calibration::parse_toml_file;
+using calibration::TableReader;
+using calibration::where;
 
 }  // namespace commbound::sim

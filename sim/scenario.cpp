@@ -1,6 +1,6 @@
 #include "sim/scenario.hpp"
 
-#include "sim/table_reader.hpp"
+#include "calibration/table/table_reader.hpp"
 #include "sim/model.hpp"
 
 #include <filesystem>

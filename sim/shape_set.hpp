@@ -1,14 +1,16 @@
 // ShapeSet: the distinct kernel shapes a set of programs runs, written as a calibration table
-// without timings: the input of `commbound-calibrate --shapes` (`commbound shapes`).
+// without timings: the input of `commbound-calibrate --shapes` (`commbound shapes`), through the
+// calibration room's one writer (calibration::KernelTable::write).
 //
 // The file holds only rows, with exactly the keys the calibration tool reads:
 //   [[gemm]] m n k layout; [[attention]] direction batch heads kv_heads seq head_dim causal;
 //   [[memory_bound]] op tokens width.
-// Rows are deduplicated and sorted (GEMMs by layout then m, n, k; attention by direction then
-// sizes; memory-bound by op name then tokens, width), so the file is stable across runs.
+// Rows are deduplicated and sorted (GEMMs by m, n, k, layout; attention by direction, then
+// batch, heads, kv_heads, seq, head_dim, causal; memory-bound by op name, then tokens, width), so
+// the file is stable across runs.
 #pragma once
 
-#include "sim/kernel_shape.hpp"
+#include "calibration/table/kernel_shape.hpp"
 #include "sim/workload.hpp"
 
 #include <ostream>
@@ -22,20 +24,20 @@ class ShapeSet {
 public:
   // Adds every kernel shape of `program`'s compute ops (not the synchronisation points).
   void add(const Program& program);
-  void add(const KernelShape& shape);
+  void add(const calibration::KernelShape& shape);
 
-  const std::set<GemmShape>& gemms() const { return gemms_; }
-  const std::set<AttentionShape>& attentions() const { return attentions_; }
-  const std::set<MemoryBoundShape>& memory_bounds() const { return memory_bounds_; }
+  const std::set<calibration::GemmShape>& gemms() const { return gemms_; }
+  const std::set<calibration::AttentionShape>& attentions() const { return attentions_; }
+  const std::set<calibration::MemoryBoundShape>& memory_bounds() const { return memory_bounds_; }
   std::size_t size() const { return gemms_.size() + attentions_.size() + memory_bounds_.size(); }
 
   // `comments` go first, each line prefixed with "# ".
   void write(std::ostream& out, const std::vector<std::string>& comments) const;
 
 private:
-  std::set<GemmShape> gemms_;
-  std::set<AttentionShape> attentions_;
-  std::set<MemoryBoundShape> memory_bounds_;
+  std::set<calibration::GemmShape> gemms_;
+  std::set<calibration::AttentionShape> attentions_;
+  std::set<calibration::MemoryBoundShape> memory_bounds_;
 };
 
 }  // namespace commbound::sim

@@ -1,6 +1,6 @@
 #include "sim/training.hpp"
 
-#include "sim/table_reader.hpp"
+#include "calibration/table/table_reader.hpp"
 
 namespace commbound::sim {
 

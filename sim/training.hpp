@@ -28,7 +28,7 @@ struct GpuSpec {
 enum class Strategy { ddp, fsdp, hsdp };
 
 struct TrainingSpec {
-  ModelSpec model;
+  calibration::ModelSpec model;
   GpuSpec gpu;
   int seq_len = 4096;
   int global_batch = 0;       // sequences per iteration, all replicas together

@@ -1,23 +1,17 @@
 #include "sim/workload.hpp"
 
+#include "calibration/table/llama_recipe.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 namespace commbound::sim {
 namespace {
 
-constexpr double kBf16Bytes = 2;
-constexpr double kFp32Bytes = 4;
-// AdamW on an fp32 shard: read param, grad, m, v (16 B), write param, m, v (12 B), write the bf16
-// copy (2 B): 30 bytes per parameter; the gradient-norm pass reads the fp32 gradient (4 B).
-constexpr double kAdamBytesPerParam = 30;
-constexpr double kGradNormBytesPerParam = 4;
-// FlashAttention-2 backward does 5 matrix products to the forward's 2 (Dao 2023): 2.5x the FLOPs.
-constexpr double kAttentionBackwardFlopRatio = 2.5;
+using calibration::Direction;
+using calibration::RecipeKernel;
 
-// A kernel dimension from the layout's arithmetic: exact when the parallel degrees divide the
-// model's dimensions, else rounded up (the padding frameworks add, e.g. Megatron's vocabulary).
-std::int64_t dim(double v) { return static_cast<std::int64_t>(std::ceil(v - 1e-9)); }
+constexpr double kBf16Bytes = 2;
 
 Op compute_op(std::string name, OpKind kind, double flops, double bytes) {
   Op op;
@@ -28,34 +22,39 @@ Op compute_op(std::string name, OpKind kind, double flops, double bytes) {
   return op;
 }
 
+OpKind kind_of(const calibration::KernelShape& shape) {
+  if (std::holds_alternative<calibration::GemmShape>(shape)) return OpKind::gemm;
+  if (std::holds_alternative<calibration::AttentionShape>(shape)) return OpKind::attention;
+  return OpKind::elementwise;
+}
+
 class Builder {
 public:
-  explicit Builder(const TrainingSpec& t) : t_(t) {}
+  explicit Builder(const TrainingSpec& t)
+      : t_(t),
+        recipe_(t.model, layout_of(t)),
+        layer_fwd_(recipe_.layer(Direction::forward)),
+        layer_bwd_(recipe_.layer(Direction::backward)),
+        head_fwd_(recipe_.lm_head(Direction::forward)),
+        head_bwd_(recipe_.lm_head(Direction::backward)),
+        embedding_fwd_(recipe_.embedding(Direction::forward)),
+        embedding_bwd_(recipe_.embedding(Direction::backward)) {}
 
   int add(Op op) {
     program_.ops.push_back(std::move(op));
     return static_cast<int>(program_.ops.size()) - 1;
   }
-  // C[m x n] = op(A) op(B) in `layout` (kernel_shape.hpp).
-  int gemm(const std::string& name, double m, double n, double k, GemmLayout layout, std::vector<int> deps) {
-    Op op = compute_op(name, OpKind::gemm, 2 * m * n * k, kBf16Bytes * (m * k + k * n + m * n));
-    op.kernel = GemmShape{dim(m), dim(n), dim(k), layout};
+  // An op running the recipe's kernel `k`: its FLOPs and fewest bytes are the kernel shape's
+  // (what the datasheet roofline prices when no table is in use).
+  int kernel(const std::string& name, const RecipeKernel& k, std::vector<int> deps) {
+    Op op = compute_op(name, kind_of(k.shape), calibration::flops(k.shape), calibration::bytes(k.shape));
+    op.kernel = k.shape;
     op.deps = std::move(deps);
     return add(op);
   }
-  // Linear layer Y = X W^T with X [tokens x in], W [out x in]: its forward GEMM, or in backward
-  // its input gradient dX = dY W then its weight gradient dW = dY^T X (same FLOPs, other shapes).
-  int linear(const std::string& name, double tokens, double out, double in, bool backward, int dep) {
-    if (!backward) return gemm(name, tokens, out, in, GemmLayout::forward, {dep});
-    const int dgrad = gemm(name + ".dgrad", tokens, in, out, GemmLayout::dgrad, {dep});
-    return gemm(name + ".wgrad", out, in, tokens, GemmLayout::wgrad, {dgrad});
-  }
-  // A memory-bound kernel `kernel` (docs/calibration.md's names) over [tokens x width]; `bytes`
-  // is what the datasheet roofline prices. No kernel name: a synchronisation point (no kernel).
-  int elementwise(const std::string& name, double bytes, std::vector<int> deps, const std::string& kernel = "",
-                  double tokens = 0, double width = 0) {
-    Op op = compute_op(name, OpKind::elementwise, 0, bytes);
-    if (!kernel.empty()) op.kernel = MemoryBoundShape{kernel, dim(tokens), dim(width)};
+  // A synchronisation point: no kernel, no cost.
+  int sync(const std::string& name, std::vector<int> deps) {
+    Op op = compute_op(name, OpKind::elementwise, 0, 0);
     op.deps = std::move(deps);
     return add(op);
   }
@@ -68,6 +67,19 @@ public:
     op.size_bytes = size;
     op.deps = std::move(deps);
     return add(op);
+  }
+
+  // The recipe's `kernels` one after another, the first after `deps`, each named `prefix` + its
+  // name, with the tensor-parallel reductions the recipe marks; returns the last op.
+  int run(const std::string& prefix, const std::vector<RecipeKernel>& kernels, std::vector<int> deps, bool backward) {
+    int x = -1;
+    for (const RecipeKernel& k : kernels) {
+      std::vector<int> after = x < 0 ? std::move(deps) : std::vector<int>{x};
+      x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
+                                                                       : kernel(prefix + k.name, k, after);
+      if (!k.tp_reduction.empty()) x = tp_sync(prefix + k.tp_reduction, x);
+    }
+    return x;
   }
 
   // Megatron tensor parallelism: after the attention and MLP output projections the partial sums
@@ -86,111 +98,44 @@ public:
                       GroupKind::tensor_parallel, bytes, {rs});
   }
 
-  // Attention after op `after`. With context parallelism, ring attention: the rank's KV block
-  // travels around the CP ring in cp - 1 steps (backward: with its gradient, twice the bytes)
-  // while attention runs block by block; block k waits for the step that brought it.
-  int attention(const std::string& p, Op attn, int after, bool backward) {
-    const int cp = t_.cp;
-    if (cp == 1) {
-      attn.deps = {after};
-      return add(attn);
-    }
+  // Attention after ops `after`. With context parallelism, ring attention: the recipe's kernel
+  // runs once per KV block (cp); the rank's KV block travels around the CP ring in cp - 1 steps
+  // (backward: with its gradient, twice the bytes) while attention runs block by block; block k
+  // waits for the step that brought it.
+  int attention(const std::string& p, const RecipeKernel& k, const std::vector<int>& after, bool backward) {
+    if (k.runs == 1) return kernel(p + k.name, k, after);
     const double kv_block = 2 * tokens() * t_.model.kv_dim() / t_.tp * kBf16Bytes * (backward ? 2 : 1);
-    attn.flops /= cp;
-    attn.bytes /= cp;
-    const std::string name = attn.name;
-    int chunk = after;
+    std::vector<int> chunk = after;
     int step = -1;
-    for (int k = 0; k < cp; ++k) {
-      Op part = attn;
-      part.name = name + ".block" + std::to_string(k);
-      part.deps = {chunk};
-      if (step >= 0) part.deps.push_back(step);
-      if (k + 1 < cp) {
-        step = collective(p + "cp_kv.step" + std::to_string(k), StreamId::context_parallel,
+    for (int b = 0; b < k.runs; ++b) {
+      std::vector<int> deps = chunk;
+      if (step >= 0) deps.push_back(step);
+      if (b + 1 < k.runs) {
+        step = collective(p + "cp_kv.step" + std::to_string(b), StreamId::context_parallel,
                           network::CollectiveOp::send_recv, GroupKind::context_next, kv_block,
-                          step >= 0 ? std::vector<int>{step} : std::vector<int>{after});
+                          step >= 0 ? std::vector<int>{step} : after);
       }
-      chunk = add(part);
+      chunk = {kernel(p + k.name + ".block" + std::to_string(b), k, deps)};
     }
-    return chunk;
+    return chunk.front();
   }
 
   // One transformer layer, forward (backward = false) or backward; returns the last op.
   int layer(int l, bool backward, int after) {
-    const ModelSpec& m = t_.model;
-    const double T = tokens();
-    const double h = m.hidden;
-    const double tp = t_.tp;
-    const double qkv = (h + 2 * m.kv_dim()) / tp;
-    const double ffn = m.ffn / tp;
-    const double act = T * h * kBf16Bytes;  // one activation tensor
     const std::string p = "layer" + std::to_string(l) + tag_ + (backward ? ".bwd." : ".fwd.");
-    const double passes = backward ? 2 : 1;  // backward: input and weight gradients
-    // Linear layer `n` mapping `in` features to `out` on this rank's tokens.
-    auto g = [&](const std::string& n, double out, double in, int dep) { return linear(p + n, T, out, in, backward, dep); };
-    const double rope_width = (m.heads + m.kv_heads) / tp * m.head_dim();  // q and k are rotated
-    // Causal attention of this rank's queries: the unmasked half of the full s x s product, spread
-    // evenly over the context-parallel ranks (load-balanced chunks, as TransformerEngine does).
-    const double attn_fwd_flops =
-        2.0 * t_.micro_batch * static_cast<double>(t_.seq_len) * t_.seq_len * h / tp / t_.cp;
-    Op attn = compute_op(p + "attention", OpKind::attention,
-                         backward ? kAttentionBackwardFlopRatio * attn_fwd_flops : attn_fwd_flops,
-                         passes * T * (qkv + 2 * h / tp) * kBf16Bytes);
-    // The kernel: causal flash attention of the rank's heads over its tokens. With context
-    // parallelism ring attention runs cp blocks per layer; each block is priced as a causal
-    // attention over seq / cp tokens, whose FLOPs equal the block's share (see attention()).
-    attn.kernel = AttentionShape{backward ? Direction::backward : Direction::forward, t_.micro_batch,
-                                 dim(m.heads / tp), dim(m.kv_heads / tp), dim(tokens() / t_.micro_batch),
-                                 m.head_dim(), true};
-    int x = after;
-    if (!backward) {
-      x = elementwise(p + "rmsnorm", 2 * act, {x}, "rmsnorm_forward", T, h);
-      x = g("qkv", qkv, h, x);
-      x = elementwise(p + "rope", 2 * T * qkv * kBf16Bytes, {x}, "rope_forward", T, rope_width);
-      x = attention(p, attn, x, false);
-      x = g("o_proj", h, h / tp, x);
-      x = tp_sync(p + "attn", x);
-      x = elementwise(p + "residual", 3 * act, {x}, "residual_add", T, h);
-      x = elementwise(p + "rmsnorm2", 2 * act, {x}, "rmsnorm_forward", T, h);
-      x = g("gate_up", 2 * ffn, h, x);
-      x = elementwise(p + "swiglu", 3 * T * ffn * kBf16Bytes, {x}, "swiglu_forward", T, ffn);
-      x = g("down", h, ffn, x);
-      x = tp_sync(p + "mlp", x);
-      return elementwise(p + "residual2", 3 * act, {x}, "residual_add", T, h);
-    }
-    // The residual's backward adds the branch's input gradient to the skip path's.
-    x = elementwise(p + "residual2", 2 * act, {x}, "residual_add", T, h);
-    x = g("down", h, ffn, x);
-    x = elementwise(p + "swiglu", 2 * 3 * T * ffn * kBf16Bytes, {x}, "swiglu_backward", T, ffn);
-    x = g("gate_up", 2 * ffn, h, x);
-    x = tp_sync(p + "mlp", x);
-    x = elementwise(p + "rmsnorm2", 2 * 2 * act, {x}, "rmsnorm_backward", T, h);
-    x = g("o_proj", h, h / tp, x);
-    x = attention(p, attn, x, true);
-    x = elementwise(p + "rope", 2 * 2 * T * qkv * kBf16Bytes, {x}, "rope_backward", T, rope_width);
-    x = g("qkv", qkv, h, x);
-    x = tp_sync(p + "attn", x);
-    return elementwise(p + "rmsnorm", 2 * 2 * act, {x}, "rmsnorm_backward", T, h);
+    return run(p, backward ? layer_bwd_ : layer_fwd_, {after}, backward);
   }
 
+  // The final norm, the LM head and the loss (backward: the loss's gradient first).
   int lm_head(bool backward, int after) {
-    const ModelSpec& m = t_.model;
-    const double T = tokens();
-    const double vocab = m.vocab / static_cast<double>(t_.tp);
     const std::string p = "lm_head" + tag_ + (backward ? ".bwd." : ".fwd.");
-    // Backward runs the cross-entropy gradient, the LM head's GEMMs, then the final norm's.
-    auto norm = [&](int dep) {
-      return elementwise(p + "rmsnorm_final", (backward ? 2 : 1) * 2 * T * m.hidden * kBf16Bytes, {dep},
-                         backward ? "rmsnorm_backward" : "rmsnorm_forward", T, m.hidden);
-    };
-    // Cross-entropy: the roofline counts fp32 logits read and written once forward, once backward.
-    auto cross_entropy = [&](int dep) {
-      return elementwise(p + "cross_entropy", 2 * T * vocab * kFp32Bytes, {dep},
-                         backward ? "cross_entropy_backward" : "cross_entropy_forward", T, vocab);
-    };
-    if (!backward) return cross_entropy(linear(p + "logits", T, vocab, m.hidden, false, norm(after)));
-    return norm(linear(p + "logits", T, vocab, m.hidden, true, cross_entropy(after)));
+    return run(p, backward ? head_bwd_ : head_fwd_, {after}, backward);
+  }
+
+  // `kernels` with `suffix` appended to their names ("embedding" -> "embedding.fwd.mb0").
+  static std::vector<RecipeKernel> renamed(std::vector<RecipeKernel> kernels, const std::string& suffix) {
+    for (RecipeKernel& k : kernels) k.name += suffix;
+    return kernels;
   }
 
   // Tokens of one micro-batch on this rank: context parallelism splits the sequence.
@@ -206,13 +151,24 @@ public:
   Program build(int stage);
 
 private:
+  static calibration::StepLayout layout_of(const TrainingSpec& t) {
+    calibration::StepLayout l;
+    l.micro_batch = t.micro_batch;
+    l.seq = t.seq_len;
+    l.tp = t.tp;
+    l.cp = t.cp;
+    return l;
+  }
+
   const TrainingSpec& t_;
+  const calibration::LlamaRecipe recipe_;
+  const std::vector<RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_, embedding_bwd_;
   Program program_;
   std::string tag_;  // ".mb<k>": the micro-batch being built (op names are unique in a program)
 };
 
 Program Builder::build(int stage) {
-  const ModelSpec& m = t_.model;
+  const calibration::ModelSpec& m = t_.model;
   const double tp = t_.tp;
   const int stages = t_.pp;
   // Interleaving: stage s holds v model chunks; chunk c is virtual stage c * P + s, and virtual
@@ -268,9 +224,8 @@ Program Builder::build(int stage) {
       start.push_back(collective("root.allgather" + tag, StreamId::all_gather, network::CollectiveOp::all_gather,
                                  shard_kind, root_bytes, after(last_compute)));
     }
-    int x = vs == 0 ? elementwise("embedding.fwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, start,
-                                            "embedding_forward", tokens(), m.hidden)
-                    : elementwise("vs" + std::to_string(vs) + ".fwd_start" + tag, 0, start);
+    int x = vs == 0 ? run("", renamed(embedding_fwd_, ".fwd" + tag), start, false)
+                    : sync("vs" + std::to_string(vs) + ".fwd_start" + tag, start);
     std::vector<int> done(static_cast<std::size_t>(hi + 1), -1);
     done[static_cast<std::size_t>(lo - 1)] = x;
     for (int l = lo; l <= hi; ++l) {
@@ -306,7 +261,7 @@ Program Builder::build(int stage) {
       x = lm_head(true, x);
     } else {
       const int grad = p2p("gradient", vs + 1, mb, StreamId::pipeline_recv_gradient, GroupKind::pipeline_next, {});
-      x = elementwise("vs" + std::to_string(vs) + ".bwd_start" + tag, 0, {x, grad});
+      x = sync("vs" + std::to_string(vs) + ".bwd_start" + tag, {x, grad});
     }
     std::vector<int> done(static_cast<std::size_t>(hi + 2), -1);
     double bucket = 0;
@@ -317,7 +272,7 @@ Program Builder::build(int stage) {
         if (l + inflight <= hi) deps.push_back(done[static_cast<std::size_t>(l + inflight)]);
         const int ag = collective("layer" + std::to_string(l) + ".allgather_bwd" + tag, StreamId::all_gather,
                                   network::CollectiveOp::all_gather, shard_kind, layer_bytes, deps);
-        start = elementwise("layer" + std::to_string(l) + ".bwd.wait_params" + tag, 0, {x, ag});
+        start = sync("layer" + std::to_string(l) + ".bwd.wait_params" + tag, {x, ag});
       }
       // Full activation checkpointing: only the layer's input was kept; replay its forward first.
       if (t_.activation_checkpointing) {
@@ -342,8 +297,7 @@ Program Builder::build(int stage) {
       }
     }
     if (vs == 0) {
-      x = elementwise("embedding.bwd" + tag, 2 * tokens() * m.hidden * kBf16Bytes, {x}, "embedding_backward", tokens(),
-                      m.hidden);
+      x = run("", renamed(embedding_bwd_, ".bwd" + tag), {x}, true);
     } else {
       p2p("gradient", vs, mb, StreamId::pipeline_send_gradient, GroupKind::pipeline_prev, {x});
     }
@@ -382,11 +336,10 @@ Program Builder::build(int stage) {
   const double local_params = stage_params / tp / t_.shard_ranks();
   std::vector<int> deps = grad_sync;
   deps.push_back(last_compute);
-  // Both run over the local shard's parameters as one flat buffer: tokens = 1, width = parameters.
-  int x = elementwise("optimizer.grad_norm", kGradNormBytesPerParam * local_params, deps, "grad_norm", 1, local_params);
-  program_.ops[static_cast<std::size_t>(x)].kind = OpKind::optimizer;
-  x = elementwise("optimizer.adamw", kAdamBytesPerParam * local_params, {x}, "adamw", 1, local_params);
-  program_.ops[static_cast<std::size_t>(x)].kind = OpKind::optimizer;
+  // The recipe's optimizer over the local shard's parameters as one flat buffer.
+  const std::size_t first = program_.ops.size();
+  run("optimizer.", calibration::LlamaRecipe::optimizer(local_params), deps, false);
+  for (std::size_t i = first; i < program_.ops.size(); ++i) program_.ops[i].kind = OpKind::optimizer;
   return std::move(program_);
 }
 

@@ -6,12 +6,15 @@
 // over their full groups (and the data-parallel groups of the other tensor-parallel ranks, which
 // share the NICs); tests/sim/engine_test.cpp checks the shortcut against simulating every rank.
 //
-// Compute ops are priced by a CostModel (cost_model.hpp): from a calibration table by their kernel
-// shapes when one is in use, else by the datasheet roofline from their FLOPs and bytes.
+// The compute ops of a layer, the embedding, the LM head and the optimizer are the calibration
+// room's Llama recipe (calibration/table/llama_recipe.hpp), each kernel wrapped into an op with its
+// stream and dependencies. Compute ops are priced by a CostModel (cost_model.hpp): from a
+// calibration table by their kernel shapes when one is in use, else by the datasheet roofline
+// from their FLOPs and bytes (the kernel shape's, calibration/table/kernel_shape.hpp).
 #pragma once
 
+#include "calibration/table/kernel_shape.hpp"
 #include "network/collective.hpp"
-#include "sim/kernel_shape.hpp"
 #include "sim/training.hpp"
 
 #include <optional>
@@ -19,6 +22,9 @@
 #include <vector>
 
 namespace commbound::sim {
+
+// sim/metrics.cpp spells the memory-bound kernel's shape unqualified.
+using calibration::MemoryBoundShape;
 
 // Pipeline parallelism sends activations forward and gradients backward between neighbouring
 // stages, each direction and peer on its own stream, so sends and receives never wait for each
@@ -48,11 +54,11 @@ struct Op {
   std::string name;
   StreamId stream = StreamId::compute;
   OpKind kind = OpKind::gemm;
-  double flops = 0;            // compute ops: executed FLOPs (causal attention: the unmasked half)
-  double bytes = 0;            // compute ops: HBM traffic (what the datasheet roofline prices)
+  double flops = 0;            // compute ops: the kernel's executed FLOPs (causal attention: the unmasked half)
+  double bytes = 0;            // compute ops: the kernel's fewest HBM bytes (what the datasheet roofline prices)
   // Compute ops: the real kernel's shape (what a calibration table prices); std::monostate for
   // the zero-cost synchronisation points and for collectives.
-  KernelShape kernel;
+  calibration::KernelShape kernel;
   network::CollectiveOp collective = network::CollectiveOp::all_gather;
   GroupKind group = GroupKind::data_parallel;
   double size_bytes = 0;       // collectives: nccl-tests convention (whole buffer)

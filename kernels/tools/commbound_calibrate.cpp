@@ -2,13 +2,14 @@
 // writes a calibration table (docs/calibration.md) that the simulator prices ops from; or, with
 // --replay, runs a whole layer (or a small model's step) back to back and compares it with the
 // sum of its ops timed one by one. CUDA only; never links SimGrid.
+#include "calibration/table/kernel_table.hpp"
+#include "calibration/table/model_zoo.hpp"
 #include "kernels/calibrator.hpp"
 #include "kernels/contention.hpp"
 #include "kernels/cuda_support.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/model_grid.hpp"
-#include "kernels/op_table.hpp"
 #include "kernels/power_phases.hpp"
 #include "kernels/power_sampler.hpp"
 #include "kernels/random_fill.hpp"
@@ -16,15 +17,19 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 #ifndef COMMBOUND_GIT_COMMIT
@@ -33,6 +38,13 @@
 
 using namespace commbound;
 using namespace commbound::kernels;
+using calibration::AttentionRow;
+using calibration::GemmRow;
+using calibration::KernelTable;
+using calibration::KernelTiming;
+using calibration::MemoryBoundRow;
+using calibration::ModelSpec;
+using calibration::TableContent;
 
 namespace {
 
@@ -56,8 +68,8 @@ CUDA and cuBLASLt versions, date, tool commit). Progress goes to stderr.
                       the calibration/gpus.toml preset whose device_name is this GPU's, e.g.
                       h100-sxm5, else the device's name); never overwritten without --force
   --force             overwrite FILE
-  --shapes FILE       also measure the rows of FILE ([[gemm]], [[attention]], [[memory_bound]]);
-                      repeatable
+  --shapes FILE       also measure the rows of FILE ([[gemm]], [[attention]] of our kernel,
+                      [[memory_bound]]; times in it are ignored); repeatable
   --add-rows FILE     copy already-measured rows (with times) from FILE into the table, e.g. the
                       cuDNN attention rows that bench/attention_vs_sdpa.py writes; repeatable
   --no-grid           measure only the --shapes rows
@@ -74,7 +86,8 @@ parallelism --tp (1); with --full-model the embedding, all the model's layers (o
 final norm, LM head and loss, the gradient norm and AdamW over every parameter of the layers replayed. Runs it back to
 back on the GPU (median of --runs, default 10), times every op alone the calibration's way, and
 prints both: the error of pricing a step op by op. With --table FILE (a calibration table, e.g.
-calibration/h100-sxm5.toml) it also prices the sequence from that table's rows.
+calibration/h100-sxm5.toml) it also prices the sequence from that table as the simulator does (the
+exact row, else the nearest row's rate, else the table's roofline).
 
 Exit status: 0 on success, 1 on a CUDA or measurement failure, 2 on bad arguments or input files.
 )";
@@ -193,25 +206,18 @@ std::string version_text(long v, long major_div) {
   return std::to_string(v / major_div) + '.' + std::to_string(v % major_div / (major_div / 100));
 }
 
-struct Provenance {
-  std::string gpu;
-  int sm_count = 0;
-  double sm_clock_max_mhz = 0, memory_clock_mhz = 0, memory_gb = 0;
-  std::string driver, cuda_runtime, cublaslt, date;
-};
-
-Expected<Provenance> read_provenance() {
-  Provenance p;
+Expected<calibration::TableProvenance> read_provenance() {
+  calibration::TableProvenance p;
   int device = 0;
   cudaDeviceProp prop{};
   if (Status s = cuda_check(cudaGetDevice(&device), "cudaGetDevice"); !s) return s.error();
   if (Status s = cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"); !s) return s.error();
   p.gpu = prop.name;
   p.sm_count = prop.multiProcessorCount;
-  p.memory_gb = static_cast<double>(prop.totalGlobalMem) / 1e9;
+  p.memory_bytes = static_cast<double>(prop.totalGlobalMem);
   int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) == cudaSuccess) p.sm_clock_max_mhz = khz / 1e3;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess) p.memory_clock_mhz = khz / 1e3;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) == cudaSuccess) p.sm_clock_max_hz = khz * 1e3;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess) p.memory_clock_hz = khz * 1e3;
   int runtime = 0;
   if (Status s = cuda_check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion"); !s) return s.error();
   p.cuda_runtime = version_text(runtime, 1000);
@@ -228,6 +234,8 @@ Expected<Provenance> read_provenance() {
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   p.date = date;
+  p.tool_commit = COMMBOUND_GIT_COMMIT;
+  p.derived = false;
   return p;
 }
 
@@ -239,12 +247,12 @@ struct BigGemm {
 };
 
 Expected<BigGemm> big_gemm() {
-  const GemmShape shape{8192, 8192, 8192, false, true};
+  const GemmShape shape{8192, 8192, 8192, GemmLayout::forward};
   auto plan = GemmPlan::create(shape, std::size_t{32} << 20);
   if (!plan) return plan.error();
-  auto a = DeviceBuffer<std::uint16_t>::create(shape.m * shape.k);
-  auto b = DeviceBuffer<std::uint16_t>::create(shape.n * shape.k);
-  auto c = DeviceBuffer<std::uint16_t>::create(shape.m * shape.n);
+  auto a = DeviceBuffer<std::uint16_t>::create(static_cast<std::size_t>(shape.m * shape.k));
+  auto b = DeviceBuffer<std::uint16_t>::create(static_cast<std::size_t>(shape.n * shape.k));
+  auto c = DeviceBuffer<std::uint16_t>::create(static_cast<std::size_t>(shape.m * shape.n));
   for (const Status& s : {a.status(), b.status(), c.status()}) {
     if (!s) return s.error();
   }
@@ -253,6 +261,7 @@ Expected<BigGemm> big_gemm() {
   return BigGemm{std::move(*plan), std::move(*a), std::move(*b), std::move(*c)};
 }
 
+// A number for progress lines and comments: 6 significant digits, a decimal point kept.
 std::string fmt(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", x);
@@ -261,50 +270,56 @@ std::string fmt(double x) {
   return s;
 }
 
-// Measures every row, printing progress; the rows' times are filled in place.
-Status measure_rows(Calibrator& cal, OpTable& table) {
-  const std::size_t total = table.size();
+constexpr double kSecondsPerMs = 1e-3;
+
+KernelTiming seconds_of(const Percentiles& p) {
+  return {p.p10_ms * kSecondsPerMs, p.p50_ms * kSecondsPerMs, p.p90_ms * kSecondsPerMs};
+}
+
+// Measures every row of `shapes` (their times, if any, ignored), printing progress; the table of
+// the measured rows, in the same order.
+Expected<KernelTable> measure_rows(Calibrator& cal, const KernelTable& shapes) {
+  const std::size_t total = shapes.size();
   std::size_t done = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto progress = [&](const std::string& what, const Timing& t, const std::string& rate) {
+  auto progress = [&](const calibration::KernelShape& what, const Percentiles& t, const std::string& rate) {
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double eta = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
-    std::fprintf(stderr, "[%5zu/%zu] %-58s %9.4f ms  %s  (eta %.0f s)\n", done, total, what.c_str(), t.p50_ms,
-                 rate.c_str(), eta);
+    std::fprintf(stderr, "[%5zu/%zu] %-58s %9.4f ms  %s  (eta %.0f s)\n", done, total,
+                 calibration::describe(what).c_str(), t.p50_ms, rate.c_str(), eta);
   };
-  for (GemmRow& r : table.gemm) {
-    auto t = cal.measure(r);
-    if (!t) return Error{"gemm " + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + ": " +
-                         t.error().message};
-    r.timing = *t;
-    progress(describe(r), *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
+  KernelTable measured;
+  for (const GemmRow& r : shapes.gemms()) {
+    auto t = cal.measure(r.shape);
+    if (!t) return Error{calibration::describe(r.shape) + ": " + t.error().message};
+    measured.add(GemmRow{r.shape, seconds_of(*t)});
+    progress(r.shape, *t, fmt(r.shape.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
   }
-  for (AttentionRow& r : table.attention) {
-    if (r.implementation != "commbound") continue;
-    auto t = cal.measure(r);
-    if (!t) return Error{"attention: " + t.error().message};
-    r.timing = *t;
-    progress(describe(r), *t, fmt(r.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
+  for (const AttentionRow& r : shapes.attentions()) {
+    auto t = cal.measure(r.shape);
+    if (!t) return Error{calibration::describe(r.shape) + ": " + t.error().message};
+    measured.add(AttentionRow{"commbound", r.shape, seconds_of(*t)});
+    progress(r.shape, *t, fmt(r.shape.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
   }
-  for (MemoryBoundRow& r : table.memory_bound) {
-    auto t = cal.measure(r);
-    if (!t) return Error{r.op + ": " + t.error().message};
-    r.timing = *t;
-    progress(describe(r), *t, fmt(r.bytes / (t->p50_ms * 1e-3) / 1e9) + " GB/s");
+  for (const MemoryBoundRow& r : shapes.memory_bounds()) {
+    auto t = cal.measure(r.shape);
+    if (!t) return Error{calibration::describe(r.shape) + ": " + t.error().message};
+    measured.add(MemoryBoundRow{r.shape, r.shape.bytes(), seconds_of(*t)});
+    progress(r.shape, *t, fmt(r.shape.bytes() / (t->p50_ms * 1e-3) / 1e9) + " GB/s");
   }
-  return Ok{};
+  return measured;
 }
 
-int run_replay(const Args& args, const std::vector<ModelDims>& zoo) {
+int run_replay(const Args& args, const std::vector<ModelSpec>& zoo) {
   ReplayOptions o = args.replay;
-  const auto it = std::find_if(zoo.begin(), zoo.end(), [&](const ModelDims& m) { return m.name == args.replay_model; });
+  const auto it = std::find_if(zoo.begin(), zoo.end(), [&](const ModelSpec& m) { return m.name == args.replay_model; });
   if (it == zoo.end()) return usage_error("--replay " + args.replay_model + ": not in the model zoo");
   o.model = *it;
-  if (Status s = check_step(o.model, o.step); !s) return usage_error(s.error().message);
-  OpTable table;
+  if (Status s = calibration::check_exact(o.model, o.step); !s) return usage_error(s.error().message);
+  std::optional<KernelTable> table;
   if (!args.replay_table.empty()) {
-    auto t = read_op_table(args.replay_table);
+    auto t = KernelTable::load(args.replay_table, args.replay_table.string());
     if (!t) return usage_error(t.error().message);
     table = std::move(*t);
   }
@@ -319,15 +334,41 @@ int run_replay(const Args& args, const std::vector<ModelDims>& zoo) {
     return 1;
   }
   std::printf("%s", format_replay(o, *result).c_str());
-  if (!args.replay_table.empty()) {
-    const TablePricing p = price_with_table(*result, table);
-    std::printf("sum of %s's times: %.3f ms (%d ops exact, %d memory-bound ops scaled from the nearest row, %d "
-                "not in the table)",
-                args.replay_table.c_str(), p.sum_ms, p.exact, p.scaled, p.missing);
-    if (p.missing == 0) std::printf(": off by %+.1f%% (table sum / replay - 1)", 100 * (p.sum_ms / result->replay.p50_ms - 1));
-    std::printf("\n");
+  if (table) {
+    const TablePricing p = price_with_table(*result, *table);
+    std::printf("sum of %s's times: %.3f ms (%d ops exact, %d from the nearest row, %d by the table's roofline): "
+                "off by %+.1f%% (table sum / replay - 1)\n",
+                args.replay_table.c_str(), p.sum_ms, p.exact, p.nearest, p.roofline,
+                100 * (p.sum_ms / result->replay.p50_ms - 1));
   }
   return 0;
+}
+
+// The shapes of `rows` without their times: what --shapes asks to measure. Attention rows of
+// another implementation than ours cannot be measured here.
+Expected<KernelTable> shapes_of(const KernelTable& rows, const std::string& path) {
+  KernelTable shapes;
+  for (const GemmRow& r : rows.gemms()) shapes.add(GemmRow{r.shape, {}});
+  for (const AttentionRow& r : rows.attentions()) {
+    if (r.implementation != "commbound") {
+      return Error{path + ": [[attention]] implementation = \"" + r.implementation +
+                   "\": only our kernel (\"commbound\") is measured here; add measured rows with --add-rows"};
+    }
+    shapes.add(AttentionRow{r.implementation, r.shape, {}});
+  }
+  for (const MemoryBoundRow& r : rows.memory_bounds()) shapes.add(MemoryBoundRow{r.shape, 0, {}});
+  return shapes;
+}
+
+// Whether every row of `rows` has its times (what --add-rows copies into the table).
+Status all_timed(const KernelTable& rows, const std::string& path) {
+  const bool timed = std::all_of(rows.gemms().begin(), rows.gemms().end(), [](const GemmRow& r) { return r.time; }) &&
+                     std::all_of(rows.attentions().begin(), rows.attentions().end(),
+                                 [](const AttentionRow& r) { return r.time; }) &&
+                     std::all_of(rows.memory_bounds().begin(), rows.memory_bounds().end(),
+                                 [](const MemoryBoundRow& r) { return r.time; });
+  if (timed) return Ok{};
+  return Error{path + ": --add-rows copies measured rows: every row needs p10_ms, p50_ms and p90_ms"};
 }
 
 // Writes `text` to `path` through a temporary file in the same folder: no partial table.
@@ -359,12 +400,12 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path data = data_dir();
   if (args->models.empty()) args->models = data / "calibration" / "models.toml";
-  auto zoo = read_models(args->models);
+  auto zoo = calibration::read_model_zoo(args->models);
   if (!zoo) return usage_error(zoo.error().message);
   if (!args->replay_model.empty()) return run_replay(*args, *zoo);
 
   // Everything the user gave is read and checked before the first measurement.
-  OpTable table;
+  KernelTable table;  // the shapes to measure
   if (args->grid) {
     GridOptions g;
     if (args->quick) {
@@ -375,26 +416,28 @@ int main(int argc, char** argv) {
     }
     auto grid = default_grid(*zoo, g);
     if (!grid) return usage_error(grid.error().message);
-    table.merge(*grid);
+    table.add_rows(*grid);
   }
   for (const auto& path : args->shapes) {
-    auto rows = read_op_table(path);
+    auto rows = KernelTable::load(path, path.string(), TableContent::rows);
     if (!rows) return usage_error(rows.error().message);
-    table.merge(*rows);
+    auto shapes = shapes_of(*rows, path.string());
+    if (!shapes) return usage_error(shapes.error().message);
+    table.add_rows(*shapes);
   }
-  OpTable added;
+  KernelTable added;
   for (const auto& path : args->add_rows) {
-    auto rows = read_op_table(path);
+    auto rows = KernelTable::load(path, path.string(), TableContent::rows);
     if (!rows) return usage_error(rows.error().message);
-    added.merge(*rows);
+    if (Status s = all_timed(*rows, path.string()); !s) return usage_error(s.error().message);
+    added.add_rows(*rows);
   }
   if (table.size() == 0) return usage_error("nothing to measure (--no-grid and no --shapes rows)");
   if (!args->out.empty() && !args->list_shapes && std::filesystem::exists(args->out) && !args->force) {
     return usage_error(args->out.string() + " exists; pass --force to overwrite it");
   }
   if (args->list_shapes) {
-    std::printf("# %zu op shapes (commbound-calibrate --list-shapes)\n%s", table.size(),
-                format_op_rows(table, false).c_str());
+    table.write(std::cout, {std::to_string(table.size()) + " op shapes (commbound-calibrate --list-shapes)"});
     return 0;
   }
   if (cuda_device_count() == 0) {
@@ -407,13 +450,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (args->out.empty()) {
-    args->out = args->models.parent_path() / (table_name_for_device(args->models.parent_path() / "gpus.toml", prov->gpu) + ".toml");
+    args->out = args->models.parent_path() / (calibration::table_name_for_device(args->models.parent_path() / "gpus.toml", prov->gpu) + ".toml");
   }
   if (std::filesystem::exists(args->out) && !args->force) {
     return usage_error(args->out.string() + " exists; pass --force to overwrite it");
   }
   std::fprintf(stderr, "commbound-calibrate: %s, %d SMs; %zu shapes to measure -> %s\n", prov->gpu.c_str(),
-               prov->sm_count, table.size(), args->out.string().c_str());
+               static_cast<int>(prov->sm_count.value_or(0)), table.size(), args->out.string().c_str());
 
   CalibratorOptions options;
   auto cal = Calibrator::create(options);
@@ -427,7 +470,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "commbound-calibrate: copy: %s\n", copy.error().message.c_str());
     return 1;
   }
-  GemmRow peak{8192, 8192, 8192, GemmLayout::forward, {}};
+  const GemmShape peak{8192, 8192, 8192, GemmLayout::forward};
   auto peak_t = cal->measure(peak);
   if (!peak_t) {
     std::fprintf(stderr, "commbound-calibrate: gemm: %s\n", peak_t.error().message.c_str());
@@ -435,13 +478,17 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "device-to-device copy %.0f GB/s; GEMM 8192^3 %.0f TFLOP/s\n", *copy / 1e9,
                peak.flops() / (peak_t->p50_ms * 1e-3) / 1e12);
-  if (Status s = measure_rows(*cal, table); !s) {
-    std::fprintf(stderr, "commbound-calibrate: %s\n", s.error().message.c_str());
+  auto measured = measure_rows(*cal, table);
+  if (!measured) {
+    std::fprintf(stderr, "commbound-calibrate: %s\n", measured.error().message.c_str());
     return 1;
   }
-  table.merge(added);
-
-  std::ostringstream power_text, contention_text;
+  measured->add_rows(added);
+  std::vector<std::string> comments = {
+      "Kernel calibration table written by commbound-calibrate (docs/calibration.md). Measured, not",
+      "edited: regenerate with `commbound-calibrate --out FILE --force` on the GPU it describes.",
+      "[device]: copy_GBps a device-to-device copy (bytes read + written), gemm_TFLOPs a bf16 8192^3",
+      "GEMM (cuBLASLt)."};
   if (args->power || args->contention) {
     auto gemm = big_gemm();
     if (!gemm) {
@@ -465,14 +512,18 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "commbound-calibrate: power: %s\n", power.error().message.c_str());
         return 1;
       }
-      power_text << "\n[power]  # NVML board power and SM clock, mean of each sustained phase (docs/calibration.md)\n"
-                 << "idle_W = " << fmt(power->idle_W()) << "\ngemm_W = " << fmt(power->gemm_W())
-                 << "\ngemm_sm_clock_MHz = " << fmt(power->gemm_sm_clock_MHz())
-                 << "\nmemory_bound_W = " << fmt(power->memory_bound_W()) << "\nmixed_W = " << fmt(power->mixed_W())
-                 << "\nmixed_compute_fraction = " << fmt(power->mixed_compute_fraction)
-                 << "\npower_limit_W = " << fmt(power->power_limit_W)
-                 << "\nsample_period_ms = " << fmt(power->sample_period_ms) << "\nphase_s = " << fmt(power->phase_s)
-                 << '\n';
+      calibration::TablePower w;
+      w.idle_w = power->idle_W();
+      w.gemm_w = power->gemm_W();
+      w.gemm_sm_clock_hz = power->gemm_sm_clock_MHz() * 1e6;
+      w.memory_bound_w = power->memory_bound_W();
+      w.mixed_w = power->mixed_W();
+      w.mixed_compute_fraction = power->mixed_compute_fraction;
+      w.power_limit_w = power->power_limit_W;
+      w.sample_period_s = power->sample_period_ms * kSecondsPerMs;
+      w.phase_s = power->phase_s;
+      measured->set_power(w);
+      comments.push_back("[power]: NVML board power and SM clock, mean of each sustained phase.");
       std::fprintf(stderr, "power: idle %.0f W, GEMM %.0f W at %.0f MHz, memory-bound %.0f W, mixed %.0f W\n",
                    power->idle_W(), power->gemm_W(), power->gemm_sm_clock_MHz(), power->memory_bound_W(),
                    power->mixed_W());
@@ -485,7 +536,7 @@ int main(int argc, char** argv) {
       constexpr double kNcclPayloadGBps = 100;
       std::fprintf(stderr, "contention: GEMM and attention beside a copy kernel on 24 SMs ...\n");
       // Attention victim: the issue's shape, forward (b 2, 32 heads, seq 4096, d 128, causal).
-      const AttentionShape as{2, 32, 32, 4096, 128, true};
+      const AttentionShape as{Direction::forward, 2, 32, 32, 4096, 128, true};
       const std::size_t n = std::size_t{2} * 4096 * 32 * 128;
       auto q = DeviceBuffer<std::uint16_t>::create(n), k = DeviceBuffer<std::uint16_t>::create(n),
            v = DeviceBuffer<std::uint16_t>::create(n), o = DeviceBuffer<std::uint16_t>::create(n);
@@ -511,11 +562,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "commbound-calibrate: contention: %s\n", au.error().message.c_str());
         return 1;
       }
-      contention_text << "\n[contention]  # victim time beside a copy kernel holding comm_GBps on comm_sms SMs / alone\n"
-                      << "# (medians; unpaced copy at " << fmt(gu->comm_GBps_overlapped) << " GB/s: GEMM x"
-                      << fmt(gu->factor) << ", attention x" << fmt(au->factor) << ")\n"
-                      << "comm_sms = " << g->comm_sms << "\ncomm_GBps = " << fmt(g->comm_GBps_overlapped)
-                      << "\ngemm_factor = " << fmt(g->factor) << "\nattention_factor = " << fmt(a->factor) << '\n';
+      calibration::TableContention c;
+      c.comm_sms = g->comm_sms;
+      c.comm_bytes_per_s = g->comm_GBps_overlapped * 1e9;
+      c.gemm_factor = g->factor;
+      c.attention_factor = a->factor;
+      measured->set_contention(c);
+      comments.push_back("[contention]: victim time beside a copy kernel holding comm_GBps on comm_sms SMs / alone");
+      comments.push_back("(medians); unpaced copy at " + fmt(gu->comm_GBps_overlapped) + " GB/s: GEMM x" + fmt(gu->factor) +
+                         ", attention x" + fmt(au->factor) + ".");
       for (const auto* r : {&*g, &*a, &*gu, &*au}) {
         std::fprintf(stderr, "contention: %s, copy %.0f GB/s: x%.3f (%.3f -> %.3f ms)\n",
                      r == &*g || r == &*gu ? "GEMM" : "attention", r->comm_GBps_overlapped, r->factor, r->alone_ms,
@@ -525,29 +580,21 @@ int main(int argc, char** argv) {
   }
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  calibration::TableProvenance& p = *prov;
+  p.timed_runs = "adaptive: >= " + std::to_string(options.min_timed_runs) + " and about " + fmt(options.min_total_ms) +
+                 " ms of timed work, <= " + std::to_string(options.max_timed_runs) + " runs, after " +
+                 std::to_string(options.warmup_runs) + " warm-ups";
+  p.input_rotation = "inputs rotated over enough buffer sets to span " + fmt(options.l2_multiple) + " x L2 (" +
+                     std::to_string(cal->l2_bytes() >> 20) + " MiB)";
+  p.measurement_s = seconds;
+  measured->set_provenance(p);
+  measured->set_device({*copy, peak.flops() / (peak_t->p50_ms * 1e-3)});
   std::ostringstream out;
-  out << "# Kernel calibration table written by commbound-calibrate (docs/calibration.md). Measured, not\n"
-      << "# edited: regenerate with `commbound-calibrate --out FILE --force` on the GPU it describes.\n"
-      << "\n[provenance]\ngpu = " << toml_string(prov->gpu) << "\nsm_count = " << prov->sm_count
-      << "\nsm_clock_max_MHz = " << fmt(prov->sm_clock_max_mhz) << "\nmemory_clock_MHz = " << fmt(prov->memory_clock_mhz)
-      << "\nmemory_GB = " << fmt(prov->memory_gb) << "\ndriver = " << toml_string(prov->driver)
-      << "\ncuda_runtime = " << toml_string(prov->cuda_runtime) << "\ncublaslt = " << toml_string(prov->cublaslt)
-      << "\ndate = " << toml_string(prov->date) << "\ntool_commit = " << toml_string(COMMBOUND_GIT_COMMIT)
-      << "\nderived = false\ntimed_runs = "
-      << toml_string("adaptive: >= " + std::to_string(options.min_timed_runs) + " and about " +
-                     fmt(options.min_total_ms) + " ms of timed work, <= " + std::to_string(options.max_timed_runs) +
-                     " runs, after " + std::to_string(options.warmup_runs) + " warm-ups")
-      << "\ninput_rotation = "
-      << toml_string("inputs rotated over enough buffer sets to span " + fmt(options.l2_multiple) + " x L2 (" +
-                     std::to_string(cal->l2_bytes() >> 20) + " MiB)")
-      << "\nmeasurement_s = " << fmt(seconds) << '\n'
-      << "\n[device]\ncopy_GBps = " << fmt(*copy / 1e9) << "  # device-to-device copy, bytes read + written\n"
-      << "gemm_TFLOPs = " << fmt(peak.flops() / (peak_t->p50_ms * 1e-3) / 1e12) << "  # bf16 8192^3, cuBLASLt\n"
-      << power_text.str() << contention_text.str() << format_op_rows(table, true);
+  measured->write(out, comments);
   if (Status s = write_atomically(args->out, out.str()); !s) {
     std::fprintf(stderr, "commbound-calibrate: %s\n", s.error().message.c_str());
     return 1;
   }
-  std::fprintf(stderr, "wrote %s: %zu rows in %.0f s\n", args->out.string().c_str(), table.size(), seconds);
+  std::fprintf(stderr, "wrote %s: %zu rows in %.0f s\n", args->out.string().c_str(), measured->size(), seconds);
   return 0;
 }

@@ -181,7 +181,7 @@ constexpr Case kCases[] = {
 
 TEST_F(AttentionGpuTest, MatchesReference) {
   unsigned seed = 100;
-  for (const Case& c : kCases) check_against_reference({2, c.heads, c.kv_heads, c.seq, c.head_dim, c.causal}, seed++);
+  for (const Case& c : kCases) check_against_reference({Direction::forward, 2, c.heads, c.kv_heads, c.seq, c.head_dim, c.causal}, seed++);
 }
 
 TEST_F(AttentionGpuTest, RefusesBadShapesAndPointers) {
@@ -190,13 +190,13 @@ TEST_F(AttentionGpuTest, RefusesBadShapesAndPointers) {
   auto lse = DeviceBuffer<float>::create(1 << 12);
   ASSERT_TRUE(lse);
   bf16_bits* p = buffer->get();
-  EXPECT_FALSE(attention_forward({1, 2, 2, 16, 96, true}, p, p, p, p, lse->get()));  // head_dim 96
-  EXPECT_FALSE(attention_forward({1, 4, 3, 16, 64, true}, p, p, p, p, lse->get()));  // 3 does not divide 4
-  EXPECT_FALSE(attention_forward({1, 2, 2, 16, 64, true}, p + 1, p, p, p, lse->get()));  // misaligned q
-  EXPECT_FALSE(attention_forward({1, 2, 2, 16, 64, true}, nullptr, p, p, p, lse->get()));
-  EXPECT_EQ(attention_backward_workspace_bytes({1, 2, 2, 16, 96, true}), 0u);
+  EXPECT_FALSE(attention_forward({Direction::forward, 1, 2, 2, 16, 96, true}, p, p, p, p, lse->get()));  // head_dim 96
+  EXPECT_FALSE(attention_forward({Direction::forward, 1, 4, 3, 16, 64, true}, p, p, p, p, lse->get()));  // 3 does not divide 4
+  EXPECT_FALSE(attention_forward({Direction::forward, 1, 2, 2, 16, 64, true}, p + 1, p, p, p, lse->get()));  // misaligned q
+  EXPECT_FALSE(attention_forward({Direction::forward, 1, 2, 2, 16, 64, true}, nullptr, p, p, p, lse->get()));
+  EXPECT_EQ(attention_backward_workspace_bytes({Direction::backward, 1, 2, 2, 16, 96, true}), 0u);
   // dQ accumulator 1 x 16 x 2 x 64 fp32 and D 1 x 2 x 16 fp32.
-  EXPECT_EQ(attention_backward_workspace_bytes({1, 2, 2, 16, 64, true}), (16u * 2 * 64 + 2 * 16) * 4);
+  EXPECT_EQ(attention_backward_workspace_bytes({Direction::backward, 1, 2, 2, 16, 64, true}), (16u * 2 * 64 + 2 * 16) * 4);
 }
 
 }  // namespace

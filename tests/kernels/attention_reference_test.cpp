@@ -23,20 +23,20 @@ std::vector<double> random_values(std::size_t n, std::mt19937& rng) {
 }
 
 TEST(AttentionShape, AcceptsTheKernelShapesOnly) {
-  EXPECT_TRUE(check_attention_shape({2, 32, 8, 4096, 128, true}));
-  EXPECT_TRUE(check_attention_shape({1, 1, 1, 1, 64, false}));
-  EXPECT_FALSE(check_attention_shape({2, 32, 8, 4096, 96, true}));   // head_dim not 64 or 128
-  EXPECT_FALSE(check_attention_shape({2, 32, 6, 4096, 128, true}));  // 6 does not divide 32
-  EXPECT_FALSE(check_attention_shape({0, 32, 8, 4096, 128, true}));
-  EXPECT_FALSE(check_attention_shape({2, 32, 8, 0, 128, true}));
-  const Status s = check_attention_shape({2, 32, 8, 4096, 96, true});
+  EXPECT_TRUE(check_attention_shape({Direction::forward, 2, 32, 8, 4096, 128, true}));
+  EXPECT_TRUE(check_attention_shape({Direction::forward, 1, 1, 1, 1, 64, false}));
+  EXPECT_FALSE(check_attention_shape({Direction::forward, 2, 32, 8, 4096, 96, true}));   // head_dim not 64 or 128
+  EXPECT_FALSE(check_attention_shape({Direction::forward, 2, 32, 6, 4096, 128, true}));  // 6 does not divide 32
+  EXPECT_FALSE(check_attention_shape({Direction::forward, 0, 32, 8, 4096, 128, true}));
+  EXPECT_FALSE(check_attention_shape({Direction::forward, 2, 32, 8, 0, 128, true}));
+  const Status s = check_attention_shape({Direction::forward, 2, 32, 8, 4096, 96, true});
   EXPECT_NE(s.error().message.find("head_dim = 96"), std::string::npos);
 }
 
 // One key: the softmax is 1, so O = V and lse = scale * q.k (+ log 1). q = (1, 2, 3, 4),
 // k = (1, 0, -1, 2): q.k = 1 - 3 + 8 = 6, scale 1/2: lse = 3.
 TEST(AttentionReference, SingleKeyGivesV) {
-  const AttentionShape s{1, 1, 1, 1, 4, true};
+  const AttentionShape s{Direction::forward, 1, 1, 1, 1, 4, true};
   const std::vector<double> q = {1, 2, 3, 4}, k = {1, 0, -1, 2}, v = {0.5, -1, 2, 7};
   std::vector<double> o, lse;
   attention_forward_reference(s, q, k, v, o, lse);
@@ -48,7 +48,7 @@ TEST(AttentionReference, SingleKeyGivesV) {
 // without the mask every row averages all seq keys, lse = log(seq). Two heads share one KV head.
 TEST(AttentionReference, UniformScoresAverageTheVisiblePrefix) {
   for (const bool causal : {true, false}) {
-    const AttentionShape s{2, 2, 1, 5, 3, causal};
+    const AttentionShape s{Direction::forward, 2, 2, 1, 5, 3, causal};
     std::mt19937 rng(7);
     const std::vector<double> q(token_count(s, s.heads), 0.0);
     const auto k = random_values(token_count(s, s.kv_heads), rng);
@@ -74,7 +74,7 @@ TEST(AttentionReference, UniformScoresAverageTheVisiblePrefix) {
 // GQA: 4 query heads on 2 KV heads, so heads 0 and 1 read KV head 0 and heads 2 and 3 KV head 1.
 // With Q = 0 and one key, O of head h is V of KV head h / 2: V = 10 * kv_head + d.
 TEST(AttentionReference, GroupedHeadsReadTheirKvHead) {
-  const AttentionShape s{1, 4, 2, 1, 2, true};
+  const AttentionShape s{Direction::forward, 1, 4, 2, 1, 2, true};
   const std::vector<double> q(8, 0.0), k(4, 1.0), v = {0, 1, 10, 11};
   std::vector<double> o, lse;
   attention_forward_reference(s, q, k, v, o, lse);
@@ -86,7 +86,7 @@ TEST(AttentionReference, GroupedHeadsReadTheirKvHead) {
 // row's output is V0/4 + 3 V1/4 and its lse is log(1 + 3) = log 4.
 TEST(AttentionReference, TwoKeysWeighByTheirScores) {
   const double a = 2 * std::log(3.0);
-  const AttentionShape s{1, 1, 1, 2, 4, true};
+  const AttentionShape s{Direction::forward, 1, 1, 1, 2, 4, true};
   const std::vector<double> q = {0, 0, 0, 0, 1, 0, 0, 0}, k = {0, 0, 0, 0, a, 0, 0, 0};
   const std::vector<double> v = {4, 8, 0, -4, 0, 4, 8, 12};
   std::vector<double> o, lse;
@@ -101,7 +101,7 @@ TEST(AttentionReference, TwoKeysWeighByTheirScores) {
 // (L(x + e) - L(x - e)) / 2e for every element of Q, K and V (error O(e^2) ~ 1e-10 at e = 1e-5).
 TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
   for (const bool causal : {true, false}) {
-    const AttentionShape s{2, 4, 2, 5, 3, causal};
+    const AttentionShape s{Direction::forward, 2, 4, 2, 5, 3, causal};
     std::mt19937 rng(11);
     auto q = random_values(token_count(s, s.heads), rng);
     auto k = random_values(token_count(s, s.kv_heads), rng);

@@ -431,12 +431,13 @@ TEST_F(GpuTest, AdamWMatchesReference) {
 // difference is the order of summation plus one bf16 rounding.
 TEST_F(GpuTest, GemmLayoutsMatchReference) {
   std::mt19937 rng(4);
-  const std::size_t tokens = 256, in = 192, out = 320;
-  const GemmShape shapes[] = {{tokens, out, in, false, true}, {tokens, in, out, false, false}, {out, in, tokens, true, false}};
+  const std::int64_t tokens = 256, in = 192, out = 320;
+  const GemmShape shapes[] = {{tokens, out, in, GemmLayout::forward}, {tokens, in, out, GemmLayout::dgrad},
+                              {out, in, tokens, GemmLayout::wgrad}};
   for (const GemmShape& s : shapes) {
-    const auto a = random_bf16(s.m * s.k, rng, 1.0f);
-    const auto b = random_bf16(s.k * s.n, rng, 1.0f);
-    std::vector<bf16_bits> want, got(s.m * s.n);
+    const auto a = random_bf16(static_cast<std::size_t>(s.m * s.k), rng, 1.0f);
+    const auto b = random_bf16(static_cast<std::size_t>(s.k * s.n), rng, 1.0f);
+    std::vector<bf16_bits> want, got(static_cast<std::size_t>(s.m * s.n));
     gemm_reference(s, a, b, want);
     auto da = DeviceBuffer<bf16_bits>::create(a.size());
     auto db = DeviceBuffer<bf16_bits>::create(b.size());

@@ -24,6 +24,14 @@
 namespace commbound::sim {
 namespace {
 
+using calibration::AttentionShape;
+using calibration::Direction;
+using calibration::GemmLayout;
+using calibration::GemmShape;
+using calibration::Match;
+using calibration::MemoryBoundShape;
+using calibration::Priced;
+
 const Presets kPresets("calibration");
 const char* kTiny = "tests/sim/data/tiny-gpu.toml";
 constexpr double kMs = 1e-3;
@@ -52,14 +60,14 @@ std::string read_all(const std::string& path) {
 
 TEST(GpuTable, ExactShapesCostTheirP50) {
   const GpuTable t = tiny();
-  Priced p = t.gemm({1024, 1024, 1024, GemmLayout::forward});
+  Priced p = t.price(GemmShape{1024, 1024, 1024, GemmLayout::forward});
   EXPECT_EQ(p.match, Match::exact);
   EXPECT_DOUBLE_EQ(p.seconds, 0.04 * kMs);
-  EXPECT_DOUBLE_EQ(t.gemm({1024, 1024, 1024, GemmLayout::dgrad}).seconds, 0.05 * kMs);  // layout is part of the key
+  EXPECT_DOUBLE_EQ(t.price(GemmShape{1024, 1024, 1024, GemmLayout::dgrad}).seconds, 0.05 * kMs);  // layout is part of the key
   const AttentionShape a{Direction::forward, 1, 8, 8, 1024, 128, true};
-  EXPECT_DOUBLE_EQ(t.attention("commbound", a).seconds, 0.1 * kMs);
-  EXPECT_DOUBLE_EQ(t.attention("cudnn", a).seconds, 0.08 * kMs);
-  p = t.memory_bound({"rmsnorm_forward", 8192, 1024});
+  EXPECT_DOUBLE_EQ(t.price(a, "commbound").seconds, 0.1 * kMs);
+  EXPECT_DOUBLE_EQ(t.price(a, "cudnn").seconds, 0.08 * kMs);
+  p = t.price(MemoryBoundShape{"rmsnorm_forward", 8192, 1024});
   EXPECT_EQ(p.match, Match::exact);
   EXPECT_DOUBLE_EQ(p.seconds, 0.05 * kMs);
 }
@@ -68,49 +76,49 @@ TEST(GpuTable, MissingGemmTakesTheNearestRowsFlopRate) {
   const GpuTable t = tiny();
   // 2048 x 1024 x 1024: log-distance ln(2)^2 to 1024^3, 2 ln(4)^2 + ln(2)^2 to 4096^3. Same FLOP/s
   // as the 1024^3 row, twice the FLOPs: twice its time.
-  const Priced p = t.gemm({2048, 1024, 1024, GemmLayout::forward});
+  const Priced p = t.price(GemmShape{2048, 1024, 1024, GemmLayout::forward});
   EXPECT_EQ(p.match, Match::nearest);
   EXPECT_DOUBLE_EQ(p.seconds, 2 * 0.04 * kMs);
   // 3500^3 is nearer 4096^3: (3500/4096)^3 of its 2 ms.
-  EXPECT_NEAR(t.gemm({3500, 3500, 3500, GemmLayout::forward}).seconds, 2.0 * kMs * std::pow(3500.0 / 4096, 3), 1e-15);
+  EXPECT_NEAR(t.price(GemmShape{3500, 3500, 3500, GemmLayout::forward}).seconds, 2.0 * kMs * std::pow(3500.0 / 4096, 3), 1e-15);
 }
 
 TEST(GpuTable, GemmWithoutRowsOfItsLayoutIsTheDeviceRoofline) {
   const GpuTable t = tiny();
   // No wgrad row: max(2 * 1024^3 / 1e14, 2 * 3 * 1024^2 / 1e12) = 2.147483648e-5 s (compute-bound).
-  const Priced p = t.gemm({1024, 1024, 1024, GemmLayout::wgrad});
+  const Priced p = t.price(GemmShape{1024, 1024, 1024, GemmLayout::wgrad});
   EXPECT_EQ(p.match, Match::roofline);
   EXPECT_DOUBLE_EQ(p.seconds, 2.0 * 1024 * 1024 * 1024 / kGemm);
   // A skinny GEMM is bandwidth-bound: 8 x 8 x 1e6 moves 2 (8e6 + 8e6 + 64) bytes.
-  EXPECT_DOUBLE_EQ(t.gemm({8, 8, 1000000, GemmLayout::wgrad}).seconds, 2.0 * (8e6 + 8e6 + 64) / kCopy);
+  EXPECT_DOUBLE_EQ(t.price(GemmShape{8, 8, 1000000, GemmLayout::wgrad}).seconds, 2.0 * (8e6 + 8e6 + 64) / kCopy);
 }
 
 TEST(GpuTable, MissingAttentionScalesTheNearestByFlops) {
   const GpuTable t = tiny();
   // seq 2048: 4x the FLOPs of the seq 1024 row.
-  Priced p = t.attention("commbound", {Direction::forward, 1, 8, 8, 2048, 128, true});
+  Priced p = t.price(AttentionShape{Direction::forward, 1, 8, 8, 2048, 128, true}, "commbound");
   EXPECT_EQ(p.match, Match::nearest);
   EXPECT_DOUBLE_EQ(p.seconds, 4 * 0.1 * kMs);
   // Batch 2, 16 heads, GQA kv 4: 4x the FLOPs (kv_heads do not change attention's FLOPs).
-  EXPECT_DOUBLE_EQ(t.attention("commbound", {Direction::forward, 2, 16, 4, 1024, 128, true}).seconds, 4 * 0.1 * kMs);
+  EXPECT_DOUBLE_EQ(t.price(AttentionShape{Direction::forward, 2, 16, 4, 1024, 128, true}, "commbound").seconds, 4 * 0.1 * kMs);
   // Not causal: twice the FLOPs of the causal row.
-  EXPECT_DOUBLE_EQ(t.attention("commbound", {Direction::forward, 1, 8, 8, 1024, 128, false}).seconds, 2 * 0.1 * kMs);
+  EXPECT_DOUBLE_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, false}, "commbound").seconds, 2 * 0.1 * kMs);
   // No backward row: roofline, 2.5 x (4 b s^2 H d / 2) / 1e14.
-  p = t.attention("commbound", {Direction::backward, 1, 8, 8, 1024, 128, true});
+  p = t.price(AttentionShape{Direction::backward, 1, 8, 8, 1024, 128, true}, "commbound");
   EXPECT_EQ(p.match, Match::roofline);
   EXPECT_DOUBLE_EQ(p.seconds, 2.5 * 2.0 * 1024 * 1024 * 8 * 128 / kGemm);
   // Another head_dim: not comparable, roofline.
-  EXPECT_EQ(t.attention("commbound", {Direction::forward, 1, 8, 8, 1024, 64, true}).match, Match::roofline);
+  EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 1024, 64, true}, "commbound").match, Match::roofline);
 }
 
 TEST(GpuTable, MissingMemoryBoundTakesTheNearestRowsByteRate) {
   const GpuTable t = tiny();
   // tokens 2048 is nearer 1024 (ln 2) than 8192 (ln 4). rmsnorm_forward moves 4Tw + 2w bytes.
-  const Priced p = t.memory_bound({"rmsnorm_forward", 2048, 1024});
+  const Priced p = t.price(MemoryBoundShape{"rmsnorm_forward", 2048, 1024});
   EXPECT_EQ(p.match, Match::nearest);
   EXPECT_DOUBLE_EQ(p.seconds, 0.01 * kMs * (4.0 * 2048 * 1024 + 2 * 1024) / (4.0 * 1024 * 1024 + 2 * 1024));
   // No swiglu row: roofline on its 6Tw bytes.
-  const Priced q = t.memory_bound({"swiglu_forward", 1000, 500});
+  const Priced q = t.price(MemoryBoundShape{"swiglu_forward", 1000, 500});
   EXPECT_EQ(q.match, Match::roofline);
   EXPECT_DOUBLE_EQ(q.seconds, 6.0 * 1000 * 500 / kCopy);
 }
@@ -145,7 +153,7 @@ TEST(GpuTable, ReadsTheDocumentedExample) {
   auto t = GpuTable::load(path, "calibration/h100-sxm5.toml");
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->describe(), "measured: calibration/h100-sxm5.toml (NVIDIA H100 80GB HBM3, 2026-11-22, commit abc1234)");
-  EXPECT_DOUBLE_EQ(t->gemm({8192, 12288, 4096, GemmLayout::forward}).seconds, 1.1 * kMs);
+  EXPECT_DOUBLE_EQ(t->price(GemmShape{8192, 12288, 4096, GemmLayout::forward}).seconds, 1.1 * kMs);
   EXPECT_DOUBLE_EQ(*t->provenance().memory_bytes, 79.2e9);
   EXPECT_DOUBLE_EQ(*t->contention()->comm_bytes_per_s, 400e9);
   EXPECT_DOUBLE_EQ(*t->power()->sample_period_s, 0.020);
@@ -275,17 +283,17 @@ TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
   ASSERT_TRUE(back) << back.error().message << "\n" << text.str();
   for (const GpuTable* t : {&d, static_cast<const GpuTable*>(&*back)}) {
     ASSERT_EQ(t->gemms().size(), 3u);
-    EXPECT_NEAR(t->gemms()[0].time.p50_s, 0.04 * kMs * compute, 1e-9 * kMs);
-    EXPECT_NEAR(t->gemms()[0].time.p10_s, 0.039 * kMs * compute, 1e-9 * kMs);
-    EXPECT_NEAR(t->gemms()[1].time.p90_s, 2.1 * kMs * compute, 1e-9 * kMs);
-    EXPECT_NEAR(t->gemms()[2].time.p50_s, 0.05 * kMs * compute, 1e-9 * kMs);
-    EXPECT_NEAR(t->attentions()[0].time.p50_s, 0.1 * kMs * compute, 1e-9 * kMs);
-    EXPECT_NEAR(t->attentions()[1].time.p50_s, 0.08 * kMs * compute, 1e-9 * kMs);
-    EXPECT_NEAR(t->memory_bounds()[0].time.p50_s, 0.01 * kMs * memory, 1e-9 * kMs);
-    EXPECT_NEAR(t->memory_bounds()[1].time.p50_s, 0.05 * kMs * memory, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[0].time->p50_s, 0.04 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[0].time->p10_s, 0.039 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[1].time->p90_s, 2.1 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->gemms()[2].time->p50_s, 0.05 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->attentions()[0].time->p50_s, 0.1 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->attentions()[1].time->p50_s, 0.08 * kMs * compute, 1e-9 * kMs);
+    EXPECT_NEAR(t->memory_bounds()[0].time->p50_s, 0.01 * kMs * memory, 1e-9 * kMs);
+    EXPECT_NEAR(t->memory_bounds()[1].time->p50_s, 0.05 * kMs * memory, 1e-9 * kMs);
     EXPECT_DOUBLE_EQ(t->memory_bounds()[0].bytes, 4196352);  // bytes are the shape's: unchanged
-    EXPECT_NEAR(t->copy_bytes_per_s(), kCopy / memory, 1e-6 * kCopy);
-    EXPECT_NEAR(t->gemm_flops_per_s(), kGemm / compute, 1e-6 * kGemm);
+    EXPECT_NEAR(t->device().copy_bytes_per_s, kCopy / memory, 1e-6 * kCopy);
+    EXPECT_NEAR(t->device().gemm_flops_per_s, kGemm / compute, 1e-6 * kGemm);
     EXPECT_NEAR(t->power()->idle_w, 100 * watts, 1e-6);
     EXPECT_NEAR(t->power()->gemm_w, 500 * watts, 1e-6);
     EXPECT_NEAR(t->power()->memory_bound_w, 300 * watts, 1e-6);

@@ -1,7 +1,9 @@
 // MemoryBoundOp: the memory-bound kernels of a Llama training step, by the names the calibration
 // tables use (docs/calibration.md), and the fewest bytes each must move at a (tokens x width)
-// shape: the figure a measured time is divided by to give a bandwidth, and that the simulator
-// divides by a bandwidth to price a shape it has no measurement for. Host-only (no CUDA).
+// shape. The one home of these byte formulas: the calibration tool divides a measured time by them
+// to give a bandwidth, the simulator divides them by a bandwidth to price a shape it has no
+// measurement for (and, without a table, by the datasheet bandwidth). Host-only, C++17 (the CUDA
+// sources of kernels/ include it).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace commbound::kernels {
+namespace commbound::calibration {
 
 // Widths as docs/calibration.md defines them: hidden for rmsnorm, residual_add and embedding;
 // (heads + kv_heads) * head_dim for rope; ffn for swiglu; vocab for cross_entropy; the parameter
@@ -59,4 +61,4 @@ inline constexpr std::size_t kRopeHeadDim = 128;
 //   grad_norm               4TW            fp32 gradient read (the one-value result not counted)
 std::size_t memory_bound_min_bytes(MemoryBoundOp op, std::size_t tokens, std::size_t width);
 
-}  // namespace commbound::kernels
+}  // namespace commbound::calibration

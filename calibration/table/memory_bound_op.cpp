@@ -1,8 +1,8 @@
-#include "kernels/memory_bound_op.hpp"
+#include "calibration/table/memory_bound_op.hpp"
 
-#include <cassert>
+#include "calibration/base/check.hpp"
 
-namespace commbound::kernels {
+namespace commbound::calibration {
 
 const char* to_string(MemoryBoundOp op) {
   switch (op) {
@@ -20,7 +20,7 @@ const char* to_string(MemoryBoundOp op) {
     case MemoryBoundOp::adamw: return "adamw";
     case MemoryBoundOp::grad_norm: return "grad_norm";
   }
-  assert(false && "unknown MemoryBoundOp");
+  COMMBOUND_CHECK(false, "unknown MemoryBoundOp");
   return "";
 }
 
@@ -58,8 +58,8 @@ std::size_t memory_bound_min_bytes(MemoryBoundOp op, std::size_t tokens, std::si
     case MemoryBoundOp::adamw: return 30 * tw;
     case MemoryBoundOp::grad_norm: return 4 * tw;
   }
-  assert(false && "unknown MemoryBoundOp");
+  COMMBOUND_CHECK(false, "unknown MemoryBoundOp");
   return 0;
 }
 
-}  // namespace commbound::kernels
+}  // namespace commbound::calibration

@@ -1,11 +1,11 @@
 // memory_bound_min_bytes against byte counts worked out by hand, and the table names.
-#include "kernels/memory_bound_op.hpp"
+#include "calibration/table/memory_bound_op.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace commbound::kernels {
+namespace commbound::calibration {
 namespace {
 
 struct BytesCase {
@@ -55,4 +55,4 @@ TEST(MemoryBoundOp, NamesAreTheCalibrationTables) {
 }
 
 }  // namespace
-}  // namespace commbound::kernels
+}  // namespace commbound::calibration

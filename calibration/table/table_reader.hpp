@@ -1,6 +1,7 @@
 // TableReader: typed, validated reads of one TOML table, with errors that name the file, the line,
 // the dotted key and the offending value. Every key a table holds must be read: finish() reports
-// the first unknown key, so a typo never silently keeps a default (STYLE.md rule 12).
+// the first unknown key, so a typo never silently keeps a default (STYLE.md rule 12). The one
+// validated reader of commbound's TOML: calibration tables, the model zoo, presets and scenarios.
 //
 // The first error wins; later reads return their fallback and are ignored. Typical use:
 //   TableReader r(table, "cluster");
@@ -12,19 +13,24 @@
 
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace commbound::sim {
+namespace commbound::calibration {
 
 // Values given on the command line: dotted key -> the "--set key=value" that set it.
 using Overrides = std::map<std::string, std::string>;
 
 // "file:line" of a TOML node (its source), or `fallback` when it has none.
 std::string where(const toml::node& node, const std::string& fallback = "<input>");
+
+// Parses a TOML file; the error names the file and line ("file:line: invalid TOML: why") or says
+// that it cannot be read.
+Expected<toml::table> parse_toml_file(const std::filesystem::path& path);
 
 class TableReader {
 public:
@@ -70,4 +76,4 @@ private:
   std::optional<Error> error_;
 };
 
-}  // namespace commbound::sim
+}  // namespace commbound::calibration

@@ -1,9 +1,10 @@
-#include "sim/table_reader.hpp"
+#include "calibration/table/table_reader.hpp"
 
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
-namespace commbound::sim {
+namespace commbound::calibration {
 namespace {
 
 std::string show(const toml::node& node) {
@@ -44,6 +45,17 @@ std::string where(const toml::node& node, const std::string& fallback) {
   const auto& src = node.source();
   if (!src.path) return fallback;
   return *src.path + ":" + std::to_string(src.begin.line);
+}
+
+Expected<toml::table> parse_toml_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return Error{path.string() + ": cannot be read"};
+  try {
+    return toml::parse(in, path.string());
+  } catch (const toml::parse_error& e) {
+    return Error{path.string() + ":" + std::to_string(e.source().begin.line) + ": invalid TOML: " +
+                 std::string(e.description())};
+  }
 }
 
 TableReader::TableReader(const toml::table& table, std::string prefix, const Overrides* overrides)
@@ -221,4 +233,4 @@ Status TableReader::finish() {
   return Ok{};
 }
 
-}  // namespace commbound::sim
+}  // namespace commbound::calibration

@@ -1,0 +1,557 @@
+#include "calibration/table/kernel_table.hpp"
+
+#include "calibration/base/check.hpp"
+#include "calibration/table/table_reader.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+namespace commbound::calibration {
+namespace {
+
+constexpr double kSecondsPerMs = 1e-3;
+constexpr double kBytesPerGB = 1e9;
+constexpr double kFlopsPerTFLOP = 1e12;
+constexpr double kHzPerMHz = 1e6;
+constexpr long kMaxDim = 1L << 40;
+// A row whose causality differs from the shape's is used only when no row of the same causality
+// exists: its distance gets this penalty (larger than any log-distance between real shapes).
+constexpr double kCausalMismatchPenalty = 1e3;
+
+double log_gap(std::int64_t a, std::int64_t b) {
+  const double d = std::log(static_cast<double>(a)) - std::log(static_cast<double>(b));
+  return d * d;
+}
+
+// --- reading ------------------------------------------------------------------------------------
+
+// A row's times: required in a calibration table; in a rows file all three or none.
+std::optional<KernelTiming> read_timing(TableReader& r, TableContent content) {
+  const bool timed = r.has("p10_ms") || r.has("p50_ms") || r.has("p90_ms");
+  if (!timed && content == TableContent::rows) return std::nullopt;
+  KernelTiming t;
+  t.p10_s = r.required_number("p10_ms", 1e-9, 1e9) * kSecondsPerMs;
+  t.p50_s = r.required_number("p50_ms", 1e-9, 1e9) * kSecondsPerMs;
+  t.p90_s = r.required_number("p90_ms", 1e-9, 1e9) * kSecondsPerMs;
+  if (!r.failed() && !(t.p10_s <= t.p50_s && t.p50_s <= t.p90_s)) r.fail("p50_ms", "must lie between p10_ms and p90_ms");
+  return t;
+}
+
+// Whether a row must state the keys of a timed row (implementation, bytes).
+bool row_is_timed(const TableReader& r, TableContent content) {
+  return content == TableContent::calibration || r.has("p10_ms") || r.has("p50_ms") || r.has("p90_ms");
+}
+
+// The tables of an array of tables such as [[gemm]], or an error naming the element that is not one.
+Expected<std::vector<const toml::table*>> rows_of(TableReader& top, const std::string& key) {
+  std::vector<const toml::table*> rows;
+  const toml::array* arr = top.array(key);
+  if (arr == nullptr) return rows;  // absent, or not an array: top.finish() reports that
+  for (const auto& e : *arr) {
+    if (!e.is_table()) return Error{where(e) + ": " + key + ": expected [[" + key + "]] tables"};
+    rows.push_back(e.as_table());
+  }
+  return rows;
+}
+
+Status read_provenance(const toml::table& table, TableProvenance& p) {
+  TableReader r(table, "provenance");
+  p.gpu = r.required_string("gpu");
+  if (r.has("sm_count")) p.sm_count = r.integer("sm_count", 0, 1, 1 << 20);
+  if (r.has("sm_clock_max_MHz")) p.sm_clock_max_hz = r.number("sm_clock_max_MHz", 0, 1, 1e5) * kHzPerMHz;
+  if (r.has("memory_clock_MHz")) p.memory_clock_hz = r.number("memory_clock_MHz", 0, 1, 1e5) * kHzPerMHz;
+  if (r.has("memory_GB")) p.memory_bytes = r.number("memory_GB", 0, 0.001, 1e6) * kBytesPerGB;
+  p.driver = r.string("driver", "");
+  p.cuda_runtime = r.string("cuda_runtime", "");
+  p.cublaslt = r.string("cublaslt", "");
+  p.date = r.required_string("date");
+  p.tool_commit = r.required_string("tool_commit");
+  p.derived = r.boolean("derived", false);
+  p.timed_runs = r.string("timed_runs", "");
+  p.input_rotation = r.string("input_rotation", "");
+  if (r.has("measurement_s")) p.measurement_s = r.number("measurement_s", 0, 0, 1e9);
+  p.derived_from = p.derived ? r.required_string("derived_from") : r.string("derived_from", "");
+  p.derivation = p.derived ? r.required_string("derivation") : r.string("derivation", "");
+  if (!r.failed() && !p.derived && !p.derived_from.empty()) r.fail("derived_from", "only for derived = true");
+  return r.finish();
+}
+
+Status read_device(const toml::table& table, TableDevice& d) {
+  TableReader r(table, "device");
+  d.copy_bytes_per_s = r.required_number("copy_GBps", 1e-3, 1e7) * kBytesPerGB;
+  d.gemm_flops_per_s = r.required_number("gemm_TFLOPs", 1e-3, 1e7) * kFlopsPerTFLOP;
+  return r.finish();
+}
+
+Status read_power(const toml::table& table, TablePower& p) {
+  TableReader r(table, "power");
+  p.idle_w = r.required_number("idle_W", 0, 1e5);
+  p.gemm_w = r.required_number("gemm_W", 0, 1e5);
+  p.memory_bound_w = r.required_number("memory_bound_W", 0, 1e5);
+  if (r.has("gemm_sm_clock_MHz")) p.gemm_sm_clock_hz = r.number("gemm_sm_clock_MHz", 0, 1, 1e5) * kHzPerMHz;
+  if (r.has("mixed_W")) p.mixed_w = r.number("mixed_W", 0, 0, 1e5);
+  if (r.has("mixed_compute_fraction")) p.mixed_compute_fraction = r.number("mixed_compute_fraction", 0, 0, 1);
+  if (r.has("power_limit_W")) p.power_limit_w = r.number("power_limit_W", 0, 1, 1e5);
+  if (r.has("sample_period_ms")) p.sample_period_s = r.number("sample_period_ms", 0, 1e-3, 1e6) * kSecondsPerMs;
+  if (r.has("phase_s")) p.phase_s = r.number("phase_s", 0, 1e-3, 1e6);
+  return r.finish();
+}
+
+Status read_contention(const toml::table& table, TableContention& c) {
+  TableReader r(table, "contention");
+  if (r.has("comm_sms")) c.comm_sms = r.integer("comm_sms", 0, 0, 1 << 20);
+  if (r.has("comm_GBps")) c.comm_bytes_per_s = r.number("comm_GBps", 0, 0, 1e7) * kBytesPerGB;
+  c.gemm_factor = r.required_number("gemm_factor", 1, 10);
+  c.attention_factor = r.required_number("attention_factor", 1, 10);
+  return r.finish();
+}
+
+Expected<GemmRow> read_gemm(const toml::table& row, TableContent content) {
+  TableReader r(row, "gemm");
+  GemmRow x;
+  x.shape.m = r.required_integer("m", 1, kMaxDim);
+  x.shape.n = r.required_integer("n", 1, kMaxDim);
+  x.shape.k = r.required_integer("k", 1, kMaxDim);
+  x.shape.layout = *parse_gemm_layout(r.choice("layout", "forward", {"forward", "dgrad", "wgrad"}));
+  if (!r.has("layout") && !r.failed()) r.fail("layout", "missing (required)");
+  x.time = read_timing(r, content);
+  if (Status s = r.finish(); !s) return s.error();
+  return x;
+}
+
+Expected<AttentionRow> read_attention(const toml::table& row, TableContent content) {
+  TableReader r(row, "attention");
+  AttentionRow x;
+  x.implementation = r.choice("implementation", "commbound", {"commbound", "cudnn"});
+  if (!r.has("implementation") && !r.failed() && row_is_timed(r, content)) r.fail("implementation", "missing (required)");
+  x.shape.direction = *parse_direction(r.choice("direction", "forward", {"forward", "backward"}));
+  if (!r.has("direction") && !r.failed()) r.fail("direction", "missing (required)");
+  x.shape.batch = r.required_integer("batch", 1, kMaxDim);
+  x.shape.heads = r.required_integer("heads", 1, kMaxDim);
+  x.shape.kv_heads = r.required_integer("kv_heads", 1, kMaxDim);
+  x.shape.seq = r.required_integer("seq", 1, kMaxDim);
+  x.shape.head_dim = r.required_integer("head_dim", 1, kMaxDim);
+  if (!r.has("causal") && !r.failed()) r.fail("causal", "missing (required)");
+  x.shape.causal = r.boolean("causal", true);
+  if (!r.failed() && x.shape.heads % x.shape.kv_heads != 0) r.fail("kv_heads", "must divide heads");
+  x.time = read_timing(r, content);
+  if (Status s = r.finish(); !s) return s.error();
+  return x;
+}
+
+Expected<MemoryBoundRow> read_memory_bound(const toml::table& row, TableContent content) {
+  TableReader r(row, "memory_bound");
+  MemoryBoundRow x;
+  x.shape.op = r.choice("op", "", memory_bound_ops());
+  if (!r.has("op") && !r.failed()) r.fail("op", "missing (required)");
+  x.shape.tokens = r.required_integer("tokens", 1, kMaxDim);
+  x.shape.width = r.required_integer("width", 1, kMaxDim);
+  x.bytes = row_is_timed(r, content) ? r.required_number("bytes", 1, 1e18) : r.number("bytes", 0, 1, 1e18);
+  x.time = read_timing(r, content);
+  if (Status s = r.finish(); !s) return s.error();
+  return x;
+}
+
+// --- writing ------------------------------------------------------------------------------------
+
+// toml++'s formatter with basic (double-quoted) strings, the format's documented style.
+constexpr auto kFormat = toml::toml_formatter::default_flags & ~toml::format_flags::allow_literal_strings;
+
+void put_timing(toml::table& t, const std::optional<KernelTiming>& time) {
+  if (!time) return;
+  t.insert("p10_ms", time->p10_s / kSecondsPerMs);
+  t.insert("p50_ms", time->p50_s / kSecondsPerMs);
+  t.insert("p90_ms", time->p90_s / kSecondsPerMs);
+}
+
+toml::table provenance_table(const TableProvenance& p) {
+  toml::table t;
+  t.insert("gpu", p.gpu);
+  if (p.sm_count) t.insert("sm_count", static_cast<std::int64_t>(*p.sm_count));
+  if (p.sm_clock_max_hz) t.insert("sm_clock_max_MHz", *p.sm_clock_max_hz / kHzPerMHz);
+  if (p.memory_clock_hz) t.insert("memory_clock_MHz", *p.memory_clock_hz / kHzPerMHz);
+  if (p.memory_bytes) t.insert("memory_GB", *p.memory_bytes / kBytesPerGB);
+  for (const auto& [key, value] : {std::pair{"driver", &p.driver}, std::pair{"cuda_runtime", &p.cuda_runtime},
+                                   std::pair{"cublaslt", &p.cublaslt}, std::pair{"timed_runs", &p.timed_runs},
+                                   std::pair{"input_rotation", &p.input_rotation},
+                                   std::pair{"derived_from", &p.derived_from}, std::pair{"derivation", &p.derivation}}) {
+    if (!value->empty()) t.insert(key, *value);
+  }
+  t.insert("date", p.date);
+  t.insert("tool_commit", p.tool_commit);
+  t.insert("derived", p.derived);
+  if (p.measurement_s) t.insert("measurement_s", *p.measurement_s);
+  return t;
+}
+
+toml::table power_table(const TablePower& w) {
+  toml::table t;
+  t.insert("idle_W", w.idle_w);
+  t.insert("gemm_W", w.gemm_w);
+  t.insert("memory_bound_W", w.memory_bound_w);
+  if (w.gemm_sm_clock_hz) t.insert("gemm_sm_clock_MHz", *w.gemm_sm_clock_hz / kHzPerMHz);
+  if (w.mixed_w) t.insert("mixed_W", *w.mixed_w);
+  if (w.mixed_compute_fraction) t.insert("mixed_compute_fraction", *w.mixed_compute_fraction);
+  if (w.power_limit_w) t.insert("power_limit_W", *w.power_limit_w);
+  if (w.sample_period_s) t.insert("sample_period_ms", *w.sample_period_s / kSecondsPerMs);
+  if (w.phase_s) t.insert("phase_s", *w.phase_s);
+  return t;
+}
+
+toml::table contention_table(const TableContention& c) {
+  toml::table t;
+  if (c.comm_sms) t.insert("comm_sms", static_cast<std::int64_t>(*c.comm_sms));
+  if (c.comm_bytes_per_s) t.insert("comm_GBps", *c.comm_bytes_per_s / kBytesPerGB);
+  t.insert("gemm_factor", c.gemm_factor);
+  t.insert("attention_factor", c.attention_factor);
+  return t;
+}
+
+toml::table row_table(const GemmRow& r) {
+  toml::table t;
+  t.insert("m", r.shape.m);
+  t.insert("n", r.shape.n);
+  t.insert("k", r.shape.k);
+  t.insert("layout", to_string(r.shape.layout));
+  put_timing(t, r.time);
+  return t;
+}
+
+toml::table row_table(const AttentionRow& r) {
+  toml::table t;
+  if (r.time) t.insert("implementation", r.implementation);
+  t.insert("direction", to_string(r.shape.direction));
+  t.insert("batch", r.shape.batch);
+  t.insert("heads", r.shape.heads);
+  t.insert("kv_heads", r.shape.kv_heads);
+  t.insert("seq", r.shape.seq);
+  t.insert("head_dim", r.shape.head_dim);
+  t.insert("causal", r.shape.causal);
+  put_timing(t, r.time);
+  return t;
+}
+
+toml::table row_table(const MemoryBoundRow& r) {
+  toml::table t;
+  t.insert("op", r.shape.op);
+  t.insert("tokens", r.shape.tokens);
+  t.insert("width", r.shape.width);
+  if (r.time) t.insert("bytes", r.bytes);
+  put_timing(t, r.time);
+  return t;
+}
+
+// One section, `[key]` or the `[[key]]` rows, through the formatter, after a blank line unless first.
+void write_section(std::ostream& out, bool& first, const char* key, toml::table content) {
+  toml::table section;
+  section.insert(key, std::move(content));
+  out << (first ? "" : "\n\n") << toml::toml_formatter{section, kFormat};
+  first = false;
+}
+
+template <class Row>
+void write_rows(std::ostream& out, bool& first, const char* key, const std::vector<Row>& rows) {
+  if (rows.empty()) return;
+  toml::array array;
+  for (const Row& r : rows) array.push_back(row_table(r));
+  toml::table section;
+  section.insert(key, std::move(array));
+  out << (first ? "" : "\n\n") << toml::toml_formatter{section, kFormat};
+  first = false;
+}
+
+KernelTiming scaled(const std::optional<KernelTiming>& t, double f) {
+  COMMBOUND_CHECK(t.has_value(), "deriving from an untimed row");
+  return {t->p10_s * f, t->p50_s * f, t->p90_s * f};
+}
+
+const KernelTiming& timed(const std::optional<KernelTiming>& t) {
+  COMMBOUND_CHECK(t.has_value(), "pricing from an untimed row");
+  return *t;
+}
+
+}  // namespace
+
+const char* to_string(Match m) {
+  switch (m) {
+    case Match::exact: return "exact";
+    case Match::nearest: return "nearest";
+    case Match::roofline: return "roofline";
+  }
+  return "?";
+}
+
+Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const std::string& display_path,
+                                        TableContent content) {
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  KernelTable g;
+  g.display_path_ = display_path;
+  TableReader top(*file, "");
+  const toml::table* prov_t = top.table("provenance");
+  const toml::table* device_t = top.table("device");
+  const toml::table* power_t = top.table("power");
+  const toml::table* contention_t = top.table("contention");
+  auto gemm_rows = rows_of(top, "gemm");
+  if (!gemm_rows) return gemm_rows.error();
+  auto attention_rows = rows_of(top, "attention");
+  if (!attention_rows) return attention_rows.error();
+  auto memory_rows = rows_of(top, "memory_bound");
+  if (!memory_rows) return memory_rows.error();
+  if (content == TableContent::calibration) {
+    if (!top.failed() && prov_t == nullptr) top.fail("provenance", "missing table [provenance]");
+    if (!top.failed() && device_t == nullptr) top.fail("device", "missing table [device]");
+  }
+  if (Status s = top.finish(); !s) return s.error();
+
+  if (prov_t != nullptr) {
+    TableProvenance p;
+    if (Status s = read_provenance(*prov_t, p); !s) return s.error();
+    g.provenance_ = p;
+  }
+  if (device_t != nullptr) {
+    TableDevice d;
+    if (Status s = read_device(*device_t, d); !s) return s.error();
+    g.device_ = d;
+  }
+  // The first row of each shape, by place in the file: a second is an error naming both.
+  std::map<GemmShape, std::string> seen_gemm;
+  for (const toml::table* row : *gemm_rows) {
+    auto x = read_gemm(*row, content);
+    if (!x) return x.error();
+    if (auto [it, fresh] = seen_gemm.emplace(x->shape, where(*row)); !fresh) {
+      return Error{where(*row) + ": [[gemm]]: the same shape as the row at " + it->second};
+    }
+    g.add(*x);
+  }
+  std::map<std::pair<std::string, AttentionShape>, std::string> seen_attention;
+  for (const toml::table* row : *attention_rows) {
+    auto x = read_attention(*row, content);
+    if (!x) return x.error();
+    if (auto [it, fresh] = seen_attention.emplace(std::pair{x->implementation, x->shape}, where(*row)); !fresh) {
+      return Error{where(*row) + ": [[attention]]: the same shape as the row at " + it->second};
+    }
+    g.add(*x);
+  }
+  std::map<MemoryBoundShape, std::string> seen_memory;
+  for (const toml::table* row : *memory_rows) {
+    auto x = read_memory_bound(*row, content);
+    if (!x) return x.error();
+    if (auto [it, fresh] = seen_memory.emplace(x->shape, where(*row)); !fresh) {
+      return Error{where(*row) + ": [[memory_bound]]: the same shape as the row at " + it->second};
+    }
+    g.add(*x);
+  }
+  if (power_t != nullptr) {
+    TablePower p;
+    if (Status s = read_power(*power_t, p); !s) return s.error();
+    g.power_ = p;
+  }
+  if (contention_t != nullptr) {
+    TableContention c;
+    if (Status s = read_contention(*contention_t, c); !s) return s.error();
+    g.contention_ = c;
+  }
+  return g;
+}
+
+bool KernelTable::add(GemmRow row) {
+  if (!gemm_keys_.insert(row.shape).second) return false;
+  gemms_.push_back(std::move(row));
+  return true;
+}
+
+bool KernelTable::add(AttentionRow row) {
+  if (!attention_keys_.insert({row.implementation, row.shape}).second) return false;
+  attentions_.push_back(std::move(row));
+  return true;
+}
+
+bool KernelTable::add(MemoryBoundRow row) {
+  if (!memory_bound_keys_.insert(row.shape).second) return false;
+  memory_bounds_.push_back(std::move(row));
+  return true;
+}
+
+void KernelTable::add_rows(const KernelTable& other) {
+  for (const GemmRow& r : other.gemms_) add(r);
+  for (const AttentionRow& r : other.attentions_) add(r);
+  for (const MemoryBoundRow& r : other.memory_bounds_) add(r);
+}
+
+const TableProvenance& KernelTable::provenance() const {
+  COMMBOUND_CHECK(provenance_.has_value(), "provenance() of a table without [provenance]");
+  return *provenance_;
+}
+
+const TableDevice& KernelTable::device() const {
+  COMMBOUND_CHECK(device_.has_value(), "device() of a table without [device]");
+  return *device_;
+}
+
+std::string KernelTable::describe() const {
+  const TableProvenance& p = provenance();
+  if (p.derived) return "derived: " + display_path_ + " (" + p.gpu + ", derived from " + p.derived_from + ")";
+  return "measured: " + display_path_ + " (" + p.gpu + ", " + p.date + ", commit " + p.tool_commit + ")";
+}
+
+bool KernelTable::has_attention(const std::string& implementation) const {
+  return std::any_of(attentions_.begin(), attentions_.end(),
+                     [&](const AttentionRow& r) { return r.implementation == implementation; });
+}
+
+Priced KernelTable::roofline(double flops, double bytes) const {
+  const TableDevice& d = device();
+  return {std::max(flops / d.gemm_flops_per_s, bytes / d.copy_bytes_per_s), Match::roofline};
+}
+
+Priced KernelTable::price(const KernelShape& shape, const std::string& attention_implementation) const {
+  if (const auto* s = std::get_if<GemmShape>(&shape)) {
+    const GemmRow* best = nullptr;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (const auto& r : gemms_) {
+      if (r.shape.layout != s->layout) continue;
+      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact};
+      const double d = log_gap(r.shape.m, s->m) + log_gap(r.shape.n, s->n) + log_gap(r.shape.k, s->k);
+      if (d < best_d) best_d = d, best = &r;
+    }
+    if (best == nullptr) return roofline(s->flops(), s->bytes());
+    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest};
+  }
+  if (const auto* s = std::get_if<AttentionShape>(&shape)) {
+    const AttentionRow* best = nullptr;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (const auto& r : attentions_) {
+      if (r.implementation != attention_implementation || r.shape.direction != s->direction ||
+          r.shape.head_dim != s->head_dim) {
+        continue;
+      }
+      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact};
+      const double d = log_gap(r.shape.batch, s->batch) + log_gap(r.shape.heads, s->heads) +
+                       log_gap(r.shape.kv_heads, s->kv_heads) + log_gap(r.shape.seq, s->seq) +
+                       (r.shape.causal != s->causal ? kCausalMismatchPenalty : 0);
+      if (d < best_d) best_d = d, best = &r;
+    }
+    if (best == nullptr) return roofline(s->flops(), s->bytes());
+    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest};
+  }
+  if (const auto* s = std::get_if<MemoryBoundShape>(&shape)) {
+    const MemoryBoundRow* best = nullptr;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (const auto& r : memory_bounds_) {
+      if (r.shape.op != s->op) continue;
+      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact};
+      const double d = log_gap(r.shape.tokens, s->tokens) + log_gap(r.shape.width, s->width);
+      if (d < best_d) best_d = d, best = &r;
+    }
+    if (best == nullptr) return roofline(0, s->bytes());
+    // The row's achieved bytes/s applied to this shape's bytes, both counted by the same formula.
+    return {timed(best->time).p50_s * s->bytes() / best->shape.bytes(), Match::nearest};
+  }
+  return {0, Match::exact};  // std::monostate: no kernel
+}
+
+void KernelTable::write(std::ostream& out, const std::vector<std::string>& comments) const {
+  for (const auto& c : comments) out << "# " << c << "\n";
+  if (!comments.empty()) out << "\n";
+  bool first = true;
+  if (provenance_) write_section(out, first, "provenance", provenance_table(*provenance_));
+  if (device_) {
+    toml::table t;
+    t.insert("copy_GBps", device_->copy_bytes_per_s / kBytesPerGB);
+    t.insert("gemm_TFLOPs", device_->gemm_flops_per_s / kFlopsPerTFLOP);
+    write_section(out, first, "device", std::move(t));
+  }
+  if (power_) write_section(out, first, "power", power_table(*power_));
+  if (contention_) write_section(out, first, "contention", contention_table(*contention_));
+  write_rows(out, first, "gemm", gemms_);
+  write_rows(out, first, "attention", attentions_);
+  write_rows(out, first, "memory_bound", memory_bounds_);
+  if (!first) out << "\n";
+}
+
+KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, const std::string& source_path,
+                                const std::string& date) const {
+  const double compute = from.peak_flops_per_s / to.peak_flops_per_s;  // time ratio of compute-bound kernels
+  const double memory = from.hbm_bytes_per_s / to.hbm_bytes_per_s;     // time ratio of memory-bound kernels
+  const double watts = to.tdp_w / from.tdp_w;
+  auto short_fmt = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return std::string(buf);
+  };
+  auto peak_name = [&](const Datasheet& d) {
+    return "dense " + d.peak_dtype + " " + short_fmt(d.peak_flops_per_s / kFlopsPerTFLOP) + " TFLOP/s";
+  };
+  const TableProvenance& source = provenance();
+  KernelTable g;
+  g.display_path_ = display_path_;
+  TableProvenance p;
+  p.gpu = to.description;
+  p.memory_bytes = to.memory_bytes;
+  p.date = date;
+  p.tool_commit = source.tool_commit;
+  p.derived = true;
+  p.derived_from = source_path + " (" + source.gpu + ", " + source.date + ")";
+  const std::string dtype_note =
+      from.peak_dtype == to.peak_dtype ? "" : " (" + to.name + " has no " + from.peak_dtype + ": its " + to.peak_dtype + " tensor peak)";
+  p.derivation = "GEMM and attention times x " + short_fmt(compute) + " (" + from.name + " " + peak_name(from) + " / " +
+                 to.name + " " + peak_name(to) + dtype_note + "), memory-bound times x " + short_fmt(memory) +
+                 " (HBM " + short_fmt(from.hbm_bytes_per_s / kBytesPerGB) + " / " +
+                 short_fmt(to.hbm_bytes_per_s / kBytesPerGB) + " GB/s), power x " + short_fmt(watts) + " (TDP " +
+                 short_fmt(to.tdp_w) + " / " + short_fmt(from.tdp_w) +
+                 " W, crude), contention copied; datasheet figures from calibration/gpus.toml";
+  g.provenance_ = p;
+  g.device_ = TableDevice{device().copy_bytes_per_s / memory, device().gemm_flops_per_s / compute};
+  for (GemmRow r : gemms_) {
+    r.time = scaled(r.time, compute);
+    g.add(r);
+  }
+  for (AttentionRow r : attentions_) {
+    r.time = scaled(r.time, compute);
+    g.add(r);
+  }
+  for (MemoryBoundRow r : memory_bounds_) {
+    r.time = scaled(r.time, memory);
+    g.add(r);
+  }
+  if (power_) {
+    TablePower w;
+    w.idle_w = power_->idle_w * watts;
+    w.gemm_w = power_->gemm_w * watts;
+    w.memory_bound_w = power_->memory_bound_w * watts;
+    if (power_->mixed_w) w.mixed_w = *power_->mixed_w * watts;
+    w.mixed_compute_fraction = power_->mixed_compute_fraction;
+    w.power_limit_w = to.tdp_w;  // the target's board limit (datasheet TDP)
+    g.power_ = w;
+  }
+  g.contention_ = contention_;
+  return g;
+}
+
+std::string table_name_for_device(const std::filesystem::path& gpus_toml, const std::string& device_name) {
+  if (auto gpus = parse_toml_file(gpus_toml); gpus) {
+    for (const auto& [name, node] : *gpus) {
+      const toml::table* t = node.as_table();
+      if (t != nullptr && (*t)["device_name"].value_or(std::string()) == device_name) return std::string(name.str());
+    }
+  }
+  std::string s;
+  for (char c : device_name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!s.empty() && s.back() != '-') {
+      s += '-';
+    }
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s;
+}
+
+}  // namespace commbound::calibration

@@ -1,0 +1,194 @@
+// KernelTable: a GPU's kernel times, the calibration table of docs/calibration.md, with its one
+// reader (load), its one writer (write, through toml++'s formatter) and its one pricing rule
+// (price). Measured on a real GPU by commbound-calibrate, derived from another GPU's measured
+// table (`commbound derive-table`, provenance.derived = true), or rows without times: the shapes
+// a scenario needs (`commbound shapes`, the input of `commbound-calibrate --shapes`).
+//
+// Every key is checked: an unknown key, a wrong type, an impossible value or a duplicated shape is
+// an error naming file:line: key = value. Times are stored in seconds, rates in bytes or FLOPs per
+// second (SI inside; the file's ms, GB/s, TFLOP/s and MHz are converted where it is read and
+// written).
+//
+// price() prices one kernel shape and says how:
+//   exact    the table has the shape: its p50;
+//   nearest  the table has rows of the same kind (GEMM: same layout; attention: same
+//            implementation, direction and head_dim; memory-bound: same op): the nearest row by
+//            log-distance sqrt(sum (ln a - ln b)^2) over the shape's sizes (GEMM m, n, k; attention
+//            batch, heads, kv_heads, seq, a row of the other causality only when none of the same
+//            exists; memory-bound tokens, width; ties to the earlier row) lends its achieved rate
+//            (FLOP/s for GEMM and attention, bytes/s for memory-bound ops) to this shape's FLOPs or
+//            bytes, both counted by kernel_shape.hpp's formulas;
+//   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
+//
+// Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table.cpp only.
+#pragma once
+
+#include "calibration/base/expected.hpp"
+#include "calibration/table/kernel_shape.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace commbound::calibration {
+
+// Nearest-rank percentiles of a kernel's timed runs, seconds (the file's p10_ms, p50_ms, p90_ms).
+struct KernelTiming {
+  double p10_s = 0, p50_s = 0, p90_s = 0;
+};
+
+// A row: a shape and, once measured, its times.
+struct GemmRow {
+  GemmShape shape;
+  std::optional<KernelTiming> time;
+};
+
+struct AttentionRow {
+  std::string implementation = "commbound";  // "commbound" (kernels/attention.cu) or "cudnn"
+  AttentionShape shape;
+  std::optional<KernelTiming> time;
+};
+
+struct MemoryBoundRow {
+  MemoryBoundShape shape;
+  double bytes = 0;  // as a timed row states it (the fewest bytes the kernel moves); 0 when unstated
+  std::optional<KernelTiming> time;
+};
+
+// [provenance]: empty strings and unset optionals are keys the file does not have.
+struct TableProvenance {
+  std::string gpu;  // cudaGetDeviceProperties name (derived tables: the target's description)
+  std::optional<long> sm_count;
+  std::optional<double> sm_clock_max_hz, memory_clock_hz, memory_bytes, measurement_s;
+  std::string driver, cuda_runtime, cublaslt, date, tool_commit, timed_runs, input_rotation;
+  bool derived = false;
+  std::string derived_from, derivation;  // derived tables only
+};
+
+// [device]: the roofline of a table, measured beside its rows.
+struct TableDevice {
+  double copy_bytes_per_s = 0;  // device-to-device copy, bytes read + written per second
+  double gemm_flops_per_s = 0;  // bf16 GEMM 8192^3
+};
+
+// [power]: NVML board power, watts.
+struct TablePower {
+  double idle_w = 0, gemm_w = 0, memory_bound_w = 0;
+  std::optional<double> gemm_sm_clock_hz, mixed_w, mixed_compute_fraction, power_limit_w, sample_period_s, phase_s;
+};
+
+// [contention]: slowdown factors of compute while a communication-like copy runs.
+struct TableContention {
+  std::optional<long> comm_sms;
+  std::optional<double> comm_bytes_per_s;
+  double gemm_factor = 1, attention_factor = 1;
+};
+
+enum class Match { exact, nearest, roofline };
+const char* to_string(Match m);
+
+struct Priced {
+  double seconds = 0;
+  Match match = Match::roofline;
+};
+
+// What a file must hold besides its rows.
+enum class TableContent {
+  calibration,  // [provenance] and [device], and every row timed: a table to price from
+  rows,         // rows, timed or not (every section optional): a shapes file, rows to add
+};
+
+class KernelTable {
+public:
+  // An empty table: no rows, no sections; fill it with add() and the setters.
+  KernelTable() = default;
+
+  // Reads and validates `path` as `content`; `display_path` is how reports name the file. In a
+  // row, the times p10_ms, p50_ms, p90_ms come all three (p10 <= p50 <= p90) or not at all; a timed
+  // row also states its attention `implementation` or memory-bound `bytes`, which an untimed one
+  // may leave out (implementation "commbound", bytes 0).
+  static Expected<KernelTable> load(const std::filesystem::path& path, const std::string& display_path,
+                                    TableContent content = TableContent::calibration);
+
+  // Appends a row unless the table holds its shape already (attention: implementation and shape);
+  // returns whether it was added.
+  bool add(GemmRow row);
+  bool add(AttentionRow row);
+  bool add(MemoryBoundRow row);
+  // Appends every row of `other` whose shape this table does not hold, in `other`'s order.
+  void add_rows(const KernelTable& other);
+  void set_provenance(TableProvenance p) { provenance_ = std::move(p); }
+  void set_device(TableDevice d) { device_ = d; }
+  void set_power(TablePower p) { power_ = p; }
+  void set_contention(TableContention c) { contention_ = c; }
+
+  const std::string& display_path() const { return display_path_; }
+  bool has_provenance() const { return provenance_.has_value(); }
+  // Always-on check: the table has [provenance] (every TableContent::calibration table does).
+  const TableProvenance& provenance() const;
+  bool has_device() const { return device_.has_value(); }
+  // Always-on check: the table has [device] (every TableContent::calibration table does).
+  const TableDevice& device() const;
+  const std::vector<GemmRow>& gemms() const { return gemms_; }
+  const std::vector<AttentionRow>& attentions() const { return attentions_; }
+  const std::vector<MemoryBoundRow>& memory_bounds() const { return memory_bounds_; }
+  std::size_t size() const { return gemms_.size() + attentions_.size() + memory_bounds_.size(); }
+  const std::optional<TablePower>& power() const { return power_; }
+  const std::optional<TableContention>& contention() const { return contention_; }
+
+  // "measured: <file> (<gpu>, <date>, commit <c>)" or "derived: <file> (<gpu>, derived from ...)".
+  std::string describe() const;
+  // Whether any attention row has this implementation.
+  bool has_attention(const std::string& implementation) const;
+
+  // The time of `shape` (attention: the rows of `attention_implementation`), and how it was found
+  // (the header's rule). std::monostate costs 0 (exact). Always-on checks: the table has [device],
+  // and the rows it prices from are timed.
+  Priced price(const KernelShape& shape, const std::string& attention_implementation = "commbound") const;
+
+  // Writes the table in docs/calibration.md's format through toml++'s formatter: `comments` first,
+  // each line prefixed with "# ", then [provenance], [device], [power], [contention] (those the
+  // table has), then the [[gemm]], [[attention]] and [[memory_bound]] rows in table order; a timed
+  // row with its times, implementation and bytes, an untimed one with its shape keys only.
+  void write(std::ostream& out, const std::vector<std::string>& comments = {}) const;
+
+  // A table for another GPU (`to`) from this measured one (`from` = this table's GPU) by the
+  // datasheet ratios: GEMM and attention times x (from peak / to peak), memory-bound times x
+  // (from HBM / to HBM), [device] likewise, [power] watts x (to TDP / from TDP), [contention]
+  // copied. `source_path` names this table in the new provenance; `date` is today's. Always-on
+  // checks: this table has [provenance] and [device].
+  struct Datasheet {
+    std::string name, description, peak_dtype;
+    double peak_flops_per_s = 0, hbm_bytes_per_s = 0, memory_bytes = 0, tdp_w = 0;
+  };
+  KernelTable derive(const Datasheet& from, const Datasheet& to, const std::string& source_path,
+                     const std::string& date) const;
+
+private:
+  Priced roofline(double flops, double bytes) const;
+
+  std::string display_path_;
+  std::optional<TableProvenance> provenance_;
+  std::optional<TableDevice> device_;
+  std::vector<GemmRow> gemms_;
+  std::vector<AttentionRow> attentions_;
+  std::vector<MemoryBoundRow> memory_bounds_;
+  std::optional<TablePower> power_;
+  std::optional<TableContention> contention_;
+  // The shapes held, for add()'s one-row-per-shape rule.
+  std::set<GemmShape> gemm_keys_;
+  std::set<std::pair<std::string, AttentionShape>> attention_keys_;
+  std::set<MemoryBoundShape> memory_bound_keys_;
+};
+
+// The name a table measured on `device_name` (what CUDA reports, e.g. "NVIDIA H100 80GB HBM3")
+// takes, so that the simulator finds it as calibration/<name>.toml: the preset of `gpus_toml`
+// (calibration/gpus.toml) with that device_name, e.g. "h100-sxm5"; else the name in lower case with
+// runs of other characters as '-' ("nvidia-geforce-rtx-4090"), also when `gpus_toml` cannot be read.
+std::string table_name_for_device(const std::filesystem::path& gpus_toml, const std::string& device_name);
+
+}  // namespace commbound::calibration

@@ -1,0 +1,116 @@
+#include "calibration/table/llama_recipe.hpp"
+
+#include "calibration/table/memory_bound_op.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+namespace commbound::calibration {
+namespace {
+
+// A kernel size from the layout's arithmetic: exact when the parallel degrees divide the model's
+// dimensions, else rounded up.
+std::int64_t dim(double v) { return static_cast<std::int64_t>(std::ceil(v - 1e-9)); }
+
+RecipeKernel memory_bound(std::string name, MemoryBoundOp op, double tokens, double width) {
+  return {std::move(name), MemoryBoundShape{to_string(op), dim(tokens), dim(width)}, 1, ""};
+}
+
+// The products of linear layer `name` mapping `in` features to `out` on `tokens` tokens: forward
+// Y = X W^T; backward dX = dY W, then dW = dY^T X (same FLOPs, other shapes).
+void linear(std::vector<RecipeKernel>& into, const std::string& name, double tokens, double out, double in,
+            Direction direction, const std::string& tp_reduction = "") {
+  if (direction == Direction::forward) {
+    into.push_back({name, GemmShape{dim(tokens), dim(out), dim(in), GemmLayout::forward}, 1, tp_reduction});
+    return;
+  }
+  into.push_back({name + ".dgrad", GemmShape{dim(tokens), dim(in), dim(out), GemmLayout::dgrad}, 1, ""});
+  into.push_back({name + ".wgrad", GemmShape{dim(out), dim(in), dim(tokens), GemmLayout::wgrad}, 1, tp_reduction});
+}
+
+}  // namespace
+
+std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
+  const ModelSpec& m = model_;
+  const double T = layout_.tokens();
+  const double h = m.hidden;
+  const double tp = layout_.tp;
+  const double qkv = (h + 2 * m.kv_dim()) / tp;
+  const double ffn = m.ffn / tp;
+  const double rope_width = (m.heads + m.kv_heads) / tp * m.head_dim();  // q and k are rotated
+  // Causal flash attention of the rank's heads over its tokens; with context parallelism ring
+  // attention runs one block per KV chunk, each a causal attention over seq / cp tokens.
+  const RecipeKernel attention{"attention",
+                               AttentionShape{direction, layout_.micro_batch, dim(m.heads / tp), dim(m.kv_heads / tp),
+                                              dim(T / layout_.micro_batch), m.head_dim(), true},
+                               layout_.cp, ""};
+  std::vector<RecipeKernel> k;
+  if (direction == Direction::forward) {
+    k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_forward, T, h));
+    linear(k, "qkv", T, qkv, h, direction);
+    k.push_back(memory_bound("rope", MemoryBoundOp::rope_forward, T, rope_width));
+    k.push_back(attention);
+    linear(k, "o_proj", T, h, h / tp, direction, "attn");
+    k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
+    k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_forward, T, h));
+    linear(k, "gate_up", T, 2 * ffn, h, direction);
+    k.push_back(memory_bound("swiglu", MemoryBoundOp::swiglu_forward, T, ffn));
+    linear(k, "down", T, h, ffn, direction, "mlp");
+    k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+    return k;
+  }
+  k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+  linear(k, "down", T, h, ffn, direction);
+  k.push_back(memory_bound("swiglu", MemoryBoundOp::swiglu_backward, T, ffn));
+  linear(k, "gate_up", T, 2 * ffn, h, direction, "mlp");
+  k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_backward, T, h));
+  linear(k, "o_proj", T, h, h / tp, direction);
+  k.push_back(attention);
+  k.push_back(memory_bound("rope", MemoryBoundOp::rope_backward, T, rope_width));
+  linear(k, "qkv", T, qkv, h, direction, "attn");
+  k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_backward, T, h));
+  return k;
+}
+
+std::vector<RecipeKernel> LlamaRecipe::embedding(Direction direction) const {
+  const MemoryBoundOp op =
+      direction == Direction::forward ? MemoryBoundOp::embedding_forward : MemoryBoundOp::embedding_backward;
+  return {memory_bound("embedding", op, layout_.tokens(), model_.hidden)};
+}
+
+std::vector<RecipeKernel> LlamaRecipe::lm_head(Direction direction) const {
+  const double T = layout_.tokens();
+  const double h = model_.hidden;
+  const double vocab = model_.vocab / static_cast<double>(layout_.tp);
+  std::vector<RecipeKernel> k;
+  if (direction == Direction::forward) {
+    k.push_back(memory_bound("rmsnorm_final", MemoryBoundOp::rmsnorm_forward, T, h));
+    linear(k, "logits", T, vocab, h, direction);
+    k.push_back(memory_bound("cross_entropy", MemoryBoundOp::cross_entropy_forward, T, vocab));
+    return k;
+  }
+  k.push_back(memory_bound("cross_entropy", MemoryBoundOp::cross_entropy_backward, T, vocab));
+  linear(k, "logits", T, vocab, h, direction);
+  k.push_back(memory_bound("rmsnorm_final", MemoryBoundOp::rmsnorm_backward, T, h));
+  return k;
+}
+
+std::vector<RecipeKernel> LlamaRecipe::optimizer(double parameters) {
+  return {memory_bound("grad_norm", MemoryBoundOp::grad_norm, 1, parameters),
+          memory_bound("adamw", MemoryBoundOp::adamw, 1, parameters)};
+}
+
+Status check_exact(const ModelSpec& m, const StepLayout& s) {
+  const std::string where = m.name + " at tp " + std::to_string(s.tp) + ", cp " + std::to_string(s.cp) + ": ";
+  if (s.tp < 1 || s.cp < 1 || s.micro_batch < 1 || s.seq < 1) {
+    return Error{where + "tp, cp, micro-batch and seq must be positive"};
+  }
+  if (m.heads % s.tp != 0) return Error{where + "tp must divide the " + std::to_string(m.heads) + " heads"};
+  if (m.kv_heads % s.tp != 0) return Error{where + "tp must divide the " + std::to_string(m.kv_heads) + " KV heads"};
+  if (m.ffn % s.tp != 0) return Error{where + "tp must divide the FFN size " + std::to_string(m.ffn)};
+  if (m.vocab % s.tp != 0) return Error{where + "tp must divide the vocabulary " + std::to_string(m.vocab)};
+  if (s.seq % s.cp != 0) return Error{where + "cp must divide the sequence length " + std::to_string(s.seq)};
+  return Ok{};
+}
+
+}  // namespace commbound::calibration

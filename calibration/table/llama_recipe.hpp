@@ -1,0 +1,89 @@
+// LlamaRecipe: the kernels of a Llama training step, in the order one GPU runs them, at the shapes
+// a parallel layout gives them. The one list of a layer's ops: the simulator's workload wraps each
+// kernel into an op with its stream and dependencies (sim/workload.cpp), the calibration tool
+// measures their shapes (kernels/model_grid.cpp) and replays them on the GPU (kernels/replay.cu).
+//
+// A layer (pre-norm, RMSNorm, rotary embeddings, causal attention, SwiGLU MLP), forward:
+//   rmsnorm, qkv, rope, attention, o_proj | attn, residual, rmsnorm2, gate_up, swiglu, down | mlp,
+//   residual2
+// backward:
+//   residual2, down.dgrad, down.wgrad, swiglu, gate_up.dgrad, gate_up.wgrad | mlp, rmsnorm2,
+//   o_proj.dgrad, o_proj.wgrad, attention, rope, qkv.dgrad, qkv.wgrad | attn, rmsnorm
+// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel). The backward
+// has one residual_add, before the MLP's gradients: the simulator's op list as its golden results
+// were made (a layer's real backward adds the skip path's gradient twice, after each norm's
+// backward; see docs/calibration.md).
+// The embedding: embedding (forward: gather; backward: scatter-add). The LM head, forward:
+// rmsnorm_final, logits, cross_entropy; backward: cross_entropy, logits.dgrad, logits.wgrad,
+// rmsnorm_final. The optimizer over a flat fp32 shard: grad_norm, adamw.
+//
+// Shapes, T = micro_batch x seq / cp tokens per rank: linear layers forward {T, out, in}, dgrad
+// {T, in, out}, wgrad {out, in, T} (qkv out = (heads + 2 kv_heads) x head_dim / tp, o_proj in =
+// hidden / tp, gate_up out = 2 ffn / tp, down in = ffn / tp, logits out = vocab / tp); attention
+// batch = micro_batch, heads / tp, kv_heads / tp, seq / cp, causal (under context parallelism ring
+// attention runs it once per KV block, cp times: each block a causal attention over seq / cp
+// tokens, whose FLOPs equal the block's share); rmsnorm and residual width hidden; rope width
+// (heads + kv_heads) / tp x head_dim; swiglu width ffn / tp; cross-entropy width vocab / tp;
+// embedding width hidden. A size the degrees do not divide is rounded up (the padding frameworks
+// add, e.g. Megatron's vocabulary). Sequence parallelism changes the tensor-parallel collectives,
+// not these kernels.
+//
+// Host-only and C++17 (kernels/ includes it).
+#pragma once
+
+#include "calibration/base/expected.hpp"
+#include "calibration/table/kernel_shape.hpp"
+#include "calibration/table/model_spec.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace commbound::calibration {
+
+// The parallel layout as one rank's kernels see it.
+struct StepLayout {
+  int micro_batch = 1;  // sequences per forward/backward pass
+  int seq = 2048;       // sequence length
+  int tp = 1;           // tensor parallelism: divides heads, FFN and vocabulary
+  int cp = 1;           // context parallelism: divides the sequence
+  // Tokens of one micro-batch on this rank.
+  double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
+};
+
+struct RecipeKernel {
+  std::string name;  // within its part: "qkv", "qkv.dgrad", "attention", "rmsnorm2", "logits.wgrad", ...
+  KernelShape shape;
+  int runs = 1;  // back-to-back runs: attention runs once per KV block under context parallelism (cp)
+  // "attn" or "mlp": Megatron tensor parallelism reduces this sublayer's partial sums after this
+  // kernel when tp > 1; empty for none.
+  std::string tp_reduction;
+};
+
+class LlamaRecipe {
+public:
+  LlamaRecipe(ModelSpec model, StepLayout layout) : model_(std::move(model)), layout_(layout) {}
+
+  const ModelSpec& model() const { return model_; }
+  const StepLayout& layout() const { return layout_; }
+
+  // One transformer layer's kernels, forward or backward.
+  std::vector<RecipeKernel> layer(Direction direction) const;
+  // The input embedding's kernel.
+  std::vector<RecipeKernel> embedding(Direction direction) const;
+  // The final norm, the LM head and the loss (backward: the loss's gradient first).
+  std::vector<RecipeKernel> lm_head(Direction direction) const;
+  // The optimizer step over `parameters` fp32 parameters held as one flat buffer (tokens = 1,
+  // width = the parameters, rounded up): the gradient norm, then AdamW.
+  static std::vector<RecipeKernel> optimizer(double parameters);
+
+private:
+  ModelSpec model_;
+  StepLayout layout_;
+};
+
+// Why `model` cannot run at `layout` with every size exact: the degrees must be positive, tp must
+// divide heads, KV heads, FFN and vocabulary, cp the sequence. Ok otherwise.
+Status check_exact(const ModelSpec& model, const StepLayout& layout);
+
+}  // namespace commbound::calibration

@@ -1,0 +1,305 @@
+// The calibration table: its reader and writer round-trip every section and row (the shipped H100
+// table included), price() follows docs/calibration.md's rule on hand-worked numbers (exact row,
+// nearest row's rate, [device] roofline, ties to the earlier row), bad files fail naming
+// file:line: key = value, and rows files (shapes without times) read and write too.
+#include "calibration/table/kernel_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace commbound::calibration {
+namespace {
+
+constexpr double kMs = 1e-3;
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+KernelTiming ms(double p10, double p50, double p90) { return {p10 * kMs, p50 * kMs, p90 * kMs}; }
+
+// [device] 1000 GB/s copy and 100 TFLOP/s GEMM; rows with round times for hand-worked prices.
+KernelTable small_table() {
+  KernelTable t;
+  TableProvenance p;
+  p.gpu = "Test GPU";
+  p.date = "2026-01-02";
+  p.tool_commit = "abc1234";
+  t.set_provenance(p);
+  t.set_device({1e12, 1e14});
+  t.add(GemmRow{{1024, 1024, 1024, GemmLayout::forward}, ms(0.039, 0.04, 0.045)});
+  t.add(GemmRow{{4096, 4096, 4096, GemmLayout::forward}, ms(2.0, 2.0, 2.1)});
+  t.add(AttentionRow{"commbound", {Direction::forward, 1, 8, 8, 512, 128, true}, ms(0.02, 0.02, 0.02)});
+  t.add(AttentionRow{"commbound", {Direction::forward, 1, 8, 8, 2048, 128, true}, ms(0.5, 0.5, 0.5)});
+  t.add(MemoryBoundRow{{"rmsnorm_forward", 1024, 1024}, 4196352, ms(0.01, 0.01, 0.01)});
+  return t;
+}
+
+// --- shapes -------------------------------------------------------------------------------------
+
+TEST(KernelShape, FlopsBytesAndNames) {
+  const GemmShape g{8192, 12288, 4096, GemmLayout::forward};
+  EXPECT_DOUBLE_EQ(g.flops(), 2.0 * 8192 * 12288 * 4096);
+  EXPECT_DOUBLE_EQ(g.bytes(), 2.0 * (8192.0 * 4096 + 4096.0 * 12288 + 8192.0 * 12288));
+  // Causal: half of 4 b s^2 h d; backward 2.5 x. Bytes: q, k, v read and o written (bf16).
+  const AttentionShape a{Direction::forward, 2, 32, 8, 4096, 128, true};
+  EXPECT_DOUBLE_EQ(a.flops(), 4.0 * 2 * 4096.0 * 4096 * 32 * 128 / 2);
+  EXPECT_DOUBLE_EQ(a.bytes(), 2.0 * 2 * 4096 * 128 * (2 * 32 + 2 * 8));
+  AttentionShape b = a;
+  b.direction = Direction::backward;
+  EXPECT_DOUBLE_EQ(b.flops(), 2.5 * a.flops());
+  EXPECT_DOUBLE_EQ(b.bytes(), 2 * a.bytes());
+  // One cross-entropy byte count: bf16 logits read, targets, loss and lse 4 B a token.
+  EXPECT_DOUBLE_EQ((MemoryBoundShape{"cross_entropy_forward", 8192, 16000}).bytes(), 2.0 * 8192 * 16000 + 12 * 8192);
+  EXPECT_EQ(describe(g), "gemm forward 8192x12288x4096");
+  EXPECT_EQ(describe(b), "attention backward b2 h32/8 s4096 d128");
+  EXPECT_EQ(describe(MemoryBoundShape{"rmsnorm_forward", 8192, 4096}), "rmsnorm_forward 8192x4096");
+  EXPECT_EQ(describe(std::monostate{}), "");
+}
+
+// --- price() ------------------------------------------------------------------------------------
+
+TEST(Price, ExactShapesCostTheirP50) {
+  const KernelTable t = small_table();
+  const Priced p = t.price(GemmShape{1024, 1024, 1024, GemmLayout::forward});
+  EXPECT_EQ(p.match, Match::exact);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.04 * kMs);
+  EXPECT_DOUBLE_EQ(t.price(MemoryBoundShape{"rmsnorm_forward", 1024, 1024}).seconds, 0.01 * kMs);
+  EXPECT_EQ(t.price(std::monostate{}).seconds, 0);
+}
+
+TEST(Price, NearestRowLendsItsRate) {
+  const KernelTable t = small_table();
+  // 2048 x 1024 x 1024: log-distance (ln 2)^2 to 1024^3, (ln 2)^2 + 2 (ln 4)^2 to 4096^3. The 1024^3
+  // row's FLOP/s on twice the FLOPs: twice its 0.04 ms.
+  Priced p = t.price(GemmShape{2048, 1024, 1024, GemmLayout::forward});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.08 * kMs);
+  // rmsnorm_forward at 2048 tokens: the row's bytes/s on (4 x 2048 x 1024 + 2 x 1024) bytes where
+  // the row moves 4 x 1024 x 1024 + 2 x 1024 = 4196352.
+  p = t.price(MemoryBoundShape{"rmsnorm_forward", 2048, 1024});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.01 * kMs * 8390656.0 / 4196352.0);
+  // seq 1024 lies ln 2 from both attention rows: the earlier (seq 512) wins, with 4x its FLOPs.
+  p = t.price(AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, true});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 4 * 0.02 * kMs);
+  // Non-causal attention falls back on the causal rows (none of its own): the nearest, twice the
+  // FLOPs of a causal one.
+  EXPECT_DOUBLE_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 128, false}).seconds, 2 * 0.02 * kMs);
+}
+
+TEST(Price, NoComparableRowIsTheDeviceRoofline) {
+  const KernelTable t = small_table();
+  // No wgrad row: max(2 x 1024^3 / 1e14, 2 x 3 x 1024^2 / 1e12) = 2.147483648e-5 s, compute-bound.
+  Priced p = t.price(GemmShape{1024, 1024, 1024, GemmLayout::wgrad});
+  EXPECT_EQ(p.match, Match::roofline);
+  EXPECT_DOUBLE_EQ(p.seconds, 2.147483648e-5);
+  // No swiglu row: its 6 x 1000 x 500 bytes at 1e12 B/s.
+  p = t.price(MemoryBoundShape{"swiglu_forward", 1000, 500});
+  EXPECT_EQ(p.match, Match::roofline);
+  EXPECT_DOUBLE_EQ(p.seconds, 3e-6);
+  // Another implementation, direction or head_dim is not comparable.
+  EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 128, true}, "cudnn").match, Match::roofline);
+  EXPECT_EQ(t.price(AttentionShape{Direction::backward, 1, 8, 8, 512, 128, true}).match, Match::roofline);
+  EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 64, true}).match, Match::roofline);
+}
+
+// --- reading and writing ------------------------------------------------------------------------
+
+void expect_same_timing(const std::optional<KernelTiming>& a, const std::optional<KernelTiming>& b) {
+  ASSERT_EQ(a.has_value(), b.has_value());
+  if (!a) return;
+  // ms in the file, seconds inside: x 1e-3 and / 1e-3 may each round once.
+  EXPECT_DOUBLE_EQ(a->p10_s, b->p10_s);
+  EXPECT_DOUBLE_EQ(a->p50_s, b->p50_s);
+  EXPECT_DOUBLE_EQ(a->p90_s, b->p90_s);
+}
+
+void expect_same_table(const KernelTable& a, const KernelTable& b) {
+  ASSERT_EQ(a.gemms().size(), b.gemms().size());
+  ASSERT_EQ(a.attentions().size(), b.attentions().size());
+  ASSERT_EQ(a.memory_bounds().size(), b.memory_bounds().size());
+  for (std::size_t i = 0; i < a.gemms().size(); ++i) {
+    EXPECT_EQ(a.gemms()[i].shape, b.gemms()[i].shape) << i;
+    expect_same_timing(a.gemms()[i].time, b.gemms()[i].time);
+  }
+  for (std::size_t i = 0; i < a.attentions().size(); ++i) {
+    EXPECT_EQ(a.attentions()[i].implementation, b.attentions()[i].implementation);
+    EXPECT_EQ(a.attentions()[i].shape, b.attentions()[i].shape) << i;
+    expect_same_timing(a.attentions()[i].time, b.attentions()[i].time);
+  }
+  for (std::size_t i = 0; i < a.memory_bounds().size(); ++i) {
+    EXPECT_EQ(a.memory_bounds()[i].shape, b.memory_bounds()[i].shape) << i;
+    EXPECT_EQ(a.memory_bounds()[i].bytes, b.memory_bounds()[i].bytes);
+    expect_same_timing(a.memory_bounds()[i].time, b.memory_bounds()[i].time);
+  }
+  ASSERT_EQ(a.has_provenance(), b.has_provenance());
+  if (a.has_provenance()) {
+    const TableProvenance &p = a.provenance(), &q = b.provenance();
+    EXPECT_EQ(p.gpu, q.gpu);
+    EXPECT_EQ(p.sm_count, q.sm_count);
+    EXPECT_EQ(p.sm_clock_max_hz, q.sm_clock_max_hz);
+    EXPECT_EQ(p.memory_clock_hz, q.memory_clock_hz);
+    EXPECT_EQ(p.memory_bytes, q.memory_bytes);
+    EXPECT_EQ(p.measurement_s, q.measurement_s);
+    EXPECT_EQ(p.driver, q.driver);
+    EXPECT_EQ(p.cuda_runtime, q.cuda_runtime);
+    EXPECT_EQ(p.cublaslt, q.cublaslt);
+    EXPECT_EQ(p.date, q.date);
+    EXPECT_EQ(p.tool_commit, q.tool_commit);
+    EXPECT_EQ(p.timed_runs, q.timed_runs);
+    EXPECT_EQ(p.input_rotation, q.input_rotation);
+    EXPECT_EQ(p.derived, q.derived);
+    EXPECT_EQ(p.derived_from, q.derived_from);
+    EXPECT_EQ(p.derivation, q.derivation);
+  }
+  ASSERT_EQ(a.has_device(), b.has_device());
+  if (a.has_device()) {
+    EXPECT_EQ(a.device().copy_bytes_per_s, b.device().copy_bytes_per_s);
+    EXPECT_EQ(a.device().gemm_flops_per_s, b.device().gemm_flops_per_s);
+  }
+  ASSERT_EQ(a.power().has_value(), b.power().has_value());
+  if (a.power()) {
+    const TablePower &p = *a.power(), &q = *b.power();
+    EXPECT_EQ(p.idle_w, q.idle_w);
+    EXPECT_EQ(p.gemm_w, q.gemm_w);
+    EXPECT_EQ(p.memory_bound_w, q.memory_bound_w);
+    EXPECT_EQ(p.gemm_sm_clock_hz, q.gemm_sm_clock_hz);
+    EXPECT_EQ(p.mixed_w, q.mixed_w);
+    EXPECT_EQ(p.mixed_compute_fraction, q.mixed_compute_fraction);
+    EXPECT_EQ(p.power_limit_w, q.power_limit_w);
+    ASSERT_EQ(p.sample_period_s.has_value(), q.sample_period_s.has_value());
+    if (p.sample_period_s) {
+      EXPECT_DOUBLE_EQ(*p.sample_period_s, *q.sample_period_s);
+    }
+    EXPECT_EQ(p.phase_s, q.phase_s);
+  }
+  ASSERT_EQ(a.contention().has_value(), b.contention().has_value());
+  if (a.contention()) {
+    EXPECT_EQ(a.contention()->comm_sms, b.contention()->comm_sms);
+    EXPECT_EQ(a.contention()->comm_bytes_per_s, b.contention()->comm_bytes_per_s);
+    EXPECT_EQ(a.contention()->gemm_factor, b.contention()->gemm_factor);
+    EXPECT_EQ(a.contention()->attention_factor, b.contention()->attention_factor);
+  }
+}
+
+TEST(KernelTableFile, EverySectionRoundTrips) {
+  KernelTable t = small_table();
+  TableProvenance p = t.provenance();
+  p.sm_count = 132;
+  p.sm_clock_max_hz = 1980e6;
+  p.memory_clock_hz = 2619e6;
+  p.memory_bytes = 85.0175e9;
+  p.measurement_s = 85.5556;
+  p.driver = "580.159.04";
+  p.cuda_runtime = "13.0";
+  p.cublaslt = "13.1.0";
+  p.timed_runs = "adaptive \"quoted\" \\ text";
+  p.input_rotation = "3 x L2";
+  t.set_provenance(p);
+  t.add(AttentionRow{"cudnn", {Direction::backward, 2, 32, 8, 4096, 128, false}, ms(1.0 / 3, 0.4, 0.5)});
+  TablePower w;
+  w.idle_w = 135.254;
+  w.gemm_w = 699.209;
+  w.memory_bound_w = 405.226;
+  w.gemm_sm_clock_hz = 1352.48e6;
+  w.mixed_w = 674.771;
+  w.mixed_compute_fraction = 0.496485;
+  w.power_limit_w = 700;
+  w.sample_period_s = 0.02;
+  w.phase_s = 3;
+  t.set_power(w);
+  t.set_contention({24, 100.06e9, 1.23638, 1.01287});
+  std::ostringstream text;
+  t.write(text, {"a comment", "another"});
+  EXPECT_EQ(text.str().rfind("# a comment\n# another\n\n[provenance]\n", 0), 0u) << text.str();
+  const std::string path = temp_file("round_trip.toml", text.str());
+  auto back = KernelTable::load(path, path);
+  ASSERT_TRUE(back) << back.error().message << "\n" << text.str();
+  expect_same_table(t, *back);
+}
+
+TEST(KernelTableFile, TheShippedH100TableRoundTrips) {
+  auto shipped = KernelTable::load("calibration/h100-sxm5.toml", "calibration/h100-sxm5.toml");
+  ASSERT_TRUE(shipped) << shipped.error().message;
+  EXPECT_GT(shipped->gemms().size(), 100u);
+  std::ostringstream text;
+  shipped->write(text);
+  const std::string path = temp_file("h100_again.toml", text.str());
+  auto back = KernelTable::load(path, path);
+  ASSERT_TRUE(back) << back.error().message;
+  expect_same_table(*shipped, *back);
+}
+
+TEST(KernelTableFile, RowsWithoutTimesAreAShapesFile) {
+  KernelTable shapes;
+  shapes.add(GemmRow{{8192, 12288, 4096, GemmLayout::forward}, {}});
+  shapes.add(AttentionRow{"commbound", {Direction::backward, 2, 32, 32, 4096, 128, true}, {}});
+  shapes.add(MemoryBoundRow{{"adamw", 1, 1 << 30}, 0, {}});
+  EXPECT_FALSE(shapes.add(GemmRow{{8192, 12288, 4096, GemmLayout::forward}, ms(1, 1, 1)}));  // held already
+  std::ostringstream text;
+  shapes.write(text);
+  // Only the shape keys: no implementation, bytes or times.
+  EXPECT_EQ(text.str().find("implementation"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("bytes"), std::string::npos);
+  EXPECT_EQ(text.str().find("p50_ms"), std::string::npos);
+  const std::string path = temp_file("shapes.toml", text.str());
+  auto back = KernelTable::load(path, path, TableContent::rows);
+  ASSERT_TRUE(back) << back.error().message;
+  expect_same_table(shapes, *back);
+  // Not a table to price from: no [provenance], no times.
+  auto strict = KernelTable::load(path, path);
+  ASSERT_FALSE(strict);
+  EXPECT_NE(strict.error().message.find("missing table [provenance]"), std::string::npos) << strict.error().message;
+}
+
+struct BadFile {
+  const char* name;
+  const char* text;
+  TableContent content;
+  const char* expected;  // after "<file>:"
+};
+class BadFiles : public ::testing::TestWithParam<BadFile> {};
+TEST_P(BadFiles, NameFileLineKeyAndValue) {
+  const std::string path = temp_file(std::string("bad_") + GetParam().name + ".toml", GetParam().text);
+  auto t = KernelTable::load(path, path, GetParam().content);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().message.rfind(path + ":", 0), 0u) << t.error().message;
+  EXPECT_NE(t.error().message.find(GetParam().expected), std::string::npos) << t.error().message;
+}
+INSTANTIATE_TEST_SUITE_P(
+    Files, BadFiles,
+    ::testing::Values(
+        BadFile{"unknown_key", "[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"forward\"\nmm = 7\n", TableContent::rows,
+                ":6: gemm.mm = 7: unknown key in [gemm]"},
+        BadFile{"layout", "[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"sideways\"\n", TableContent::rows,
+                ":5: gemm.layout = \"sideways\": must be one of: forward, dgrad, wgrad"},
+        BadFile{"kv_heads",
+                "[[attention]]\ndirection = \"forward\"\nbatch = 1\nheads = 32\nkv_heads = 5\nseq = 128\n"
+                "head_dim = 128\ncausal = true\n",
+                TableContent::rows, ":5: attention.kv_heads = 5: must divide heads"},
+        BadFile{"one_time", "[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"forward\"\np50_ms = 1.0\n", TableContent::rows,
+                ":1: [gemm] gemm.p10_ms: missing (required)"},
+        BadFile{"timed_bytes",
+                "[[memory_bound]]\nop = \"adamw\"\ntokens = 1\nwidth = 8\np10_ms = 1.0\np50_ms = 1.0\np90_ms = 1.0\n",
+                TableContent::rows, "memory_bound.bytes: missing (required)"},
+        BadFile{"duplicate", "[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"forward\"\n[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"forward\"\n",
+                TableContent::rows, ":6: [[gemm]]: the same shape as the row at"},
+        BadFile{"section", "[devices]\ncopy_GBps = 1.0\n", TableContent::rows, "devices = (a table): unknown key"}));
+
+TEST(TableName, ShippedPresetNamesTheTableElseTheDeviceName) {
+  // calibration/gpus.toml: h100-sxm5 has device_name "NVIDIA H100 80GB HBM3".
+  EXPECT_EQ(table_name_for_device("calibration/gpus.toml", "NVIDIA H100 80GB HBM3"), "h100-sxm5");
+  EXPECT_EQ(table_name_for_device("calibration/gpus.toml", "NVIDIA GeForce RTX 4090"), "nvidia-geforce-rtx-4090");
+  EXPECT_EQ(table_name_for_device("no/such/gpus.toml", "NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
+}
+
+}  // namespace
+}  // namespace commbound::calibration
