@@ -174,8 +174,9 @@ Status SequenceBuilder::forward(const std::string& p, const Layer& L, const Scra
   return append(recipe_.layer(Direction::forward), prefixed(p), gemms, launches);
 }
 
-// The recipe's backward adds the skip path's gradient once, first (its residual2): here dh1 =
-// dx_out + dh1b, and the input norm's backward writes the layer's input gradient directly.
+// The recipe's backward adds the skip path's gradient after each norm's backward: residual2 makes
+// dh1 = dx_out + dh1b (the MLP branch's gradient at h1), residual makes dx_in = dh1 + the attention
+// branch's gradient at x_in (written into dh1b, free again once residual2 has read it).
 Status SequenceBuilder::backward(const std::string& p, const Layer& L, const Scratch& S, const u16* dx_out,
                                  u16* dx_in) {
   const std::size_t T = static_cast<std::size_t>(T_), h = static_cast<std::size_t>(h_);
@@ -197,7 +198,8 @@ Status SequenceBuilder::backward(const std::string& p, const Layer& L, const Scr
          return attention_backward(attn, L.q, L.k, L.v, L.o, S.d_o, L.lse, S.dq, S.dk, S.dv, S.attention_workspace);
        }},
       {"rope", [=] { return rope_backward(S.dq, S.dk, S.rope_table, rope); }},
-      {"rmsnorm", [=] { return rmsnorm_backward(S.dn1, L.x_in, L.norm1_w, T, h, kEps, dx_in, L.dnorm1_w); }}};
+      {"rmsnorm", [=] { return rmsnorm_backward(S.dn1, L.x_in, L.norm1_w, T, h, kEps, S.dh1b, L.dnorm1_w); }},
+      {"residual", [=] { return residual_add(S.dh1, S.dh1b, T * h, dx_in); }}};
   return append(recipe_.layer(Direction::backward), prefixed(p), gemms, launches);
 }
 

@@ -59,16 +59,19 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
     k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
     return k;
   }
-  k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+  // Each residual's backward: the branch's input gradient (after its norm's backward) plus the
+  // gradient that came down the skip path.
   linear(k, "down", T, h, ffn, direction);
   k.push_back(memory_bound("swiglu", MemoryBoundOp::swiglu_backward, T, ffn));
   linear(k, "gate_up", T, 2 * ffn, h, direction, "mlp");
   k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_backward, T, h));
+  k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
   linear(k, "o_proj", T, h, h / tp, direction);
   k.push_back(attention);
   k.push_back(memory_bound("rope", MemoryBoundOp::rope_backward, T, rope_width));
   linear(k, "qkv", T, qkv, h, direction, "attn");
   k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_backward, T, h));
+  k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
   return k;
 }
 

@@ -7,12 +7,10 @@
 //   rmsnorm, qkv, rope, attention, o_proj | attn, residual, rmsnorm2, gate_up, swiglu, down | mlp,
 //   residual2
 // backward:
-//   residual2, down.dgrad, down.wgrad, swiglu, gate_up.dgrad, gate_up.wgrad | mlp, rmsnorm2,
-//   o_proj.dgrad, o_proj.wgrad, attention, rope, qkv.dgrad, qkv.wgrad | attn, rmsnorm
-// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel). The backward
-// has one residual_add, before the MLP's gradients: the simulator's op list as its golden results
-// were made (a layer's real backward adds the skip path's gradient twice, after each norm's
-// backward; see docs/calibration.md).
+//   down.dgrad, down.wgrad, swiglu, gate_up.dgrad, gate_up.wgrad | mlp, rmsnorm2, residual2,
+//   o_proj.dgrad, o_proj.wgrad, attention, rope, qkv.dgrad, qkv.wgrad | attn, rmsnorm, residual
+// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel). Each
+// residual's backward adds the gradient of the skip path to the branch's, after the norm's backward.
 // The embedding: embedding (forward: gather; backward: scatter-add). The LM head, forward:
 // rmsnorm_final, logits, cross_entropy; backward: cross_entropy, logits.dgrad, logits.wgrad,
 // rmsnorm_final. The optimizer over a flat fp32 shard: grad_norm, adamw.

@@ -62,9 +62,9 @@ TEST(LlamaRecipe, KernelsInTheOrderALayerRunsThem) {
                                              "rmsnorm2", "gate_up", "swiglu", "down|mlp", "residual2"}));
   names.clear();
   for (const RecipeKernel& k : r.layer(Direction::backward)) names.push_back(k.name + (k.tp_reduction.empty() ? "" : "|" + k.tp_reduction));
-  EXPECT_EQ(names, (std::vector<std::string>{"residual2", "down.dgrad", "down.wgrad", "swiglu", "gate_up.dgrad",
-                                             "gate_up.wgrad|mlp", "rmsnorm2", "o_proj.dgrad", "o_proj.wgrad",
-                                             "attention", "rope", "qkv.dgrad", "qkv.wgrad|attn", "rmsnorm"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"down.dgrad", "down.wgrad", "swiglu", "gate_up.dgrad",
+                                             "gate_up.wgrad|mlp", "rmsnorm2", "residual2", "o_proj.dgrad", "o_proj.wgrad",
+                                             "attention", "rope", "qkv.dgrad", "qkv.wgrad|attn", "rmsnorm", "residual"}));
   names.clear();
   for (const RecipeKernel& k : r.lm_head(Direction::backward)) names.push_back(k.name);
   EXPECT_EQ(names, (std::vector<std::string>{"cross_entropy", "logits.dgrad", "logits.wgrad", "rmsnorm_final"}));
