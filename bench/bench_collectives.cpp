@@ -6,7 +6,7 @@
 //   build/bin/bench_collectives            (make bench)
 #include "calibration/base/child_process.hpp"
 #include "network/collective_runner.hpp"
-#include "sim/presets.hpp"
+#include "sim/scenario/presets.hpp"
 
 #include <sys/resource.h>
 

@@ -9,8 +9,8 @@
 //
 //   build/bin/bench_training [SCENARIO] [REPEATS]   (default scenarios/paper/weak_scaling_7b.toml, 3;
 //                                                    relative to the repository root)
-#include "sim/presets.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/presets.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/sweep_runner.hpp"
 
 #include <sys/resource.h>

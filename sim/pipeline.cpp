@@ -1,7 +1,7 @@
 #include "sim/pipeline.hpp"
 
-#include "sim/layout.hpp"
-#include "sim/memory_model.hpp"
+#include "sim/workload/layout.hpp"
+#include "sim/workload/memory_model.hpp"
 
 namespace commbound::sim {
 

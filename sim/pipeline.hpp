@@ -7,11 +7,11 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
-#include "sim/cost_model.hpp"
-#include "sim/engine.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
-#include "sim/workload.hpp"
+#include "sim/engine/cost_model.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/metrics/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <optional>
 #include <vector>

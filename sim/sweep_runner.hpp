@@ -7,9 +7,9 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
-#include "sim/metrics.hpp"
+#include "sim/metrics/metrics.hpp"
 #include "sim/pipeline.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <cstddef>
 #include <functional>

@@ -1,7 +1,8 @@
 // LlamaRecipe: the kernels of a Llama training step, in the order one GPU runs them, at the shapes
 // a parallel layout gives them. The one list of a layer's ops: the simulator's workload wraps each
-// kernel into an op with its stream and dependencies (sim/workload.cpp), the calibration tool
-// measures their shapes (kernels/model_grid.cpp) and replays them on the GPU (kernels/replay.cu).
+// kernel into an op with its stream and dependencies (sim/workload/workload.cpp), the calibration
+// tool measures their shapes (kernels/model_grid.cpp) and replays them on the GPU
+// (kernels/replay.cu).
 //
 // A layer (pre-norm, RMSNorm, rotary embeddings, causal attention, SwiGLU MLP), forward:
 //   rmsnorm, qkv, rope, attention, o_proj | attn, residual, rmsnorm2, gate_up, swiglu, down | mlp,

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
-#include "sim/presets.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/presets.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -3,9 +3,9 @@
 #include "network/platform.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/collective_report.hpp"
-#include "sim/output.hpp"
-#include "sim/validation.hpp"
+#include "sim/report/collective_report.hpp"
+#include "sim/report/output.hpp"
+#include "sim/report/validation.hpp"
 
 #include <unistd.h>
 

@@ -29,11 +29,14 @@ const char* kExamples = R"(Examples:
   commbound shapes scenarios/paper/*.toml --out shapes.toml
   commbound derive-table --from calibration/h100-sxm5.toml --gpu a100-sxm4-80gb --out calibration/a100-sxm4-80gb.toml)";
 
-// Usage lines name the program in front of a command: "commbound run [OPTIONS] scenario".
+// Usage lines name the program in front of a command: "commbound run [OPTIONS] scenario". CLI11
+// passes "commbound run" when the help comes from `commbound run --help` and only "run" when it
+// comes from `commbound help run` (cmd->help() with no parent name).
 class Formatter : public CLI::Formatter {
 public:
   std::string make_usage(const CLI::App* app, std::string name) const override {
-    return CLI::Formatter::make_usage(app, app->get_parent() != nullptr ? "commbound " + name : name);
+    const bool named = name.rfind("commbound", 0) == 0;
+    return CLI::Formatter::make_usage(app, app->get_parent() != nullptr && !named ? "commbound " + name : name);
   }
 };
 

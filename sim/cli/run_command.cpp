@@ -1,8 +1,9 @@
 // commbound run: training iterations of a scenario (every [sweep] point) -> metrics table.
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/metrics.hpp"
-#include "sim/output.hpp"
+#include "sim/metrics/metrics.hpp"
+#include "sim/report/metrics_report.hpp"
+#include "sim/report/output.hpp"
 #include "sim/sweep_runner.hpp"
 
 #include <unistd.h>

@@ -1,11 +1,11 @@
 // commbound shapes | derive-table: the kernel tables that price compute.
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/gpu_table.hpp"
-#include "sim/memory_model.hpp"
-#include "sim/output.hpp"
-#include "sim/shape_set.hpp"
-#include "sim/workload.hpp"
+#include "calibration/table/kernel_table.hpp"
+#include "sim/workload/memory_model.hpp"
+#include "sim/report/output.hpp"
+#include "sim/workload/shape_set.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <chrono>
 #include <ctime>
@@ -74,7 +74,7 @@ struct DeriveArgs {
 int run_derive_table(DeriveArgs a) {
   if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
   const sim::Presets presets = cli::presets(a.calibration);
-  auto source = sim::GpuTable::load(a.from, a.from);
+  auto source = calibration::KernelTable::load(a.from, a.from);
   if (!source) return fail(source.error().message);
   if (source->provenance().derived) {
     return fail(a.from + ": a derived table (provenance.derived = true); derive from a measured one");
@@ -89,10 +89,10 @@ int run_derive_table(DeriveArgs a) {
   auto to_spec = sim::load_gpu(presets, a.gpu);
   if (!to_spec) return fail("--gpu " + a.gpu + ": " + to_spec.error().message);
   auto datasheet = [](const sim::GpuSpec& g) {
-    return sim::GpuTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
                                     g.memory_bytes, g.tdp_w};
   };
-  const sim::GpuTable derived = source->derive(datasheet(*from_spec), datasheet(*to_spec), a.from, today());
+  const calibration::KernelTable derived = source->derive(datasheet(*from_spec), datasheet(*to_spec), a.from, today());
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
     o << "# DERIVED, NOT MEASURED: " << to_spec->description << " kernel times scaled from " << a.from
       << " by `commbound derive-table`\n# (see [provenance] derivation). Replace it with a measurement "

@@ -3,7 +3,7 @@
 
 #include "network/cluster_spec.hpp"
 #include "network/nccl_constants.hpp"
-#include "sim/presets.hpp"
+#include "sim/scenario/presets.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,13 +4,13 @@
 // its ops the kernel shapes of docs/calibration.md, and a one-GPU iteration priced by a table
 // lasts exactly the sum of its ops' table times.
 #include "network/platform.hpp"
-#include "sim/cost_model.hpp"
+#include "sim/engine/cost_model.hpp"
 #include "sim/pipeline.hpp"
-#include "sim/engine.hpp"
-#include "sim/gpu_table.hpp"
-#include "sim/scenario.hpp"
-#include "sim/shape_set.hpp"
-#include "sim/workload.hpp"
+#include "sim/engine/engine.hpp"
+#include "calibration/table/kernel_table.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/workload/shape_set.hpp"
+#include "sim/workload/workload.hpp"
 #include "tests/network/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -39,8 +39,8 @@ constexpr double kMs = 1e-3;
 constexpr double kCopy = 1e12;
 constexpr double kGemm = 1e14;
 
-GpuTable tiny() {
-  auto t = GpuTable::load(kTiny, kTiny);
+calibration::KernelTable tiny() {
+  auto t = calibration::KernelTable::load(kTiny, kTiny);
   EXPECT_TRUE(t) << t.error().message;
   return *t;
 }
@@ -58,8 +58,8 @@ std::string read_all(const std::string& path) {
 
 // --- lookups ------------------------------------------------------------------------------------
 
-TEST(GpuTable, ExactShapesCostTheirP50) {
-  const GpuTable t = tiny();
+TEST(KernelTablePricing, ExactShapesCostTheirP50) {
+  const calibration::KernelTable t = tiny();
   Priced p = t.price(GemmShape{1024, 1024, 1024, GemmLayout::forward});
   EXPECT_EQ(p.match, Match::exact);
   EXPECT_DOUBLE_EQ(p.seconds, 0.04 * kMs);
@@ -72,8 +72,8 @@ TEST(GpuTable, ExactShapesCostTheirP50) {
   EXPECT_DOUBLE_EQ(p.seconds, 0.05 * kMs);
 }
 
-TEST(GpuTable, MissingGemmTakesTheNearestRowsFlopRate) {
-  const GpuTable t = tiny();
+TEST(KernelTablePricing, MissingGemmTakesTheNearestRowsFlopRate) {
+  const calibration::KernelTable t = tiny();
   // 2048 x 1024 x 1024: log-distance ln(2)^2 to 1024^3, 2 ln(4)^2 + ln(2)^2 to 4096^3. Same FLOP/s
   // as the 1024^3 row, twice the FLOPs: twice its time.
   const Priced p = t.price(GemmShape{2048, 1024, 1024, GemmLayout::forward});
@@ -83,8 +83,8 @@ TEST(GpuTable, MissingGemmTakesTheNearestRowsFlopRate) {
   EXPECT_NEAR(t.price(GemmShape{3500, 3500, 3500, GemmLayout::forward}).seconds, 2.0 * kMs * std::pow(3500.0 / 4096, 3), 1e-15);
 }
 
-TEST(GpuTable, GemmWithoutRowsOfItsLayoutIsTheDeviceRoofline) {
-  const GpuTable t = tiny();
+TEST(KernelTablePricing, GemmWithoutRowsOfItsLayoutIsTheDeviceRoofline) {
+  const calibration::KernelTable t = tiny();
   // No wgrad row: max(2 * 1024^3 / 1e14, 2 * 3 * 1024^2 / 1e12) = 2.147483648e-5 s (compute-bound).
   const Priced p = t.price(GemmShape{1024, 1024, 1024, GemmLayout::wgrad});
   EXPECT_EQ(p.match, Match::roofline);
@@ -93,8 +93,8 @@ TEST(GpuTable, GemmWithoutRowsOfItsLayoutIsTheDeviceRoofline) {
   EXPECT_DOUBLE_EQ(t.price(GemmShape{8, 8, 1000000, GemmLayout::wgrad}).seconds, 2.0 * (8e6 + 8e6 + 64) / kCopy);
 }
 
-TEST(GpuTable, MissingAttentionScalesTheNearestByFlops) {
-  const GpuTable t = tiny();
+TEST(KernelTablePricing, MissingAttentionScalesTheNearestByFlops) {
+  const calibration::KernelTable t = tiny();
   // seq 2048: 4x the FLOPs of the seq 1024 row.
   Priced p = t.price(AttentionShape{Direction::forward, 1, 8, 8, 2048, 128, true}, "commbound");
   EXPECT_EQ(p.match, Match::nearest);
@@ -111,8 +111,8 @@ TEST(GpuTable, MissingAttentionScalesTheNearestByFlops) {
   EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 1024, 64, true}, "commbound").match, Match::roofline);
 }
 
-TEST(GpuTable, MissingMemoryBoundTakesTheNearestRowsByteRate) {
-  const GpuTable t = tiny();
+TEST(KernelTablePricing, MissingMemoryBoundTakesTheNearestRowsByteRate) {
+  const calibration::KernelTable t = tiny();
   // tokens 2048 is nearer 1024 (ln 2) than 8192 (ln 4). rmsnorm_forward moves 4Tw + 2w bytes.
   const Priced p = t.price(MemoryBoundShape{"rmsnorm_forward", 2048, 1024});
   EXPECT_EQ(p.match, Match::nearest);
@@ -125,7 +125,7 @@ TEST(GpuTable, MissingMemoryBoundTakesTheNearestRowsByteRate) {
 
 TEST(CostModel, ContentionAndPowerFromTheTable) {
   GpuSpec gpu = *load_gpu(kPresets, "h100-sxm5");
-  const CostModel cost(gpu, std::make_shared<const GpuTable>(tiny()), "commbound");
+  const CostModel cost(gpu, std::make_shared<const calibration::KernelTable>(tiny()), "commbound");
   Op gemm, attention, norm;
   gemm.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward};
   attention.kernel = AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, true};
@@ -144,13 +144,13 @@ TEST(CostModel, ContentionAndPowerFromTheTable) {
 }
 
 // The example of docs/calibration.md's format section, every key of the format, reads cleanly.
-TEST(GpuTable, ReadsTheDocumentedExample) {
+TEST(KernelTablePricing, ReadsTheDocumentedExample) {
   const std::string doc = read_all("docs/calibration.md");
   const std::size_t begin = doc.find("```toml\n");
   ASSERT_NE(begin, std::string::npos);
   const std::size_t end = doc.find("```", begin + 8);
   const std::string path = temp_file("documented.toml", doc.substr(begin + 8, end - begin - 8));
-  auto t = GpuTable::load(path, "calibration/h100-sxm5.toml");
+  auto t = calibration::KernelTable::load(path, "calibration/h100-sxm5.toml");
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->describe(), "measured: calibration/h100-sxm5.toml (NVIDIA H100 80GB HBM3, 2026-11-22, commit abc1234)");
   EXPECT_DOUBLE_EQ(t->price(GemmShape{8192, 12288, 4096, GemmLayout::forward}).seconds, 1.1 * kMs);
@@ -176,7 +176,7 @@ TEST_P(BadTables, NameFileLineKeyAndValue) {
   ASSERT_NE(at, std::string::npos);
   text.replace(at, std::string(GetParam().replace).size(), GetParam().with);
   const std::string path = temp_file(std::string("bad_") + GetParam().name + ".toml", text);
-  auto t = GpuTable::load(path, path);
+  auto t = calibration::KernelTable::load(path, path);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().message.rfind(path + ":", 0), 0u) << t.error().message;
   EXPECT_NE(t.error().message.find(GetParam().expected), std::string::npos) << t.error().message;
@@ -266,22 +266,22 @@ TEST(Selection, ExplicitTableAndAttentionKernel) {
 // --- derived tables -----------------------------------------------------------------------------
 
 TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
-  const GpuTable source = tiny();
+  const calibration::KernelTable source = tiny();
   auto datasheet = [](const std::string& name) {
     const GpuSpec g = *load_gpu(kPresets, name);
-    return GpuTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
                                g.memory_bytes, g.tdp_w};
   };
-  const GpuTable d = source.derive(datasheet("h100-sxm5"), datasheet("a100-sxm4-80gb"), kTiny, "2026-02-03");
+  const calibration::KernelTable d = source.derive(datasheet("h100-sxm5"), datasheet("a100-sxm4-80gb"), kTiny, "2026-02-03");
   // calibration/gpus.toml: H100 989.4 TFLOP/s, 3350 GB/s, 700 W; A100 312 TFLOP/s, 2039 GB/s, 400 W.
   const double compute = 989.4 / 312.0, memory = 3350.0 / 2039.0, watts = 400.0 / 700.0;
   // Through the file format and back, as `commbound derive-table` writes it.
   std::ostringstream text;
   d.write(text);
   const std::string path = temp_file("derived.toml", text.str());
-  auto back = GpuTable::load(path, path);
+  auto back = calibration::KernelTable::load(path, path);
   ASSERT_TRUE(back) << back.error().message << "\n" << text.str();
-  for (const GpuTable* t : {&d, static_cast<const GpuTable*>(&*back)}) {
+  for (const calibration::KernelTable* t : {&d, static_cast<const calibration::KernelTable*>(&*back)}) {
     ASSERT_EQ(t->gemms().size(), 3u);
     EXPECT_NEAR(t->gemms()[0].time->p50_s, 0.04 * kMs * compute, 1e-9 * kMs);
     EXPECT_NEAR(t->gemms()[0].time->p10_s, 0.039 * kMs * compute, 1e-9 * kMs);
@@ -305,7 +305,7 @@ TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
     EXPECT_NE(t->provenance().derivation.find("crude"), std::string::npos);
   }
   EXPECT_EQ(back->describe().rfind("derived: ", 0), 0u);
-  EXPECT_EQ(CostModel(*load_gpu(kPresets, "a100-sxm4-80gb"), std::make_shared<const GpuTable>(*back), "commbound").source(),
+  EXPECT_EQ(CostModel(*load_gpu(kPresets, "a100-sxm4-80gb"), std::make_shared<const calibration::KernelTable>(*back), "commbound").source(),
             "derived");
 }
 
@@ -469,7 +469,7 @@ TEST(Engine, OneGpuIterationWithATableIsTheSumOfItsTableTimes) {
   const Program program = build_program(t);
   std::map<std::string, double> times;
   const std::string path = temp_file("oracle.toml", table_for(program, times));
-  auto table = GpuTable::load(path, path);
+  auto table = calibration::KernelTable::load(path, path);
   ASSERT_TRUE(table) << table.error().message;
   double expected = 0;
   int kernels = 0;
@@ -486,7 +486,7 @@ TEST(Engine, OneGpuIterationWithATableIsTheSumOfItsTableTimes) {
     }
     ++kernels;
   }
-  const CostModel cost(t.gpu, std::make_shared<const GpuTable>(*table), "commbound");
+  const CostModel cost(t.gpu, std::make_shared<const calibration::KernelTable>(*table), "commbound");
   const CostSummary summary = cost.summarize({program});
   EXPECT_EQ(summary.exact_ops, kernels);
   EXPECT_EQ(summary.fallback_ops, 0);

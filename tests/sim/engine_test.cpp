@@ -1,10 +1,10 @@
 // Training iteration emulation against oracles that follow from the program's structure.
 #include "network/collective_runner.hpp"
-#include "sim/engine.hpp"
-#include "sim/memory_model.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
-#include "sim/workload.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/workload/memory_model.hpp"
+#include "sim/metrics/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/workload/workload.hpp"
 #include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
 

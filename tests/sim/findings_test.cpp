@@ -4,8 +4,8 @@
 // study measured. Findings 3 (small TP raises throughput at scale) and 8 (CP worse than TP at 4k)
 // are NOT reproduced today: their tests are DISABLED_ with the numbers, so gtest reports them on
 // every run, and they are enabled once the collective and compute models (issues 8 and 9) fix them.
-#include "sim/presets.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/presets.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/sweep_runner.hpp"
 
 #include <gtest/gtest.h>

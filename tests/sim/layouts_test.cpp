@@ -5,8 +5,8 @@
 // child process (two at a time), so a crash is seen as a crash, not as the test's own death.
 #include "calibration/base/child_process.hpp"
 #include "sim/pipeline.hpp"
-#include "sim/presets.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/presets.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <gtest/gtest.h>
 

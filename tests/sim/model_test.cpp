@@ -1,5 +1,5 @@
 // Model zoo: parameter counts against the published sizes (shared/reference/models.md).
-#include "sim/model.hpp"
+#include "sim/scenario/model.hpp"
 
 #include <gtest/gtest.h>
 

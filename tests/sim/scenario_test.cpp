@@ -1,7 +1,7 @@
 // Scenario loading: valid files become SI structs; every kind of bad input becomes one error that
 // names the file, the line, the dotted key and the value.
-#include "sim/output.hpp"
-#include "sim/scenario.hpp"
+#include "sim/report/output.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "sim/shape_set.hpp"
+#include "sim/workload/shape_set.hpp"
 
 #include "calibration/table/kernel_table.hpp"
 

@@ -3,7 +3,7 @@
 // against the cluster (world size, divisibility), with errors naming file, line, key and value.
 #pragma once
 
-#include "sim/model.hpp"
+#include "sim/scenario/model.hpp"
 
 #include <string>
 

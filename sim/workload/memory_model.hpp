@@ -9,7 +9,7 @@
 // 34 s b h / t; with full recompute 2 s b h (the layer input) plus one layer's full activations.
 #pragma once
 
-#include "sim/training.hpp"
+#include "sim/scenario/training.hpp"
 
 #include <string>
 #include <utility>

@@ -9,9 +9,9 @@
 #include "network/collective.hpp"
 #include "calibration/base/expected.hpp"
 #include "network/nccl_constants.hpp"
-#include "sim/gpu_table.hpp"
-#include "sim/presets.hpp"
-#include "sim/training.hpp"
+#include "calibration/table/kernel_table.hpp"
+#include "sim/scenario/presets.hpp"
+#include "sim/scenario/training.hpp"
 
 #include <toml++/toml.h>
 
@@ -46,7 +46,7 @@ struct Scenario {
   // [cluster] kernel_table: the calibration table that prices compute, or null for the datasheet
   // roofline, with the reason in `roofline_reason` ("kernel_table = \"roofline\"", or the
   // missing calibration/<gpu>.toml of "auto").
-  std::shared_ptr<const GpuTable> kernel_table;
+  std::shared_ptr<const calibration::KernelTable> kernel_table;
   std::string roofline_reason;
   std::optional<Sweep> sweep;
 };

@@ -40,9 +40,5 @@ Expected<network::LinkTech> read_link(const toml::table& table, const std::strin
 
 // The validated TOML reader of the calibration room (calibration/table/table_reader.hpp), by the
 // names the simulator's readers (presets, scenarios, models) spell unqualified.
-using calibration::Overrides;
-using calibration::parse_toml_file;
-using calibration::TableReader;
-using calibration::where;
 
 }  // namespace commbound::sim

@@ -1,4 +1,4 @@
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/ConditionVariable.hpp>

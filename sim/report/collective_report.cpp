@@ -1,4 +1,4 @@
-#include "sim/collective_report.hpp"
+#include "sim/report/collective_report.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

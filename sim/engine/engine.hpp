@@ -8,10 +8,10 @@
 
 #include "network/collective_runner.hpp"
 #include "network/platform.hpp"
-#include "sim/cost_model.hpp"
-#include "sim/layout.hpp"
-#include "sim/training.hpp"
-#include "sim/workload.hpp"
+#include "sim/engine/cost_model.hpp"
+#include "sim/workload/layout.hpp"
+#include "sim/scenario/training.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <optional>
 #include <vector>

@@ -6,7 +6,7 @@
 #include "calibration/base/expected.hpp"
 #include "calibration/table/model_spec.hpp"
 #include "calibration/table/model_zoo.hpp"
-#include "sim/presets.hpp"
+#include "sim/scenario/presets.hpp"
 
 #include <string>
 
@@ -14,8 +14,5 @@ namespace commbound::sim {
 
 // Reads the model named `name` from the zoo of `presets` (calibration/models.toml).
 Expected<calibration::ModelSpec> load_model(const Presets& presets, const std::string& name);
-
-// The zoo reader's inline-table form, by the name sim/scenario.cpp spells unqualified.
-using calibration::read_model;
 
 }  // namespace commbound::sim

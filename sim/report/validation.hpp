@@ -5,7 +5,7 @@
 
 #include "calibration/base/expected.hpp"
 #include "network/nccl_tests.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <ostream>
 #include <string>

@@ -1,4 +1,4 @@
-#include "sim/output.hpp"
+#include "sim/report/output.hpp"
 
 #include <unistd.h>
 

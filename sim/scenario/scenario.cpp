@@ -1,7 +1,7 @@
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include "calibration/table/table_reader.hpp"
-#include "sim/model.hpp"
+#include "sim/scenario/model.hpp"
 
 #include <filesystem>
 #include <map>
@@ -10,6 +10,12 @@
 #include <sstream>
 
 namespace commbound::sim {
+
+using calibration::Overrides;
+using calibration::parse_toml_file;
+using calibration::TableReader;
+using calibration::where;
+using calibration::read_model;
 namespace {
 
 constexpr double kSecondsPerUs = 1e-6;
@@ -83,9 +89,9 @@ std::string render(const toml::node& v) {
 // [cluster] kernel_table: "roofline"; "auto" (calibration/<gpu>.toml if it exists); or a file,
 // relative to the working directory, else to the calibration directory. Gives the table, or why
 // the roofline is used; a named file that is missing or invalid is an error.
-using TableOrReason = std::variant<std::shared_ptr<const GpuTable>, std::string>;
+using TableOrReason = std::variant<std::shared_ptr<const calibration::KernelTable>, std::string>;
 // Kernel tables already read, by file and display name: a sweep reads its table once.
-using TableCache = std::map<std::string, std::shared_ptr<const GpuTable>>;
+using TableCache = std::map<std::string, std::shared_ptr<const calibration::KernelTable>>;
 Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const std::string& gpu, const Presets& presets,
                                              TableCache& cache) {
   namespace fs = std::filesystem;
@@ -106,12 +112,12 @@ Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const s
   }
   const std::string key = fs::absolute(file).lexically_normal().string() + "\n" + display;
   if (auto hit = cache.find(key); hit != cache.end()) return TableOrReason{hit->second};
-  auto table = GpuTable::load(file, display);
+  auto table = calibration::KernelTable::load(file, display);
   if (!table) {
     if (setting == "auto") return Error{"(auto) " + table.error().message};
     return table.error();
   }
-  auto shared = std::make_shared<const GpuTable>(std::move(*table));
+  auto shared = std::make_shared<const calibration::KernelTable>(std::move(*table));
   cache.emplace(key, shared);
   return TableOrReason{shared};
 }
@@ -166,7 +172,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     if (std::holds_alternative<std::string>(*table)) {
       sc.roofline_reason = std::get<std::string>(*table);
     } else {
-      sc.kernel_table = std::get<std::shared_ptr<const GpuTable>>(*table);
+      sc.kernel_table = std::get<std::shared_ptr<const calibration::KernelTable>>(*table);
     }
   }
 

@@ -13,8 +13,8 @@
 #pragma once
 
 #include "calibration/table/kernel_table.hpp"
-#include "sim/training.hpp"
-#include "sim/workload.hpp"
+#include "sim/scenario/training.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <map>
 #include <memory>

@@ -3,9 +3,9 @@
 // power, energy per token, memory per GPU, and how compute was priced.
 #pragma once
 
-#include "sim/engine.hpp"
-#include "sim/memory_model.hpp"
-#include "sim/training.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/workload/memory_model.hpp"
+#include "sim/scenario/training.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -58,15 +58,5 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Metrics, gpus, iteration_s, tokens_per_s, tok
                                    mfu, compute_s, comm_s, exposed_comm_s, exposed_comm_fraction, power_w_per_gpu,
                                    tokens_per_joule, memory_bytes_per_gpu, oom, memory, cost_model_source,
                                    cost_model_table, cost_model_description, cost_summary, power_model_description)
-
-// One row per scenario (a sweep gives several): table, CSV or JSON with the keys of Metrics.
-void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,
-                   const std::string& title);
-
-// Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): a process per simulated rank (one per
-// pipeline stage), a track per stream. `stages` are the programs by pipeline stage, `stage_of`
-// maps a rank to its stage.
-void write_trace(std::ostream& out, const std::vector<Program>& stages, const std::vector<int>& stage_of,
-                 const IterationTimeline& timeline);
 
 }  // namespace commbound::sim

@@ -1,10 +1,14 @@
-#include "sim/presets.hpp"
+#include "sim/scenario/presets.hpp"
 
 #include <unistd.h>
 
 #include <array>
 
 namespace commbound::sim {
+
+using calibration::Overrides;
+using calibration::parse_toml_file;
+using calibration::TableReader;
 namespace {
 
 constexpr double kBytesPerGB = 1e9;

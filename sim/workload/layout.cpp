@@ -1,4 +1,4 @@
-#include "sim/layout.hpp"
+#include "sim/workload/layout.hpp"
 
 namespace commbound::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/workload.hpp"
+#include "sim/workload/workload.hpp"
 
 #include "calibration/table/llama_recipe.hpp"
 

@@ -15,16 +15,13 @@
 
 #include "calibration/table/kernel_shape.hpp"
 #include "network/collective.hpp"
-#include "sim/training.hpp"
+#include "sim/scenario/training.hpp"
 
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace commbound::sim {
-
-// sim/metrics.cpp spells the memory-bound kernel's shape unqualified.
-using calibration::MemoryBoundShape;
 
 // Pipeline parallelism sends activations forward and gradients backward between neighbouring
 // stages, each direction and peer on its own stream, so sends and receives never wait for each

@@ -1,4 +1,4 @@
-#include "sim/model.hpp"
+#include "sim/scenario/model.hpp"
 
 namespace commbound::sim {
 

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "calibration/table/kernel_shape.hpp"
-#include "sim/workload.hpp"
+#include "sim/workload/workload.hpp"
 
 #include <ostream>
 #include <set>

@@ -1,4 +1,4 @@
-#include "sim/cost_model.hpp"
+#include "sim/engine/cost_model.hpp"
 
 #include <algorithm>
 

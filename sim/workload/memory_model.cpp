@@ -1,4 +1,4 @@
-#include "sim/memory_model.hpp"
+#include "sim/workload/memory_model.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "sim/validation.hpp"
+#include "sim/report/validation.hpp"
 
 #include <fmt/format.h>
 

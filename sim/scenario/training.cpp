@@ -1,8 +1,11 @@
-#include "sim/training.hpp"
+#include "sim/scenario/training.hpp"
 
 #include "calibration/table/table_reader.hpp"
 
 namespace commbound::sim {
+
+using calibration::parse_toml_file;
+using calibration::TableReader;
 
 Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   const auto path = presets.dir() / "gpus.toml";
