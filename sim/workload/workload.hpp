@@ -1,10 +1,17 @@
 // Workload: the program one GPU runs in one training iteration, as ops on streams with
-// dependencies, for DDP and FSDP (ZeRO-2 / ZeRO-3) with optional Megatron tensor parallelism.
+// dependencies, for DDP, FSDP (ZeRO-2 / ZeRO-3) and HSDP, with Megatron tensor, pipeline and
+// context parallelism.
 //
 // Every data-parallel replica and every tensor-parallel rank runs the same program on the same
 // hardware, so the engine simulates one representative rank (rank 0) and runs its collectives
 // over their full groups (and the data-parallel groups of the other tensor-parallel ranks, which
 // share the NICs); tests/sim/engine_test.cpp checks the shortcut against simulating every rank.
+//
+// A stage's program is built by passes (workload/internal/): the pipeline schedule orders its
+// forward and backward passes (1F1B, plain or interleaved); a ProgramWriter lays out each pass's
+// kernels with the model parallelism inside a layer (tensor-parallel reductions, ring attention);
+// one data-parallel pass per strategy (none, DDP, FSDP ZeRO-2/3, HSDP) adds the parameter
+// gathers and gradient reductions around them.
 //
 // The compute ops of a layer, the embedding, the LM head and the optimizer are the calibration
 // room's Llama recipe (calibration/table/llama_recipe.hpp), each kernel wrapped into an op with its

@@ -1,0 +1,90 @@
+#include "sim/workload/internal/data_parallel.hpp"
+
+namespace commbound::sim::internal {
+namespace {
+
+using network::CollectiveOp;
+
+class DdpPass final : public DataParallelPass {
+public:
+  explicit DdpPass(double bucket_cap_bytes) : bucket_cap_bytes_(bucket_cap_bytes) {}
+
+  // Gradients join the current bucket as their layer's backward ends; a bucket is all-reduced when
+  // it reaches the cap, and the last one when the chunk's backward ends.
+  void reduce_layer(ProgramWriter& w, int l, bool last_of_chunk, double unit_bytes, int after) override {
+    bucket_bytes_ += unit_bytes;
+    if (bucket_bytes_ < bucket_cap_bytes_ && !last_of_chunk) return;
+    gradient_syncs_.push_back(w.collective("bucket.layer" + std::to_string(l) + ".allreduce", StreamId::reduce_scatter,
+                                           CollectiveOp::all_reduce, GroupKind::data_parallel, bucket_bytes_, {after}));
+    bucket_bytes_ = 0;
+  }
+  void reduce_root(ProgramWriter& w, double root_bytes, int after) override {
+    gradient_syncs_.push_back(w.collective("root.allreduce", StreamId::reduce_scatter, CollectiveOp::all_reduce,
+                                           GroupKind::data_parallel, root_bytes, {after}));
+  }
+
+private:
+  const double bucket_cap_bytes_;
+  double bucket_bytes_ = 0;
+};
+
+// FSDP over all replicas, or (replica_groups > 1) HSDP: FSDP over a shard group of `shard_ranks`,
+// each reduced shard then all-reduced over the replica group.
+class FsdpPass final : public DataParallelPass {
+public:
+  FsdpPass(int zero_stage, bool hsdp, int shard_ranks, int replica_groups)
+      : zero_stage_(zero_stage),
+        shard_kind_(hsdp ? GroupKind::shard : GroupKind::data_parallel),
+        hsdp_(hsdp),
+        shard_ranks_(shard_ranks),
+        replica_groups_(replica_groups) {}
+
+  // ZeRO-2 keeps the gathered parameters from the first micro-batch to the end of the iteration;
+  // ZeRO-3 frees them after each use.
+  int gather_forward(ProgramWriter& w, const std::string& unit, const std::string& tag, int mb, double unit_bytes,
+                     std::vector<int> deps) override {
+    if (mb > 0 && zero_stage_ != 3) return -1;
+    return w.collective(unit + ".allgather" + tag, StreamId::all_gather, CollectiveOp::all_gather, shard_kind_,
+                        unit_bytes, std::move(deps));
+  }
+  int gather_backward(ProgramWriter& w, const std::string& unit, const std::string& tag, double unit_bytes,
+                      std::vector<int> deps) override {
+    if (zero_stage_ != 3) return -1;
+    return w.collective(unit + ".allgather_bwd" + tag, StreamId::all_gather, CollectiveOp::all_gather, shard_kind_,
+                        unit_bytes, std::move(deps));
+  }
+  void reduce_layer(ProgramWriter& w, int l, bool, double unit_bytes, int after) override {
+    reduce(w, "layer" + std::to_string(l), unit_bytes, after);
+  }
+  void reduce_root(ProgramWriter& w, double root_bytes, int after) override { reduce(w, "root", root_bytes, after); }
+
+private:
+  void reduce(ProgramWriter& w, const std::string& unit, double unit_bytes, int after) {
+    const int rs = w.collective(unit + ".reducescatter", StreamId::reduce_scatter, CollectiveOp::reduce_scatter,
+                                shard_kind_, unit_bytes, {after});
+    if (!hsdp_ || replica_groups_ < 2) {
+      gradient_syncs_.push_back(rs);
+      return;
+    }
+    gradient_syncs_.push_back(w.collective(unit + ".replica_allreduce", StreamId::reduce_scatter,
+                                           CollectiveOp::all_reduce, GroupKind::replica, unit_bytes / shard_ranks_,
+                                           {rs}));
+  }
+
+  const int zero_stage_;
+  const GroupKind shard_kind_;
+  const bool hsdp_;
+  const int shard_ranks_;
+  const int replica_groups_;
+};
+
+}  // namespace
+
+std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t) {
+  if (t.replicas() < 2) return std::make_unique<DataParallelPass>();
+  if (!t.sharded()) return std::make_unique<DdpPass>(t.ddp_bucket_bytes);
+  const bool hsdp = t.strategy == Strategy::hsdp;
+  return std::make_unique<FsdpPass>(t.zero_stage, hsdp, t.hsdp_shard, t.replicas() / t.hsdp_shard);
+}
+
+}  // namespace commbound::sim::internal

@@ -1,0 +1,51 @@
+// Data-parallel strategy passes: how parameters reach a stage's compute and how its gradients
+// leave it, one class per strategy. The stage builder (workload.cpp) calls a pass's hooks where
+// those collectives are issued; a hook appends its collectives through the ProgramWriter and
+// returns the op the compute waits for (-1: none).
+//   none: a single replica, nothing to move;
+//   DDP:  gradients all-reduced in buckets during the last micro-batch's backward (PyTorch DDP);
+//   FSDP: parameters all-gathered per unit before use and gradients reduce-scattered (ZeRO-2
+//         gathers once per iteration, ZeRO-3 before every forward and backward);
+//   HSDP: FSDP within a shard group, then each reduced shard all-reduced across the replicas.
+#pragma once
+
+#include "sim/workload/internal/program_writer.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace commbound::sim::internal {
+
+class DataParallelPass {
+public:
+  virtual ~DataParallelPass() = default;
+
+  // Before the forward of micro-batch `mb` through a unit (a layer, or "root": the embedding and
+  // LM head) of `unit_bytes` parameters, after `deps`; `tag` names the micro-batch (".mb3").
+  virtual int gather_forward(ProgramWriter&, const std::string& /*unit*/, const std::string& /*tag*/, int /*mb*/,
+                             double /*unit_bytes*/, std::vector<int> /*deps*/) {
+    return -1;
+  }
+  // Before a layer's backward, after `deps`.
+  virtual int gather_backward(ProgramWriter&, const std::string& /*unit*/, const std::string& /*tag*/,
+                              double /*unit_bytes*/, std::vector<int> /*deps*/) {
+    return -1;
+  }
+  // After layer `l`'s backward (op `after`) on the last micro-batch; `last_of_chunk`: the lowest
+  // layer of the model chunk, the last whose gradients this backward produces.
+  virtual void reduce_layer(ProgramWriter&, int /*l*/, bool /*last_of_chunk*/, double /*unit_bytes*/, int /*after*/) {}
+  // After the stage's last backward (op `after`): the root's gradients.
+  virtual void reduce_root(ProgramWriter&, double /*root_bytes*/, int /*after*/) {}
+
+  // The ops the optimizer step waits for: every gradient reduction.
+  const std::vector<int>& gradient_syncs() const { return gradient_syncs_; }
+
+protected:
+  std::vector<int> gradient_syncs_;
+};
+
+// The pass of `t`'s strategy (none when there is a single replica).
+std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t);
+
+}  // namespace commbound::sim::internal

@@ -1,0 +1,148 @@
+#include "sim/workload/internal/program_writer.hpp"
+
+namespace commbound::sim::internal {
+namespace {
+
+using calibration::Direction;
+using calibration::RecipeKernel;
+
+Op compute_op(std::string name, OpKind kind, double flops, double bytes) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.flops = flops;
+  op.bytes = bytes;
+  return op;
+}
+
+OpKind kind_of(const calibration::KernelShape& shape) {
+  if (std::holds_alternative<calibration::GemmShape>(shape)) return OpKind::gemm;
+  if (std::holds_alternative<calibration::AttentionShape>(shape)) return OpKind::attention;
+  return OpKind::elementwise;
+}
+
+calibration::StepLayout layout_of(const TrainingSpec& t) {
+  calibration::StepLayout l;
+  l.micro_batch = t.micro_batch;
+  l.seq = t.seq_len;
+  l.tp = t.tp;
+  l.cp = t.cp;
+  return l;
+}
+
+// `kernels` with `suffix` appended to their names ("embedding" -> "embedding.fwd.mb0").
+std::vector<RecipeKernel> renamed(std::vector<RecipeKernel> kernels, const std::string& suffix) {
+  for (RecipeKernel& k : kernels) k.name += suffix;
+  return kernels;
+}
+
+}  // namespace
+
+ProgramWriter::ProgramWriter(const TrainingSpec& t)
+    : t_(t),
+      recipe_(t.model, layout_of(t)),
+      layer_fwd_(recipe_.layer(Direction::forward)),
+      layer_bwd_(recipe_.layer(Direction::backward)),
+      head_fwd_(recipe_.lm_head(Direction::forward)),
+      head_bwd_(recipe_.lm_head(Direction::backward)),
+      embedding_fwd_(recipe_.embedding(Direction::forward)),
+      embedding_bwd_(recipe_.embedding(Direction::backward)) {}
+
+int ProgramWriter::add(Op op) {
+  program_.ops.push_back(std::move(op));
+  return size() - 1;
+}
+
+int ProgramWriter::kernel(const std::string& name, const RecipeKernel& k, std::vector<int> deps) {
+  Op op = compute_op(name, kind_of(k.shape), calibration::flops(k.shape), calibration::bytes(k.shape));
+  op.kernel = k.shape;
+  op.deps = std::move(deps);
+  return add(op);
+}
+
+int ProgramWriter::sync(const std::string& name, std::vector<int> deps) {
+  Op op = compute_op(name, OpKind::elementwise, 0, 0);
+  op.deps = std::move(deps);
+  return add(op);
+}
+
+int ProgramWriter::collective(const std::string& name, StreamId stream, network::CollectiveOp c, GroupKind g,
+                              double size_bytes, std::vector<int> deps) {
+  Op op = compute_op(name, OpKind::collective, 0, 0);
+  op.stream = stream;
+  op.collective = c;
+  op.group = g;
+  op.size_bytes = size_bytes;
+  op.deps = std::move(deps);
+  return add(op);
+}
+
+int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel>& kernels, std::vector<int> deps,
+                       bool backward) {
+  int x = -1;
+  for (const RecipeKernel& k : kernels) {
+    std::vector<int> after = x < 0 ? std::move(deps) : std::vector<int>{x};
+    x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
+                                                                     : kernel(prefix + k.name, k, after);
+    if (!k.tp_reduction.empty()) x = tp_sync(prefix + k.tp_reduction, x);
+  }
+  return x;
+}
+
+int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after) {
+  const std::string prefix = "layer" + std::to_string(l) + tag + (backward ? ".bwd." : ".fwd.");
+  return run(prefix, backward ? layer_bwd_ : layer_fwd_, {after}, backward);
+}
+
+int ProgramWriter::lm_head(const std::string& tag, bool backward, int after) {
+  const std::string prefix = "lm_head" + tag + (backward ? ".bwd." : ".fwd.");
+  return run(prefix, backward ? head_bwd_ : head_fwd_, {after}, backward);
+}
+
+int ProgramWriter::embedding(const std::string& tag, bool backward, std::vector<int> deps) {
+  return run("", renamed(backward ? embedding_bwd_ : embedding_fwd_, (backward ? ".bwd" : ".fwd") + tag),
+             std::move(deps), backward);
+}
+
+double ProgramWriter::tokens() const { return static_cast<double>(t_.micro_batch) * t_.seq_len / t_.cp; }
+
+// Megatron tensor parallelism: after the attention and MLP output projections the partial sums
+// are all-reduced (forward and, for the input gradients, backward); with sequence parallelism a
+// reduce-scatter / all-gather pair replaces each all-reduce.
+int ProgramWriter::tp_sync(const std::string& name, int after) {
+  if (t_.tp == 1) return after;
+  const double bytes = tokens() * t_.model.hidden * kBf16Bytes;
+  if (!t_.sequence_parallel) {
+    return collective(name + ".tp_allreduce", StreamId::tensor_parallel, network::CollectiveOp::all_reduce,
+                      GroupKind::tensor_parallel, bytes, {after});
+  }
+  const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
+                            network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, bytes, {after});
+  return collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
+                    GroupKind::tensor_parallel, bytes, {rs});
+}
+
+// Attention after ops `after`. With context parallelism, ring attention: the recipe's kernel
+// runs once per KV block (cp); the rank's KV block travels around the CP ring in cp - 1 steps
+// (backward: with its gradient, twice the bytes) while attention runs block by block; block k
+// waits for the step that brought it.
+int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, const std::vector<int>& after,
+                             bool backward) {
+  if (k.runs == 1) return kernel(prefix + k.name, k, after);
+  const double kv_block_bytes = 2 * tokens() * t_.model.kv_dim() / t_.tp * kBf16Bytes * (backward ? 2 : 1);
+  std::vector<int> chunk = after;
+  int step = -1;
+  for (int b = 0; b < k.runs; ++b) {
+    std::vector<int> deps = chunk;
+    if (step >= 0) deps.push_back(step);
+    if (b + 1 < k.runs) {
+      step = collective(prefix + "cp_kv.step" + std::to_string(b), StreamId::context_parallel,
+                        network::CollectiveOp::send_recv, GroupKind::context_next, kv_block_bytes,
+                        step >= 0 ? std::vector<int>{step} : after);
+    }
+    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), k, deps)};
+  }
+  return chunk.front();
+}
+
+}  // namespace commbound::sim::internal

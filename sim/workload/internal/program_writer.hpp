@@ -1,0 +1,60 @@
+// ProgramWriter: appends ops to one GPU's program. The building blocks every strategy pass uses:
+// a recipe kernel as a compute op, a zero-cost synchronisation point, a collective on a stream,
+// and a run of recipe kernels with the model parallelism inside a layer (Megatron tensor-parallel
+// reductions, ring attention over the context-parallel group).
+#pragma once
+
+#include "calibration/table/llama_recipe.hpp"
+#include "sim/workload/workload.hpp"
+
+#include <string>
+#include <vector>
+
+namespace commbound::sim::internal {
+
+inline constexpr double kBf16Bytes = 2;
+
+class ProgramWriter {
+public:
+  explicit ProgramWriter(const TrainingSpec& t);
+
+  // An op running the recipe's kernel `k`: its FLOPs and fewest bytes are the kernel shape's
+  // (what the datasheet roofline prices when no table is in use). Returns its index.
+  int kernel(const std::string& name, const calibration::RecipeKernel& k, std::vector<int> deps);
+  // A synchronisation point: no kernel, no cost.
+  int sync(const std::string& name, std::vector<int> deps);
+  int collective(const std::string& name, StreamId stream, network::CollectiveOp c, GroupKind g, double size_bytes,
+                 std::vector<int> deps);
+
+  // The recipe's `kernels` one after another, the first after `deps`, each named `prefix` + its
+  // name, with the tensor-parallel reductions the recipe marks; returns the last op.
+  int run(const std::string& prefix, const std::vector<calibration::RecipeKernel>& kernels, std::vector<int> deps,
+          bool backward);
+  // One transformer layer `l` of micro-batch `tag` (".mb3"), forward or backward, after `after`.
+  int layer(int l, const std::string& tag, bool backward, int after);
+  // The final norm, the LM head and the loss (backward: the loss's gradient first).
+  int lm_head(const std::string& tag, bool backward, int after);
+  // The input embedding (backward: its weight gradient).
+  int embedding(const std::string& tag, bool backward, std::vector<int> deps);
+
+  // Tokens of one micro-batch on this rank: context parallelism splits the sequence.
+  double tokens() const;
+
+  Op& op(int i) { return program_.ops[static_cast<std::size_t>(i)]; }
+  int size() const { return static_cast<int>(program_.ops.size()); }
+  Program take() { return std::move(program_); }
+
+private:
+  int add(Op op);
+  int tp_sync(const std::string& name, int after);
+  int attention(const std::string& prefix, const calibration::RecipeKernel& k, const std::vector<int>& after,
+                bool backward);
+
+  const TrainingSpec& t_;
+  const calibration::LlamaRecipe recipe_;
+  const std::vector<calibration::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
+      embedding_bwd_;
+  Program program_;
+};
+
+}  // namespace commbound::sim::internal

@@ -1,0 +1,138 @@
+// The workload's passes against what each strategy is documented to do, counted by hand: the
+// 1F1B order of Megatron's schedule, and the collectives of none / DDP / FSDP ZeRO-2 and -3 /
+// HSDP on Llama-2 7B (32 layers, hidden 4096; a layer's bf16 parameters are 2 x 202,383,360 =
+// 404,766,720 bytes, over DDP's 25 MB bucket cap, so every layer fills a bucket alone).
+#include "sim/scenario/presets.hpp"
+#include "sim/workload/internal/pipeline_schedule.hpp"
+#include "sim/workload/workload.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace commbound::sim {
+namespace {
+
+using internal::ScheduleUnit;
+
+const Presets kPresets("calibration");
+
+std::string spell(const std::vector<ScheduleUnit>& order) {
+  std::string s;
+  for (const ScheduleUnit& u : order) {
+    s += (u.backward ? "B" : "F") + std::to_string(u.chunk) + "." + std::to_string(u.micro_batch) + " ";
+  }
+  return s;
+}
+
+// PipeDream-Flush on 4 stages, 6 micro-batches: stage 0 warms up with P - 1 = 3 forwards, the
+// last stage with none; then one forward, one backward; the backwards left drain at the end.
+TEST(PipelineSchedule, OneFOneBWarmsUpWithTheStagesBelow) {
+  EXPECT_EQ(spell(internal::one_forward_one_backward(4, 0, 1, 6)),
+            "F0.0 F0.1 F0.2 F0.3 B0.0 F0.4 B0.1 F0.5 B0.2 B0.3 B0.4 B0.5 ");
+  EXPECT_EQ(spell(internal::one_forward_one_backward(4, 3, 1, 6)),
+            "F0.0 B0.0 F0.1 B0.1 F0.2 B0.2 F0.3 B0.3 F0.4 B0.4 F0.5 B0.5 ");
+}
+
+// Megatron's interleaved schedule, 2 stages x 2 chunks, 4 micro-batches: forwards go through
+// groups of P = 2 micro-batches chunk by chunk (0.0 0.1 1.0 1.1 0.2 0.3 1.2 1.3), backwards
+// likewise from the last chunk; stage 0 warms up with 2 (P - 1) + (v - 1) P = 4 units.
+TEST(PipelineSchedule, InterleavedTakesMicroBatchesInGroupsOfTheStages) {
+  EXPECT_EQ(spell(internal::one_forward_one_backward(2, 0, 2, 4)),
+            "F0.0 F0.1 F1.0 F1.1 F0.2 B1.0 F0.3 B1.1 F1.2 B0.0 F1.3 B0.1 B1.2 B1.3 B0.2 B0.3 ");
+}
+
+// Every (chunk, micro-batch) runs forward once and backward once, the backward after the forward.
+TEST(PipelineSchedule, EveryUnitRunsForwardThenBackwardOnce) {
+  for (int stages : {1, 2, 4, 8}) {
+    for (int chunks : {1, 2, 3}) {
+      for (int stage = 0; stage < stages; ++stage) {
+        const int micro_batches = 2 * stages;
+        std::map<std::pair<int, int>, int> seen;  // 1: forward ran, 2: backward ran too
+        for (const ScheduleUnit& u : internal::one_forward_one_backward(stages, stage, chunks, micro_batches)) {
+          int& state = seen[{u.chunk, u.micro_batch}];
+          EXPECT_EQ(state, u.backward ? 1 : 0) << stages << " stages, stage " << stage << ", " << chunks << " chunks";
+          state = u.backward ? 2 : 1;
+        }
+        EXPECT_EQ(seen.size(), static_cast<std::size_t>(chunks * micro_batches));
+        for (const auto& [unit, state] : seen) EXPECT_EQ(state, 2);
+      }
+    }
+  }
+}
+
+TrainingSpec llama2_7b(Strategy strategy, int zero_stage, int dp, int micro_batches) {
+  TrainingSpec t;
+  t.model = *load_model(kPresets, "llama2-7b");
+  t.gpu = *load_gpu(kPresets, "h100-sxm5");
+  t.micro_batch = 1;
+  t.micro_batches = micro_batches;
+  t.dp = dp;
+  t.global_batch = dp * micro_batches;
+  t.strategy = strategy;
+  t.zero_stage = zero_stage;
+  t.hsdp_shard = 8;
+  return t;
+}
+
+// Collectives of a program by the name's kind ("allgather", "reducescatter", ...: the part after
+// the unit's name, without the micro-batch tag).
+std::map<std::string, int> collectives(const TrainingSpec& t) {
+  std::map<std::string, int> n;
+  for (const Op& op : build_program(t).ops) {
+    if (op.kind != OpKind::collective) continue;
+    std::string kind = op.name.substr(op.name.find('.') + 1);
+    if (kind.rfind("layer", 0) == 0) kind = kind.substr(kind.find('.') + 1);  // "bucket.layer7.allreduce"
+    ++n[kind.substr(0, kind.find(".mb"))];
+  }
+  return n;
+}
+
+TEST(DataParallelPass, OneReplicaMovesNothing) {
+  EXPECT_TRUE(collectives(llama2_7b(Strategy::fsdp, 3, 1, 4)).empty());
+}
+
+// DDP: one bucket per layer (each over the cap) and the root's all-reduce, once per iteration.
+TEST(DataParallelPass, DdpAllReducesABucketPerLayerAndTheRoot) {
+  const std::map<std::string, int> expected{{"allreduce", 32 + 1}};
+  EXPECT_EQ(collectives(llama2_7b(Strategy::ddp, 2, 16, 4)), expected);
+}
+
+// ZeRO-2: parameters gathered once (33 units: 32 layers + root) on the first micro-batch and kept;
+// gradients reduce-scattered once per unit.
+TEST(DataParallelPass, ZeroTwoGathersOncePerIteration) {
+  const std::map<std::string, int> expected{{"allgather", 33}, {"reducescatter", 33}};
+  EXPECT_EQ(collectives(llama2_7b(Strategy::fsdp, 2, 16, 4)), expected);
+}
+
+// ZeRO-3: every micro-batch gathers every unit for its forward and every layer again for its
+// backward (the root's parameters stay gathered between the LM head's forward and backward).
+TEST(DataParallelPass, ZeroThreeGathersForEveryForwardAndBackward) {
+  const std::map<std::string, int> expected{{"allgather", 4 * 33}, {"allgather_bwd", 4 * 32}, {"reducescatter", 33}};
+  EXPECT_EQ(collectives(llama2_7b(Strategy::fsdp, 3, 16, 4)), expected);
+}
+
+// HSDP over 16 replicas in shard groups of 8: FSDP's collectives within the shard group, and each
+// reduced shard (1/8 of the unit) all-reduced across the 2 replica groups.
+TEST(DataParallelPass, HsdpAllReducesEachReducedShardAcrossReplicas) {
+  const TrainingSpec t = llama2_7b(Strategy::hsdp, 2, 16, 1);
+  const std::map<std::string, int> expected{{"allgather", 33}, {"reducescatter", 33}, {"replica_allreduce", 33}};
+  EXPECT_EQ(collectives(t), expected);
+  const Program p = build_program(t);
+  auto named = [&](const std::string& name) {
+    for (const Op& op : p.ops) {
+      if (op.name == name) return op;
+    }
+    ADD_FAILURE() << "no op " << name;
+    return Op{};
+  };
+  EXPECT_EQ(named("layer1.reducescatter").group, GroupKind::shard);
+  EXPECT_EQ(named("layer1.replica_allreduce").group, GroupKind::replica);
+  EXPECT_DOUBLE_EQ(named("layer1.replica_allreduce").size_bytes, 404'766'720.0 / 8);
+}
+
+}  // namespace
+}  // namespace commbound::sim
