@@ -3,6 +3,7 @@
 #include "calibration/base/check.hpp"
 #include "network/internal/algorithm_params.hpp"
 #include "network/internal/nvls.hpp"
+#include "network/internal/route_cache.hpp"
 #include "network/internal/ring.hpp"
 #include "network/internal/send_recv.hpp"
 #include "network/internal/tree.hpp"
@@ -48,7 +49,10 @@ CollectiveRunner::CollectiveRunner(Platform& platform, const NcclConstants& nccl
     : platform_(platform),
       nccl_(nccl),
       tuner_(platform.spec().node, platform.spec().fabric, nccl),
-      merge_channels_(merge_channels) {}
+      merge_channels_(merge_channels),
+      routes_(std::make_unique<internal::RouteCache>()) {}
+
+CollectiveRunner::~CollectiveRunner() = default;
 
 CallShape CollectiveRunner::shape_of(const CollectiveCall& call) const {
   std::vector<int> nodes;
@@ -83,6 +87,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   const internal::AlgorithmResult part = run_algorithm({
       .platform = platform_,
       .nccl = nccl_,
+      .routes = *routes_,
       .call = call,
       .shape = shape,
       .choice = choice,

@@ -29,12 +29,21 @@
 #include "network/nccl_tuner.hpp"
 #include "network/platform.hpp"
 
+#include <memory>
+
 namespace commbound::network {
+
+namespace internal {
+class RouteCache;
+}
 
 class CollectiveRunner {
 public:
   // `merge_channels` = false simulates every NCCL channel as its own flow (slower; for tests).
   CollectiveRunner(Platform& platform, const NcclConstants& nccl, bool merge_channels = true);
+  ~CollectiveRunner();
+  CollectiveRunner(const CollectiveRunner&) = delete;
+  CollectiveRunner& operator=(const CollectiveRunner&) = delete;
 
   // NCCL's tuner as it would run on this platform.
   const NcclTuner& tuner() const { return tuner_; }
@@ -52,6 +61,9 @@ private:
   NcclConstants nccl_;
   NcclTuner tuner_;
   bool merge_channels_;
+  // Routes and coupled rates of the groups earlier calls ran over (internal/route_cache.hpp): a
+  // memo, so run() stays const.
+  std::unique_ptr<internal::RouteCache> routes_;
 };
 
 }  // namespace commbound::network

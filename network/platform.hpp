@@ -14,7 +14,9 @@
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace simgrid::s4u {
@@ -26,6 +28,7 @@ namespace commbound::network {
 
 namespace internal {
 class FabricZone;
+struct SegmentRoute;
 }
 
 class Platform {
@@ -60,12 +63,14 @@ public:
   int leaf_up_ports() const;
 
   // Segment flows (see internal/fabric_zone.hpp): one SimGrid flow over the routes of many edges,
-  // capped at a rate. acquire_segment() returns a free slot or -1; route_segment() sets its route
+  // capped at a rate. acquire_segment() returns a free slot or -1; segment_route() works out the
+  // route over some edges, once, for as many uses as wanted; route_segment() sets a slot's route
   // and cap (<= 0: none) and returns the route's summed latency; the flow runs from
   // segment_src(slot) to segment_dst(slot); release_segment() frees the slot once it completed.
   int acquire_segment();
-  double route_segment(int slot, const std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>>& edges,
-                       double cap_bytes_per_s);
+  std::shared_ptr<const internal::SegmentRoute> segment_route(
+      std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
+  double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double cap_bytes_per_s);
   simgrid::s4u::Host* segment_src(int slot) const;
   simgrid::s4u::Host* segment_dst(int slot) const;
   void release_segment(int slot);

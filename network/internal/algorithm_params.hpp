@@ -10,6 +10,7 @@
 #include "network/nccl_constants.hpp"
 #include "network/nccl_tuner.hpp"
 #include "network/platform.hpp"
+#include "network/internal/route_cache.hpp"
 
 #include <optional>
 
@@ -19,6 +20,7 @@ namespace commbound::network::internal {
 struct AlgorithmParams {
   Platform& platform;
   const NcclConstants& nccl;
+  RouteCache& routes;          // the runner's: routes of groups seen by earlier calls
   const CollectiveCall& call;  // passed CollectiveRunner::check() with `choice`
   CallShape shape;
   CollectiveChoice choice;

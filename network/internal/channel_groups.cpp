@@ -1,7 +1,6 @@
 #include "network/internal/channel_groups.hpp"
 
 #include <algorithm>
-#include <map>
 
 namespace commbound::network::internal {
 namespace {
@@ -12,12 +11,15 @@ double channels_of(int group, int groups, int total) { return total / groups + (
 }  // namespace
 
 std::vector<std::vector<int>> by_node(const Platform& platform, const std::vector<int>& ranks) {
-  std::map<int, int> slot;
+  std::vector<int> slot(static_cast<std::size_t>(platform.spec().nodes), -1);  // node -> index in `nodes`
   std::vector<std::vector<int>> nodes;
   for (int r : ranks) {
-    auto [it, fresh] = slot.try_emplace(platform.node_of(r), static_cast<int>(nodes.size()));
-    if (fresh) nodes.emplace_back();
-    nodes[it->second].push_back(r);
+    int& s = slot[static_cast<std::size_t>(platform.node_of(r))];
+    if (s < 0) {
+      s = static_cast<int>(nodes.size());
+      nodes.emplace_back();
+    }
+    nodes[static_cast<std::size_t>(s)].push_back(r);
   }
   for (auto& n : nodes) std::sort(n.begin(), n.end());
   return nodes;

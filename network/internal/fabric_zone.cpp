@@ -219,7 +219,9 @@ void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit)
   if (src_id >= segment_base_id_) {
     const std::size_t slot = (src_id - segment_base_id_) / 2;
     visit(segment_cap_[slot]);
-    for (const Hop& hop : segment_route_[slot]) visit(hop);
+    if (segment_route_[slot]) {
+      for (const Hop& hop : segment_route_[slot]->hops) visit(hop);
+    }
     return;
   }
   if (src_id == dst_id) {
@@ -261,23 +263,42 @@ void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit)
   }
 }
 
-double FabricZone::set_segment(int slot, const std::vector<std::pair<sg4::Host*, sg4::Host*>>& edges) {
-  std::vector<Hop>& route = segment_route_[slot];
-  route.clear();
-  double latency_s = 0;
+std::shared_ptr<const SegmentRoute> FabricZone::segment_route(
+    std::span<const std::pair<sg4::Host*, sg4::Host*>> edges) const {
+  auto route = std::make_shared<SegmentRoute>();
   for (const auto& [src, dst] : edges) {
     walk(src->get_netpoint()->id(), dst->get_netpoint()->id(), [&](const Hop& hop) {
       if (hop.direction == 0) return;  // fatpipes (switch traversals) never constrain bandwidth
-      route.push_back(hop);
-      latency_s += hop.latency_s;
+      route->hops.push_back(hop);
+      route->links.push_back(hop.impl);
+      route->latency_s += hop.latency_s;
     });
   }
-  return latency_s;
+  return route;
+}
+
+double FabricZone::set_segment(int slot, std::shared_ptr<const SegmentRoute> route) {
+  segment_route_[slot] = std::move(route);
+  return segment_route_[slot]->latency_s;
 }
 
 void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
                                  const simgrid::kernel::routing::NetPoint* dst,
                                  simgrid::kernel::routing::Route* into, double* latency) {
+  if (src->id() >= segment_base_id_) {  // walk()'s segment case, with the links copied at once
+    const std::size_t slot = (src->id() - segment_base_id_) / 2;
+    const SegmentRoute* route = segment_route_[slot].get();
+    std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links = into->link_list_;
+    links.reserve(links.size() + 1 + (route != nullptr ? route->links.size() : 0));
+    links.push_back(segment_cap_[slot].impl);
+    if (latency != nullptr) *latency += segment_cap_[slot].latency_s;
+    if (route == nullptr) return;
+    links.insert(links.end(), route->links.begin(), route->links.end());
+    if (latency != nullptr) {
+      for (const Hop& hop : route->hops) *latency += hop.latency_s;
+    }
+    return;
+  }
   walk(src->id(), dst->id(), [&](const Hop& hop) {
     into->link_list_.push_back(hop.impl);
     if (latency != nullptr) {

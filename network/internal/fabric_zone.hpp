@@ -15,7 +15,10 @@
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Link.hpp>
 
+#include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace commbound::network::internal {
@@ -32,6 +35,23 @@ struct TreeGeometry {
   int core_per_agg = 0;    // 3 levels only: up-links of an aggregation switch
 };
 
+// One direction of one link, as a route needs it.
+struct RouteHop {
+  simgrid::kernel::resource::StandardLinkImpl* impl;
+  double latency_s;
+  int info;       // index into FabricZone::links()
+  int direction;  // 0 none (shared or fatpipe), 1 up, 2 down
+};
+
+// A segment's route (FabricZone::segment_route): the concatenated routes of its edges less their
+// fatpipes (switch traversals, never a bandwidth limit), and the summed latency of what is left.
+// Immutable once built, so one route may be set on any number of slots, any number of times.
+struct SegmentRoute {
+  std::vector<RouteHop> hops;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;  // hops[i].impl, as SimGrid takes a route
+  double latency_s = 0;
+};
+
 class FabricZone : public simgrid::kernel::routing::NetZoneImpl {
 public:
   // Creates the zone (the first zone created becomes SimGrid's root), its hosts and links.
@@ -44,9 +64,11 @@ public:
   simgrid::s4u::Host* segment_src(int slot) const { return segment_hosts_[2 * slot]; }
   simgrid::s4u::Host* segment_dst(int slot) const { return segment_hosts_[2 * slot + 1]; }
   simgrid::s4u::Link* segment_cap_link(int slot) const { return segment_cap_links_[slot]; }
-  // Sets the route of `slot` to the concatenated routes of `edges`, less their fatpipes (switch
-  // traversals, never a bandwidth limit); returns the route's summed latency.
-  double set_segment(int slot, const std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>>& edges);
+  // The route of a segment over `edges` (see SegmentRoute).
+  std::shared_ptr<const SegmentRoute> segment_route(
+      std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
+  // Sets the route of `slot` (held until the slot is routed again); returns its summed latency.
+  double set_segment(int slot, std::shared_ptr<const SegmentRoute> route);
   const TreeGeometry& geometry() const { return geometry_; }
 
   // The links a message from `src` to `dst` crosses, by name with direction, and the summed latency.
@@ -72,13 +94,7 @@ protected:
                        simgrid::kernel::routing::Route* into, double* latency) override;
 
 private:
-  // One direction of one link, as the route needs it.
-  struct Hop {
-    simgrid::kernel::resource::StandardLinkImpl* impl;
-    double latency_s;
-    int info;        // index into link_infos_
-    int direction;   // 0 none (shared or fatpipe), 1 up, 2 down
-  };
+  using Hop = RouteHop;
   struct Duplex {
     Hop up;
     Hop down;
@@ -107,7 +123,7 @@ private:
   std::vector<simgrid::s4u::Host*> segment_hosts_;     // src, dst per slot
   std::vector<simgrid::s4u::Link*> segment_cap_links_;
   std::vector<Hop> segment_cap_;
-  std::vector<std::vector<Hop>> segment_route_;
+  std::vector<std::shared_ptr<const SegmentRoute>> segment_route_;  // per slot; null before first use
   std::vector<Hop> upper_xbar_;  // per upper level (1 or 2 entries): a traversal of that layer
   std::vector<Duplex> leaf_up_;  // ECMP: leaf x up_ports (to spine/agg j); adaptive: one bundle per leaf
   std::vector<Duplex> pod_up_;   // 3 levels. ECMP: pod x agg x core; adaptive: one bundle per pod

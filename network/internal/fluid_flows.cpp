@@ -16,23 +16,18 @@
 namespace sg4 = simgrid::s4u;
 
 namespace commbound::network::internal {
-namespace {
-
-// The links the groups' edges cross (fatpipes left out), in first-crossed order.
-struct GroupLinks {
-  std::vector<double> capacity_bytes_per_s;
-  std::vector<std::vector<std::pair<int, int>>> users;  // per link: (group, edges of it crossing)
-};
-
 GroupLinks group_links(const std::vector<std::vector<Edge>>& edges) {
   GroupLinks out;
   std::unordered_map<sg4::Link*, int> index;
   std::vector<sg4::Link*> route;
+  out.edge_latency_s.resize(edges.size());
   for (std::size_t g = 0; g < edges.size(); ++g) {
+    out.edge_latency_s[g].reserve(edges[g].size());
     for (const auto& [src, dst] : edges[g]) {
       route.clear();
       double latency_s = 0;
       src->route_to(dst, route, &latency_s);
+      out.edge_latency_s[g].push_back(src == dst ? 0 : latency_s);
       for (sg4::Link* l : route) {
         if (l->get_sharing_policy() == sg4::Link::SharingPolicy::FATPIPE) continue;
         auto [it, fresh] = index.try_emplace(l, static_cast<int>(out.capacity_bytes_per_s.size()));
@@ -52,8 +47,6 @@ GroupLinks group_links(const std::vector<std::vector<Edge>>& edges) {
   return out;
 }
 
-}  // namespace
-
 double route_latency_s(sg4::Host* src, sg4::Host* dst) {
   if (src == dst) return 0;
   std::vector<sg4::Link*> links;
@@ -62,19 +55,21 @@ double route_latency_s(sg4::Host* src, sg4::Host* dst) {
   return latency_s;
 }
 
-std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSlots slots) {
+std::size_t edges_per_segment(const std::vector<GroupFlow>& groups, SegmentSlots slots) {
   std::size_t longest = 1;
   for (const GroupFlow& g : groups) longest = std::max(longest, g.edges.size());
   const std::size_t spare = static_cast<std::size_t>(std::max(0, slots.free - slots.reserved));
   const std::size_t budget = std::max<std::size_t>(groups.size(), spare / 4);
   const std::size_t per_group = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, groups.size()));
-  const std::size_t per = (longest + per_group - 1) / per_group;  // edges per segment
+  return (longest + per_group - 1) / per_group;
+}
+
+std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSlots slots) {
+  const std::size_t per = edges_per_segment(groups, slots);
   std::vector<Segment> out;
   for (const GroupFlow& g : groups) {
     for (std::size_t i = 0; i < g.edges.size(); i += per) {
-      const auto begin = g.edges.begin() + static_cast<long>(i);
-      const auto end = g.edges.begin() + static_cast<long>(std::min(g.edges.size(), i + per));
-      out.push_back({std::vector<Edge>(begin, end), g.wire_bytes, g.rate_bytes_per_s});
+      out.push_back({g.edges.subspan(i, std::min(per, g.edges.size() - i)), g.wire_bytes, g.rate_bytes_per_s});
     }
   }
   return out;
@@ -82,8 +77,12 @@ std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSl
 
 std::vector<double> coupled_group_rates(const std::vector<std::vector<Edge>>& edges,
                                         const std::vector<double>& cap_bytes_per_s) {
-  const std::size_t groups = edges.size();
-  const GroupLinks links = group_links(edges);
+  return coupled_group_rates(group_links(edges), cap_bytes_per_s);
+}
+
+std::vector<double> coupled_group_rates(const GroupLinks& links, const std::vector<double>& cap_bytes_per_s) {
+  const std::size_t groups = cap_bytes_per_s.size();
+  COMMBOUND_CHECK(links.edge_latency_s.size() == groups, "one cap per group");
   const std::vector<double>& capacity = links.capacity_bytes_per_s;
   std::vector<double> rate(groups, 0);
   std::vector<bool> frozen(groups, false);
@@ -127,10 +126,28 @@ std::vector<double> coupled_group_rates(const std::vector<std::vector<Edge>>& ed
   return rate;
 }
 
-FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups) {
+FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo) {
   platform.check_free_segments(static_cast<int>(groups.size()));
-  const std::vector<Segment> segments =
-      segments_of(groups, {platform.free_segments(), platform.reserved_segments()});
+  const SegmentSlots free = {platform.free_segments(), platform.reserved_segments()};
+  const std::vector<Segment> segments = segments_of(groups, free);
+  // The segments' routes: from the memo when this cut was seen before, else worked out (and kept).
+  // A copy, not a reference into the memo: the simcalls below let other collectives run, and one
+  // over the same groups may add to it.
+  std::vector<std::shared_ptr<const SegmentRoute>> routes;
+  const std::size_t per = edges_per_segment(groups, free);
+  bool kept_before = false;
+  if (memo != nullptr) {
+    for (const auto& [cut, kept] : memo->by_cut) {
+      if (cut != per) continue;
+      routes = kept;
+      kept_before = true;
+    }
+  }
+  if (!kept_before) {
+    for (const Segment& seg : segments) routes.push_back(platform.segment_route(seg.edges));
+    if (memo != nullptr) memo->by_cut.emplace_back(per, routes);
+  }
+  COMMBOUND_CHECK(routes.size() == segments.size(), "a memo sees the same groups' edges on every call");
   const double start_s = sg4::Engine::get_clock();
   // Take every slot before the first simcall (routing a slot sets its cap link's bandwidth, and a
   // simcall lets other actors run); segments_of fits them in the free slots.
@@ -143,7 +160,7 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups) {
   std::vector<double> latency_s;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const Segment& seg = segments[i];
-    latency_s.push_back(platform.route_segment(slots[i], seg.edges, seg.rate_bytes_per_s));
+    latency_s.push_back(platform.route_segment(slots[i], routes[i], seg.rate_bytes_per_s));
     comms.push_back(sg4::Comm::sendto_async(platform.segment_src(slots[i]), platform.segment_dst(slots[i]),
                                             static_cast<uint64_t>(std::llround(seg.wire_bytes))));
   }

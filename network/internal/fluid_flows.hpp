@@ -30,6 +30,9 @@
 
 #include "network/platform.hpp"
 
+#include <cstddef>
+#include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -42,16 +45,17 @@ using Edge = std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>;
 double route_latency_s(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
 
 // One channel group's traffic: `wire_bytes` through each of `edges` (in path order), at most at
-// `rate_bytes_per_s` (<= 0: uncapped).
+// `rate_bytes_per_s` (<= 0: uncapped). The edges are viewed, not owned: their storage must outlive
+// the GroupFlow and what is cut from it.
 struct GroupFlow {
-  std::vector<Edge> edges;
+  std::span<const Edge> edges;
   double wire_bytes = 0;
   double rate_bytes_per_s = -1;
 };
 
 // Edges that move together at one rate, simulated as one segment flow (Platform::route_segment).
 struct Segment {
-  std::vector<Edge> edges;
+  std::span<const Edge> edges;  // a run of one GroupFlow's edges
   double wire_bytes = 0;        // through each edge
   double rate_bytes_per_s = -1; // <= 0: uncapped
 };
@@ -66,6 +70,27 @@ struct SegmentSlots {
 // free slots not reserved allow, and at least one segment per group (so at most
 // max(groups, (free - reserved) / 4) segments in all).
 std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSlots slots);
+// The edges per segment segments_of(groups, slots) cuts (the last segment of a group may hold fewer).
+std::size_t edges_per_segment(const std::vector<GroupFlow>& groups, SegmentSlots slots);
+
+// The routes of the segments run_fluid() cut from one set of groups, kept for the next call over
+// the same groups' edges (RouteCache): a cut is decided by its edges per segment, so routes are
+// kept per edges_per_segment(), one per segment in segments_of()'s order.
+struct SegmentRouteMemo {
+  std::vector<std::pair<std::size_t, std::vector<std::shared_ptr<const SegmentRoute>>>> by_cut;
+};
+
+// The links the channel groups' edges cross (fatpipes, which never limit bandwidth, left out), in
+// first-crossed order, with the route latency of every edge: what coupled_group_rates() and the
+// latency terms need from the routes.
+struct GroupLinks {
+  std::vector<double> capacity_bytes_per_s;             // per link
+  std::vector<std::vector<std::pair<int, int>>> users;  // per link: (group, edges of it crossing)
+  std::vector<std::vector<double>> edge_latency_s;      // per group, per edge: route_latency_s
+};
+
+// Routes every edge of `edges` (one entry per group). Reads routes only: no simulated time passes.
+GroupLinks group_links(const std::vector<std::vector<Edge>>& edges);
 
 // The max-min fair rate (bytes/s) of every channel group when each group's edges move at one rate,
 // by progressive filling over the links of every edge's route (fatpipes, which never limit
@@ -73,6 +98,8 @@ std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSl
 // `cap_bytes_per_s` have one entry per group. Reads routes only: no simulated time passes.
 std::vector<double> coupled_group_rates(const std::vector<std::vector<Edge>>& edges,
                                         const std::vector<double>& cap_bytes_per_s);
+// The same over links already found by group_links(edges); `cap_bytes_per_s` has one entry per group.
+std::vector<double> coupled_group_rates(const GroupLinks& links, const std::vector<double>& cap_bytes_per_s);
 
 // What run_fluid() simulated.
 struct FluidRun {
@@ -83,7 +110,9 @@ struct FluidRun {
 // Runs every group's flow at once, cut into segments (segments_of), and returns when all have
 // completed. Must be called from a SimGrid actor; simulated time advances by the bandwidth time
 // plus a segment's route latency. Throws std::logic_error when fewer slots are free than there are
-// groups (more collectives in flight than the Platform was created for).
-FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups);
+// groups (more collectives in flight than the Platform was created for). `memo`, when given, must
+// only ever see groups with the same edges (rates and bytes may differ): segment routes are then
+// worked out once per cut.
+FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo = nullptr);
 
 }  // namespace commbound::network::internal

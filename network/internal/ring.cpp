@@ -18,7 +18,7 @@ namespace {
 
 // One ring as it runs: its chunk, its rate and its hops' protocol latencies.
 struct RingLane {
-  const RingGroup* ring = nullptr;
+  const std::vector<int>* order = nullptr;  // ranks in ring order
   double chunk_wire_bytes = 0;      // per step, through each edge
   double rate_bytes_per_s = -1;     // the ring's coupled rate
   std::vector<double> hop_sleep_s;  // per position: protocol latency paid before each send
@@ -28,7 +28,7 @@ struct RingLane {
 void run_ring_steps(const Platform& platform, const std::vector<RingLane>& lanes, int steps) {
   std::vector<sg4::ActorPtr> actors;
   for (std::size_t g = 0; g < lanes.size(); ++g) {
-    const auto& order = lanes[g].ring->order;
+    const auto& order = *lanes[g].order;
     const int n = static_cast<int>(order.size());
     std::vector<sg4::Mailbox*> mb(n);
     for (int i = 0; i < n; ++i) mb[i] = sg4::Mailbox::by_name("ring." + std::to_string(g) + "." + std::to_string(i));
@@ -93,39 +93,59 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
   const auto& caps = params.nccl.caps(platform.spec().node.sm_arch);
   const double nch = platform.spec().node.nccl_channels;
   const double efficiency = params.efficiency();
-  const auto rings = build_rings(platform, params.call.ranks, params.merge_channels);
   const int n = static_cast<int>(params.call.ranks.size());
   const int steps = params.call.op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
   double per_channel_cap = -1;  // payload bytes/s
   if (proto == Protocol::ll128) per_channel_cap = caps.ring_ll128_bytes_per_s;
   if (proto == Protocol::ll && params.shape.nodes == 1) per_channel_cap = caps.ll_max_bytes_per_s / nch;
 
+  RouteCache::Routes& routes = params.routes.routes({Algorithm::ring, params.merge_channels, params.call.ranks}, [&] {
+    RouteCache::Groups groups;
+    for (RingGroup& ring : build_rings(platform, params.call.ranks, params.merge_channels)) {
+      std::vector<Edge> edges;
+      for (int i = 0; i < n; ++i) edges.emplace_back(platform.gpu(ring.order[i]), platform.gpu(ring.order[(i + 1) % n]));
+      groups.members.push_back(std::move(ring.order));
+      groups.channels.push_back(ring.channels);
+      groups.edges.push_back(std::move(edges));
+    }
+    return groups;
+  });
+  const std::size_t groups = routes.size();
+  // Per position: the protocol latency paid before each send (hop_s).
+  auto hop_sleep_s = [&](std::size_t g) {
+    const std::vector<int>& order = routes.members(g);
+    std::vector<double> sleep_s(n);
+    for (int i = 0; i < n; ++i) sleep_s[i] = params.hop_s(order[i], order[(i + 1) % n]);
+    return sleep_s;
+  };
+
   AlgorithmResult result;
-  const std::size_t groups = rings.size();
-  std::vector<RingLane> lanes(groups);
-  std::vector<std::vector<Edge>> edges(groups);
+  // The latency chain depends on the groups and on what hop_s() reads.
+  result.latency_s = routes.value({static_cast<double>(proto), params.latency_factor, params.net_overhead_s,
+                                   static_cast<double>(steps)},
+                                  [&] {
+                                    double worst_s = 0;
+                                    for (std::size_t g = 0; g < groups; ++g) {
+                                      std::vector<double> alpha = hop_sleep_s(g);
+                                      for (int i = 0; i < n; ++i) alpha[i] += routes.edge_latency_s(g, i);
+                                      worst_s = std::max(worst_s, ring_critical_latency(alpha, steps));
+                                    }
+                                    return worst_s;
+                                  });
+  result.latency_s += params.base_s;
+  std::vector<double> chunk_wire_bytes(groups);  // per step, through each edge
   std::vector<double> cap(groups);
   for (std::size_t g = 0; g < groups; ++g) {
-    const auto& order = rings[g].order;
-    RingLane& lane = lanes[g];
-    lane.ring = &rings[g];
-    lane.chunk_wire_bytes = params.call.size_bytes / n / nch * rings[g].channels / efficiency;
-    cap[g] = per_channel_cap > 0 ? per_channel_cap * rings[g].channels / efficiency : -1;
-    std::vector<double> alpha(n);
-    for (int i = 0; i < n; ++i) {
-      sg4::Host* src = platform.gpu(order[i]);
-      sg4::Host* dst = platform.gpu(order[(i + 1) % n]);
-      edges[g].emplace_back(src, dst);
-      lane.hop_sleep_s.push_back(params.hop_s(order[i], order[(i + 1) % n]));
-      alpha[i] = lane.hop_sleep_s[i] + route_latency_s(src, dst);
-    }
-    result.latency_s = std::max(result.latency_s, ring_critical_latency(alpha, steps));
+    chunk_wire_bytes[g] = params.call.size_bytes / n / nch * routes.channels(g) / efficiency;
+    cap[g] = per_channel_cap > 0 ? per_channel_cap * routes.channels(g) / efficiency : -1;
   }
-  result.latency_s += params.base_s;
-  const std::vector<double> rate = coupled_group_rates(edges, cap);
+  const std::vector<double> rate = routes.rates(cap);
   sg4::this_actor::sleep_for(params.base_s);
   if (params.fidelity == Fidelity::step) {
-    for (std::size_t g = 0; g < groups; ++g) lanes[g].rate_bytes_per_s = rate[g];
+    std::vector<RingLane> lanes(groups);
+    for (std::size_t g = 0; g < groups; ++g) {
+      lanes[g] = {&routes.members(g), chunk_wire_bytes[g], rate[g], hop_sleep_s(g)};
+    }
     run_ring_steps(platform, lanes, steps);
     result.stepped = true;
     result.flows = static_cast<long>(groups) * n * steps;
@@ -134,8 +154,8 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
   // Every step's message waits for its data and for the previous message on its edge, so the
   // schedule's longest path is the bandwidth time plus the latency chain (see run_ring_steps).
   std::vector<GroupFlow> flows(groups);
-  for (std::size_t g = 0; g < groups; ++g) flows[g] = {edges[g], lanes[g].chunk_wire_bytes * steps, rate[g]};
-  const FluidRun run = run_fluid(params.platform, flows);
+  for (std::size_t g = 0; g < groups; ++g) flows[g] = {routes.edges()[g], chunk_wire_bytes[g] * steps, rate[g]};
+  const FluidRun run = run_fluid(params.platform, flows, &routes.segment_routes());
   result.bandwidth_s = run.bandwidth_s;
   result.flows = run.flows;
   return result;

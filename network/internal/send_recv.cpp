@@ -14,8 +14,8 @@ AlgorithmResult run_send_recv(const AlgorithmParams& params) {
   const int dst = params.call.ranks[1];
   const double sleep_s = params.hop_s(src, dst);
   sg4::this_actor::sleep_for(params.base_s + sleep_s);
-  const FluidRun run =
-      run_fluid(platform, {{{{platform.gpu(src), platform.gpu(dst)}}, params.call.size_bytes / params.efficiency(), -1}});
+  const std::vector<Edge> edge = {{platform.gpu(src), platform.gpu(dst)}};
+  const FluidRun run = run_fluid(platform, {{edge, params.call.size_bytes / params.efficiency(), -1}});
   AlgorithmResult result;
   result.bandwidth_s = run.bandwidth_s;
   result.flows = run.flows;

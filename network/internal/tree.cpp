@@ -103,9 +103,22 @@ double tree_channel_cap(const AlgorithmParams& params) {
   return caps.tree_simple_bytes_per_s[regime];
 }
 
-// Fills the per-position latencies of `lane` (whose tree is set) and returns the tree's edges:
-// each rank to its parent and back.
-std::vector<Edge> fill_hops(const AlgorithmParams& params, TreeLane& lane) {
+// The tree's edges: each rank (in position order) to its parent and back.
+std::vector<Edge> tree_edges(const Platform& platform, const TreeGroup& t) {
+  std::vector<Edge> edges;
+  for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+    if (t.parent[i] < 0) continue;
+    sg4::Host* self = platform.gpu(t.ranks[i]);
+    sg4::Host* parent = platform.gpu(t.ranks[t.parent[i]]);
+    edges.emplace_back(self, parent);
+    edges.emplace_back(parent, self);
+  }
+  return edges;
+}
+
+// Fills the per-position latencies of `lane` (whose tree is set); `routes` holds its edges'
+// route latencies as group `g` (tree_edges' order).
+void fill_hops(const AlgorithmParams& params, const RouteCache::Routes& routes, std::size_t g, TreeLane& lane) {
   const TreeGroup& t = *lane.tree;
   const int n = static_cast<int>(t.ranks.size());
   lane.up_sleep_s.assign(n, 0);
@@ -115,21 +128,21 @@ std::vector<Edge> fill_hops(const AlgorithmParams& params, TreeLane& lane) {
   for (int i = 0; i < n; ++i) {
     for (int c : t.children[i]) lane.down_sleep_s[i] = std::max(lane.down_sleep_s[i], params.hop_s(t.ranks[i], t.ranks[c]));
   }
-  std::vector<Edge> edges;
+  std::vector<std::size_t> up_edge(n);  // position -> index of its edge to the parent
+  for (std::size_t i = 0, e = 0; i < t.ranks.size(); ++i) {
+    if (t.parent[i] < 0) continue;
+    up_edge[i] = e;
+    e += 2;
+  }
   for (int i = 0; i < n; ++i) {
-    sg4::Host* self = params.platform.gpu(t.ranks[i]);
     if (t.parent[i] >= 0) {
-      sg4::Host* parent = params.platform.gpu(t.ranks[t.parent[i]]);
       lane.up_sleep_s[i] = params.hop_s(t.ranks[i], t.ranks[t.parent[i]]);
-      lane.up_alpha_s[i] = lane.up_sleep_s[i] + route_latency_s(self, parent);
-      edges.emplace_back(self, parent);
-      edges.emplace_back(parent, self);
+      lane.up_alpha_s[i] = lane.up_sleep_s[i] + routes.edge_latency_s(g, up_edge[i]);
     }
     for (int c : t.children[i]) {
-      lane.down_alpha_s[i].push_back(lane.down_sleep_s[i] + route_latency_s(self, params.platform.gpu(t.ranks[c])));
+      lane.down_alpha_s[i].push_back(lane.down_sleep_s[i] + routes.edge_latency_s(g, up_edge[c] + 1));
     }
   }
-  return edges;
 }
 
 }  // namespace
@@ -222,8 +235,17 @@ AlgorithmResult run_tree(const AlgorithmParams& params) {
 
   AlgorithmResult result;
   const std::size_t groups = trees.size();
+  RouteCache::Routes& routes = params.routes.routes({Algorithm::tree, params.merge_channels, params.call.ranks}, [&] {
+    RouteCache::Groups groups;
+    for (const TreeGroup& t : trees) {
+      groups.members.push_back(t.ranks);
+      groups.channels.push_back(t.channels);
+      groups.edges.push_back(tree_edges(platform, t));
+    }
+    return groups;
+  });
+  const std::vector<std::vector<Edge>>& edges = routes.edges();
   std::vector<TreeLane> lanes(groups);
-  std::vector<std::vector<Edge>> edges(groups);
   std::vector<double> cap(groups);
   for (std::size_t g = 0; g < groups; ++g) {
     const TreeGroup& t = trees[g];
@@ -231,11 +253,11 @@ AlgorithmResult run_tree(const AlgorithmParams& params) {
     lane.tree = &t;
     lane.chunk_wire_bytes = params.call.size_bytes / nch / chunks * t.channels / efficiency;
     cap[g] = per_channel_cap * t.channels / efficiency;
-    edges[g] = fill_hops(params, lane);
+    fill_hops(params, routes, g, lane);
     result.latency_s = std::max(result.latency_s, tree_path_s(t, lane.up_alpha_s, lane.down_alpha_s, 0));
   }
   result.latency_s += params.base_s;
-  const std::vector<double> rate = coupled_group_rates(edges, cap);
+  const std::vector<double> rate = routes.rates(cap);
   sg4::this_actor::sleep_for(params.base_s);
   if (params.fidelity == Fidelity::step) {
     for (std::size_t g = 0; g < groups; ++g) lanes[g].rate_bytes_per_s = rate[g];
@@ -248,7 +270,7 @@ AlgorithmResult run_tree(const AlgorithmParams& params) {
   }
   std::vector<GroupFlow> flows(groups);
   for (std::size_t g = 0; g < groups; ++g) flows[g] = {edges[g], lanes[g].chunk_wire_bytes * chunks, rate[g]};
-  const FluidRun run = run_fluid(params.platform, flows);
+  const FluidRun run = run_fluid(params.platform, flows, &routes.segment_routes());
   result.bandwidth_s = run.bandwidth_s;
   result.flows = run.flows;
   // Chunks stream through the tree: the schedule's longest path is the slowest leaf-root-leaf

@@ -84,7 +84,15 @@ public:
 private:
   const Program& program_of(int rank) const { return stages_[static_cast<std::size_t>(layout_.coords(rank).pp)]; }
 
-  std::vector<int> group_of(int rank, GroupKind kind) const {
+  // The group of `kind` that `rank` belongs to, worked out once per iteration (a data-parallel group
+  // holds every replica, and every layer's collectives ask for it again). The reference stays valid.
+  const std::vector<int>& group_of(int rank, GroupKind kind) {
+    auto [it, fresh] = groups_.try_emplace({rank, kind});
+    if (fresh) it->second = make_group(rank, kind);
+    return it->second;
+  }
+
+  std::vector<int> make_group(int rank, GroupKind kind) const {
     switch (kind) {
       case GroupKind::data_parallel: return layout_.dp_group(rank);
       case GroupKind::shard: return layout_.shard_group(rank, t_.hsdp_shard);
@@ -121,16 +129,17 @@ private:
     const network::CollectiveChoice choice = choose(call);
     std::vector<sg4::ActorPtr> copies;
     if (!options_.every_rank) {
-      std::vector<std::vector<int>> siblings = {group};
+      std::vector<const std::vector<int>*> siblings = {&group};
       const int per_node = platform_.spec().node.gpus;
       const int first = platform_.node_of(rank) * per_node;
       for (int r = first; r < std::min(first + per_node, layout_.world()); ++r) {
-        std::vector<int> g = group_of(r, op.group);
-        if (g.size() > 1 && std::find(siblings.begin(), siblings.end(), g) == siblings.end()) siblings.push_back(g);
+        const std::vector<int>& g = group_of(r, op.group);
+        const bool seen = std::any_of(siblings.begin(), siblings.end(), [&g](const std::vector<int>* s) { return *s == g; });
+        if (g.size() > 1 && !seen) siblings.push_back(&g);
       }
       for (std::size_t k = 1; k < siblings.size(); ++k) {
-        network::CollectiveCall copy{op.collective, directed(siblings[k]), op.size_bytes};
-        copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k].front()), [this, copy, choice] {
+        network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes};
+        copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k]->front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
       }
@@ -149,7 +158,7 @@ private:
       network::CollectiveChoice choice;
       if (op.kind == OpKind::collective) {
         ++comm_active_[rank];
-        const std::vector<int> group = group_of(rank, op.group);
+        const std::vector<int>& group = group_of(rank, op.group);
         if (group.size() > 1) {
           // A ring-attention step is one op per sender (every rank sends to the next and, in the same
           // step, receives from the previous): only its sender arrives. Other collectives wait for
@@ -193,6 +202,7 @@ private:
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
   std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
   std::map<int, int> comm_active_;  // per rank: collectives in progress
+  std::map<std::pair<int, GroupKind>, std::vector<int>> groups_;  // group_of's memo
 };
 
 }  // namespace

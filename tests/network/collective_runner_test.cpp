@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 namespace commbound::network {
@@ -182,6 +183,46 @@ TEST(Collective, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollectiveOp::reduce_scatter, 16), 15.0 / 16.0);
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollectiveOp::all_reduce, 8), 2.0 * 7.0 / 8.0);
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollectiveOp::send_recv, 2), 1.0);
+}
+
+// The runner keeps each group's routes, coupled rates and latency chain from its first call over
+// those ranks (internal/route_cache.hpp). Two groups of 16 ranks with different routes (two whole
+// nodes; one GPU on each of 16 nodes), called in turn on one runner, must each take exactly what
+// a fresh runner's first call takes (to float rounding): a cache keyed on less than the ranks would
+// hand one group the other's routes.
+TEST(CollectiveRunner, ReusedRoutesGiveTheFirstCallsTime) {
+  const ClusterSpec spec = testing::dgx_h100(16);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const NcclConstants nccl = testing::nccl_2_30_7();
+  std::vector<int> spread;
+  for (int node = 0; node < 16; ++node) spread.push_back(8 * node);
+  const std::vector<std::vector<int>> groups = {first(16), spread};
+  const std::vector<CollectiveChoice> choices = {{Algorithm::ring, Protocol::simple}, {Algorithm::tree, Protocol::simple}};
+  std::vector<double> fresh_s, reused_s;
+  (*platform)->run([&] {
+    for (const CollectiveChoice& choice : choices) {
+      for (const auto& ranks : groups) {
+        CollectiveRunner fresh(**platform, nccl);
+        fresh_s.push_back(fresh.run({CollectiveOp::all_reduce, ranks, 64e6}, choice, Fidelity::fluid).time_s);
+      }
+    }
+    CollectiveRunner runner(**platform, nccl);
+    for (int round = 0; round < 2; ++round) {
+      for (const CollectiveChoice& choice : choices) {
+        for (const auto& ranks : groups) {
+          reused_s.push_back(runner.run({CollectiveOp::all_reduce, ranks, 64e6}, choice, Fidelity::fluid).time_s);
+        }
+      }
+    }
+  });
+  ASSERT_EQ(fresh_s.size(), 4u);
+  ASSERT_EQ(reused_s.size(), 8u);
+  EXPECT_GT(std::abs(fresh_s[0] - fresh_s[1]), 0.01 * fresh_s[0]) << "the two groups' routes differ";
+  // Equal but for the rounding of time_s = clock - start at later clocks (a few ulps).
+  for (std::size_t i = 0; i < reused_s.size(); ++i) {
+    EXPECT_NEAR(reused_s[i], fresh_s[i % 4], 1e-12 * fresh_s[i % 4]) << "call " << i;
+  }
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace {
 
 // A ring AllGather over 64 DGX nodes: 8 rail groups of 512 edges.
 std::vector<GroupFlow> rails_of_64_nodes() {
-  return std::vector<GroupFlow>(8, GroupFlow{std::vector<Edge>(512, Edge{nullptr, nullptr}), 1e6, -1});
+  static const std::vector<Edge> ring(512, Edge{nullptr, nullptr});  // outlives the flows that view it
+  return std::vector<GroupFlow>(8, GroupFlow{ring, 1e6, -1});
 }
 
 // 512 free slots, none reserved: a quarter, 128 segments, 16 per group of 32 edges.
