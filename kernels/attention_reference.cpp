@@ -1,7 +1,8 @@
 #include "kernels/attention_reference.hpp"
 
+#include "calibration/base/check.hpp"
+
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -21,10 +22,13 @@ std::size_t row_offset(const AttentionShape& s, int b, int h, int i) {
 
 void check_sizes(const AttentionShape& s, const std::vector<double>& q, const std::vector<double>& k,
                  const std::vector<double>& v) {
-  assert(s.batch > 0 && s.heads > 0 && s.kv_heads > 0 && s.seq > 0 && s.head_dim > 0 && s.heads % s.kv_heads == 0);
+  COMMBOUND_CHECK(s.batch > 0 && s.heads > 0 && s.kv_heads > 0 && s.seq > 0 && s.head_dim > 0 &&
+                      s.heads % s.kv_heads == 0,
+                  "reference kernel shapes agree");
   const std::size_t tokens = static_cast<std::size_t>(s.batch) * s.seq;
-  assert(q.size() == tokens * s.heads * s.head_dim);
-  assert(k.size() == tokens * s.kv_heads * s.head_dim && v.size() == k.size());
+  COMMBOUND_CHECK(q.size() == tokens * s.heads * s.head_dim, "reference kernel shapes agree");
+  COMMBOUND_CHECK(k.size() == tokens * s.kv_heads * s.head_dim && v.size() == k.size(),
+                  "reference kernel shapes agree");
   (void)tokens, (void)q, (void)k, (void)v;
 }
 
@@ -101,7 +105,7 @@ void attention_backward_reference(const AttentionShape& s, const std::vector<dou
                                   const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
                                   std::vector<double>& dk, std::vector<double>& dv) {
   check_sizes(s, q, k, v);
-  assert(dout.size() == q.size());
+  COMMBOUND_CHECK(dout.size() == q.size(), "reference kernel shapes agree");
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
   dv.assign(v.size(), 0.0);

@@ -1,14 +1,15 @@
 #include "kernels/reference.hpp"
 
+#include "calibration/base/check.hpp"
+
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 
 namespace commbound::kernels {
 
 void rmsnorm_forward_reference(const std::vector<bf16_bits>& x, const std::vector<bf16_bits>& w, std::size_t rows,
                                std::size_t hidden, float eps, std::vector<bf16_bits>& y) {
-  assert(x.size() == rows * hidden && w.size() == hidden);
+  COMMBOUND_CHECK(x.size() == rows * hidden && w.size() == hidden, "reference kernel shapes agree");
   y.resize(rows * hidden);
   for (std::size_t r = 0; r < rows; ++r) {
     float sum_sq = 0;
@@ -26,7 +27,9 @@ void rmsnorm_forward_reference(const std::vector<bf16_bits>& x, const std::vecto
 void rmsnorm_backward_reference(const std::vector<bf16_bits>& dy, const std::vector<bf16_bits>& x,
                                 const std::vector<bf16_bits>& w, std::size_t rows, std::size_t hidden, float eps,
                                 std::vector<bf16_bits>& dx, std::vector<float>& dw_accum) {
-  assert(dy.size() == rows * hidden && x.size() == rows * hidden && w.size() == hidden && dw_accum.size() == hidden);
+  COMMBOUND_CHECK(dy.size() == rows * hidden && x.size() == rows * hidden && w.size() == hidden &&
+                      dw_accum.size() == hidden,
+                  "reference kernel shapes agree");
   dx.resize(rows * hidden);
   std::vector<double> dw(hidden, 0.0);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -69,7 +72,8 @@ namespace {
 void rope_rotate(std::vector<bf16_bits>& x, std::size_t heads, const std::vector<float>& table, const RopeShape& s,
                  float sign) {
   const std::size_t d = s.head_dim, half = d / 2;
-  assert(d % 16 == 0 && x.size() == s.tokens * heads * d && table.size() == s.seq * d);
+  COMMBOUND_CHECK(d % 16 == 0 && x.size() == s.tokens * heads * d && table.size() == s.seq * d,
+                  "reference kernel shapes agree");
   for (std::size_t t = 0; t < s.tokens; ++t) {
     const float* cs = &table[(t % s.seq) * half * 2];
     for (std::size_t h = 0; h < heads; ++h) {
@@ -100,7 +104,7 @@ void rope_backward_reference(std::vector<bf16_bits>& dq, std::vector<bf16_bits>&
 
 void swiglu_forward_reference(const std::vector<bf16_bits>& gate, const std::vector<bf16_bits>& up,
                               std::vector<bf16_bits>& out) {
-  assert(gate.size() == up.size());
+  COMMBOUND_CHECK(gate.size() == up.size(), "reference kernel shapes agree");
   out.resize(gate.size());
   for (std::size_t i = 0; i < gate.size(); ++i) {
     const float g = from_bf16(gate[i]);
@@ -111,7 +115,7 @@ void swiglu_forward_reference(const std::vector<bf16_bits>& gate, const std::vec
 void swiglu_backward_reference(const std::vector<bf16_bits>& dout, const std::vector<bf16_bits>& gate,
                                const std::vector<bf16_bits>& up, std::vector<bf16_bits>& dgate,
                                std::vector<bf16_bits>& dup) {
-  assert(dout.size() == gate.size() && up.size() == gate.size());
+  COMMBOUND_CHECK(dout.size() == gate.size() && up.size() == gate.size(), "reference kernel shapes agree");
   dgate.resize(gate.size());
   dup.resize(gate.size());
   for (std::size_t i = 0; i < gate.size(); ++i) {
@@ -124,7 +128,7 @@ void swiglu_backward_reference(const std::vector<bf16_bits>& dout, const std::ve
 
 void residual_add_reference(const std::vector<bf16_bits>& a, const std::vector<bf16_bits>& b,
                             std::vector<bf16_bits>& out) {
-  assert(a.size() == b.size());
+  COMMBOUND_CHECK(a.size() == b.size(), "reference kernel shapes agree");
   out.resize(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) out[i] = to_bf16(from_bf16(a[i]) + from_bf16(b[i]));
 }
@@ -134,17 +138,17 @@ void embedding_forward_reference(const std::vector<std::int32_t>& ids, const std
   out.resize(ids.size() * hidden);
   for (std::size_t t = 0; t < ids.size(); ++t) {
     const auto row = static_cast<std::size_t>(ids[t]);
-    assert(ids[t] >= 0 && (row + 1) * hidden <= table.size());
+    COMMBOUND_CHECK(ids[t] >= 0 && (row + 1) * hidden <= table.size(), "reference kernel shapes agree");
     for (std::size_t i = 0; i < hidden; ++i) out[t * hidden + i] = table[row * hidden + i];
   }
 }
 
 void embedding_backward_reference(const std::vector<bf16_bits>& dout, const std::vector<std::int32_t>& ids,
                                   std::size_t hidden, std::vector<float>& dtable_accum) {
-  assert(dout.size() == ids.size() * hidden);
+  COMMBOUND_CHECK(dout.size() == ids.size() * hidden, "reference kernel shapes agree");
   for (std::size_t t = 0; t < ids.size(); ++t) {
     const auto row = static_cast<std::size_t>(ids[t]);
-    assert(ids[t] >= 0 && (row + 1) * hidden <= dtable_accum.size());
+    COMMBOUND_CHECK(ids[t] >= 0 && (row + 1) * hidden <= dtable_accum.size(), "reference kernel shapes agree");
     for (std::size_t i = 0; i < hidden; ++i) dtable_accum[row * hidden + i] += from_bf16(dout[t * hidden + i]);
   }
 }
@@ -160,7 +164,7 @@ bool is_target(std::int32_t target, std::size_t vocab) {
 void cross_entropy_forward_reference(const std::vector<bf16_bits>& logits, const std::vector<std::int32_t>& targets,
                                      std::size_t vocab, std::vector<float>& loss, std::vector<float>& lse) {
   const std::size_t tokens = targets.size();
-  assert(logits.size() == tokens * vocab);
+  COMMBOUND_CHECK(logits.size() == tokens * vocab, "reference kernel shapes agree");
   loss.resize(tokens);
   lse.resize(tokens);
   for (std::size_t t = 0; t < tokens; ++t) {
@@ -179,7 +183,7 @@ void cross_entropy_backward_reference(const std::vector<bf16_bits>& logits, cons
                                       const std::vector<float>& lse, std::size_t vocab, float grad_scale,
                                       std::vector<bf16_bits>& dlogits) {
   const std::size_t tokens = targets.size();
-  assert(logits.size() == tokens * vocab && lse.size() == tokens);
+  COMMBOUND_CHECK(logits.size() == tokens * vocab && lse.size() == tokens, "reference kernel shapes agree");
   dlogits.resize(tokens * vocab);
   for (std::size_t t = 0; t < tokens; ++t) {
     const bool counted = is_target(targets[t], vocab);
@@ -199,7 +203,8 @@ double grad_norm_squared_reference(const std::vector<float>& grad) {
 
 void adamw_reference(std::vector<float>& param, const std::vector<float>& grad, std::vector<float>& m,
                      std::vector<float>& v, const AdamWParams& p, std::vector<bf16_bits>& param_bf16) {
-  assert(param.size() == grad.size() && m.size() == grad.size() && v.size() == grad.size());
+  COMMBOUND_CHECK(param.size() == grad.size() && m.size() == grad.size() && v.size() == grad.size(),
+                  "reference kernel shapes agree");
   param_bf16.resize(param.size());
   const float c1 = 1.0f - std::pow(p.beta1, static_cast<float>(p.step));
   const float c2 = 1.0f - std::pow(p.beta2, static_cast<float>(p.step));
@@ -216,7 +221,7 @@ void gemm_reference(const GemmShape& s, const std::vector<bf16_bits>& a, const s
                     std::vector<bf16_bits>& c) {
   const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.n), k = static_cast<std::size_t>(s.k);
   const bool ta = a_transposed(s.layout), tb = b_transposed(s.layout);
-  assert(a.size() == m * k && b.size() == k * n);
+  COMMBOUND_CHECK(a.size() == m * k && b.size() == k * n, "reference kernel shapes agree");
   c.resize(m * n);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {

@@ -1,10 +1,11 @@
 #include "network/internal/fabric_zone.hpp"
 
+#include "calibration/base/check.hpp"
+
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/s4u/Host.hpp>
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdint>
 
@@ -245,7 +246,7 @@ void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit)
     }
     return;
   }
-  assert(!src_is_switch && !dst_is_switch && "NVLS endpoints talk to their own node only");
+  COMMBOUND_CHECK(!src_is_switch && !dst_is_switch, "NVLS endpoints talk to their own node only");
   // PXN: the message leaves through the NIC on the destination GPU's rail; the GPU that owns
   // that NIC relays it over NVLink when the sender sits on another rail.
   const int rail = dl * nics / gpus;
