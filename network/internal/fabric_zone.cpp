@@ -217,14 +217,8 @@ void FabricZone::walk_fabric(int src_nic, int dst_nic, Visit&& visit) const {
 
 template <class Visit>
 void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit) const {
-  if (src_id >= segment_base_id_) {
-    const std::size_t slot = (src_id - segment_base_id_) / 2;
-    visit(segment_cap_[slot]);
-    if (segment_route_[slot]) {
-      for (const Hop& hop : segment_route_[slot]->hops) visit(hop);
-    }
-    return;
-  }
+  COMMBOUND_CHECK(src_id < segment_base_id_ && dst_id < segment_base_id_,
+                  "segment hosts are routed by get_local_route() alone");
   if (src_id == dst_id) {
     visit(loopback_);  // SimGrid needs a non-empty route, even from a host to itself
     return;
@@ -286,7 +280,7 @@ double FabricZone::set_segment(int slot, std::shared_ptr<const SegmentRoute> rou
 void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
                                  const simgrid::kernel::routing::NetPoint* dst,
                                  simgrid::kernel::routing::Route* into, double* latency) {
-  if (src->id() >= segment_base_id_) {  // walk()'s segment case, with the links copied at once
+  if (src->id() >= segment_base_id_) {  // a segment flow: its cap link, then its route's links
     const std::size_t slot = (src->id() - segment_base_id_) / 2;
     const SegmentRoute* route = segment_route_[slot].get();
     std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links = into->link_list_;

@@ -75,11 +75,6 @@ std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSl
   return out;
 }
 
-std::vector<double> coupled_group_rates(const std::vector<std::vector<Edge>>& edges,
-                                        const std::vector<double>& cap_bytes_per_s) {
-  return coupled_group_rates(group_links(edges), cap_bytes_per_s);
-}
-
 std::vector<double> coupled_group_rates(const GroupLinks& links, const std::vector<double>& cap_bytes_per_s) {
   const std::size_t groups = cap_bytes_per_s.size();
   COMMBOUND_CHECK(links.edge_latency_s.size() == groups, "one cap per group");
@@ -135,15 +130,12 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   // over the same groups may add to it.
   std::vector<std::shared_ptr<const SegmentRoute>> routes;
   const std::size_t per = edges_per_segment(groups, free);
-  bool kept_before = false;
   if (memo != nullptr) {
-    for (const auto& [cut, kept] : memo->by_cut) {
-      if (cut != per) continue;
-      routes = kept;
-      kept_before = true;
-    }
+    const auto kept = std::find_if(memo->by_cut.begin(), memo->by_cut.end(),
+                                   [per](const auto& cut) { return cut.first == per; });
+    if (kept != memo->by_cut.end()) routes = kept->second;
   }
-  if (!kept_before) {
+  if (routes.empty()) {  // a cut not seen before (every cut has at least one segment per group)
     for (const Segment& seg : segments) routes.push_back(platform.segment_route(seg.edges));
     if (memo != nullptr) memo->by_cut.emplace_back(per, routes);
   }

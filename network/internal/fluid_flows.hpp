@@ -93,12 +93,9 @@ struct GroupLinks {
 GroupLinks group_links(const std::vector<std::vector<Edge>>& edges);
 
 // The max-min fair rate (bytes/s) of every channel group when each group's edges move at one rate,
-// by progressive filling over the links of every edge's route (fatpipes, which never limit
-// bandwidth, left out). Group g is capped at `cap_bytes_per_s[g]` (<= 0: no cap). `edges` and
-// `cap_bytes_per_s` have one entry per group. Reads routes only: no simulated time passes.
-std::vector<double> coupled_group_rates(const std::vector<std::vector<Edge>>& edges,
-                                        const std::vector<double>& cap_bytes_per_s);
-// The same over links already found by group_links(edges); `cap_bytes_per_s` has one entry per group.
+// by progressive filling over `links` (group_links() of the groups' edges; fatpipes, which never
+// limit bandwidth, left out). Group g is capped at `cap_bytes_per_s[g]` (<= 0: no cap), one entry
+// per group. Reads routes only: no simulated time passes.
 std::vector<double> coupled_group_rates(const GroupLinks& links, const std::vector<double>& cap_bytes_per_s);
 
 // What run_fluid() simulated.
