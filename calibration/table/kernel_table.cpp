@@ -276,6 +276,23 @@ const KernelTiming& timed(const std::optional<KernelTiming>& t) {
   return *t;
 }
 
+// Reads `rows` (the [[section]] tables) with `read` into `table`, in file order. The first row of
+// each key (`key_of`: the row's shape) is kept; a second is an error naming both rows' places.
+template <class Row, class KeyOf>
+Status read_rows(KernelTable& table, const std::vector<const toml::table*>& rows, const std::string& section,
+                 Expected<Row> (*read)(const toml::table&, TableContent), TableContent content, KeyOf key_of) {
+  std::map<decltype(key_of(std::declval<const Row&>())), std::string> seen;
+  for (const toml::table* row : rows) {
+    auto x = read(*row, content);
+    if (!x) return x.error();
+    if (auto [it, fresh] = seen.emplace(key_of(*x), where(*row)); !fresh) {
+      return Error{where(*row) + ": [[" + section + "]]: the same shape as the row at " + it->second};
+    }
+    table.add(std::move(*x));
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 const char* to_string(Match m) {
@@ -320,33 +337,18 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
     if (Status s = read_device(*device_t, d); !s) return s.error();
     g.device_ = d;
   }
-  // The first row of each shape, by place in the file: a second is an error naming both.
-  std::map<GemmShape, std::string> seen_gemm;
-  for (const toml::table* row : *gemm_rows) {
-    auto x = read_gemm(*row, content);
-    if (!x) return x.error();
-    if (auto [it, fresh] = seen_gemm.emplace(x->shape, where(*row)); !fresh) {
-      return Error{where(*row) + ": [[gemm]]: the same shape as the row at " + it->second};
-    }
-    g.add(*x);
+  if (Status s = read_rows(g, *gemm_rows, "gemm", read_gemm, content, [](const GemmRow& r) { return r.shape; }); !s) {
+    return s.error();
   }
-  std::map<std::pair<std::string, AttentionShape>, std::string> seen_attention;
-  for (const toml::table* row : *attention_rows) {
-    auto x = read_attention(*row, content);
-    if (!x) return x.error();
-    if (auto [it, fresh] = seen_attention.emplace(std::pair{x->implementation, x->shape}, where(*row)); !fresh) {
-      return Error{where(*row) + ": [[attention]]: the same shape as the row at " + it->second};
-    }
-    g.add(*x);
+  if (Status s = read_rows(g, *attention_rows, "attention", read_attention, content,
+                           [](const AttentionRow& r) { return std::pair{r.implementation, r.shape}; });
+      !s) {
+    return s.error();
   }
-  std::map<MemoryBoundShape, std::string> seen_memory;
-  for (const toml::table* row : *memory_rows) {
-    auto x = read_memory_bound(*row, content);
-    if (!x) return x.error();
-    if (auto [it, fresh] = seen_memory.emplace(x->shape, where(*row)); !fresh) {
-      return Error{where(*row) + ": [[memory_bound]]: the same shape as the row at " + it->second};
-    }
-    g.add(*x);
+  if (Status s = read_rows(g, *memory_rows, "memory_bound", read_memory_bound, content,
+                           [](const MemoryBoundRow& r) { return r.shape; });
+      !s) {
+    return s.error();
   }
   if (power_t != nullptr) {
     TablePower p;
