@@ -1,0 +1,250 @@
+#include "network/nccl_tests_log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace commbound::network {
+namespace {
+
+// A log larger than this is not nccl-tests output (a full 8 B - 16 GiB sweep is ~10 KiB).
+constexpr std::size_t kMaxLogBytes = 64u << 20;
+// algbw and busbw are printed with two decimals; beyond rounding they must agree with size / time
+// within this fraction (nccl-tests computes all three from one measured time).
+constexpr double kBandwidthTolerance = 0.02;
+constexpr double kPrintedRounding_GBps = 0.011;
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string t;
+  while (in >> t) out.push_back(t);
+  return out;
+}
+
+std::optional<double> number(const std::string& t) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<long> integer(const std::string& t) {
+  long v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+bool is_word(const std::string& t) { return !t.empty() && std::isalpha(static_cast<unsigned char>(t[0])) && t != "N/A"; }
+
+// "2.26.2" from "NCCL version 2.26.2+cuda12.2" or from nccl-tests' "nccl-library=22602".
+std::string version_in(const std::string& line) {
+  static const std::regex printed(R"(NCCL version (\d+\.\d+\.\d+))");
+  static const std::regex library(R"(nccl-library=(\d+))");
+  std::smatch m;
+  if (std::regex_search(line, m, printed)) return m[1];
+  if (std::regex_search(line, m, library)) {
+    const long code = std::stol(m[1]);
+    return fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+  }
+  return "";
+}
+
+// Parses one timing group (time, algbw, busbw, #wrong). Times are printed in microseconds and
+// bandwidths in GB/s (1e9 bytes/s).
+std::optional<NcclTestsRow::Timing> timing(const std::vector<std::string>& t, std::size_t at) {
+  const auto time_us = number(t[at]);
+  const auto alg = number(t[at + 1]);
+  const auto bus = number(t[at + 2]);
+  if (!time_us || !alg || !bus || *time_us <= 0 || *alg < 0 || *bus < 0) return std::nullopt;
+  NcclTestsRow::Timing out{*time_us * 1e-6, *alg * 1e9, *bus * 1e9, 0};
+  if (t[at + 3] == "N/A") {
+    out.wrong = -1;
+  } else if (auto w = number(t[at + 3]); w && *w >= 0) {
+    out.wrong = *w > 0 ? std::max(1L, static_cast<long>(*w)) : 0;  // old layouts print an error value
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// size count type [redop] [root] (time algbw busbw wrong){1,2}
+std::optional<NcclTestsRow> row(const std::vector<std::string>& t) {
+  if (t.size() < 7) return std::nullopt;
+  const auto size = integer(t[0]);
+  const auto count = integer(t[1]);
+  if (!size || !count || *size <= 0 || *count < 0 || !is_word(t[2])) return std::nullopt;
+  std::size_t at = 3;
+  if (at < t.size() && is_word(t[at])) ++at;                         // redop
+  if ((t.size() - at) % 4 == 1 && integer(t[at])) ++at;              // root
+  const std::size_t groups = (t.size() - at) / 4;
+  if ((t.size() - at) % 4 != 0 || groups < 1 || groups > 2) return std::nullopt;
+  NcclTestsRow r;
+  r.size_bytes = static_cast<double>(*size);
+  r.count = *count;
+  r.type = t[2];
+  auto oop = timing(t, at);
+  if (!oop) return std::nullopt;
+  r.out_of_place = *oop;
+  if (groups == 2) {
+    r.in_place = timing(t, at + 4);
+    if (!r.in_place) return std::nullopt;
+  }
+  return r;
+}
+
+// Whether `printed` (GB/s, two decimals) is `expected_bytes_per_s` within rounding and tolerance.
+bool agrees(double printed_bytes_per_s, double expected_bytes_per_s) {
+  return std::abs(printed_bytes_per_s - expected_bytes_per_s) <=
+         kPrintedRounding_GBps * 1e9 + kBandwidthTolerance * expected_bytes_per_s;
+}
+
+struct Section {
+  NcclTestsLog log;
+  std::map<int, std::string> host_of_rank;
+  int first_line = 0;
+};
+
+}  // namespace
+
+std::optional<CollectiveOp> op_from_name(const std::string& name) {
+  std::string s = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::vector<std::pair<std::regex, CollectiveOp>> patterns = {
+      {std::regex(R"((^|[^a-z])(all_?reduce|ar)([^a-z]|$))"), CollectiveOp::all_reduce},
+      {std::regex(R"((^|[^a-z])(all_?gather|ag)([^a-z]|$))"), CollectiveOp::all_gather},
+      {std::regex(R"((^|[^a-z])(reduce_?scatter|rs)([^a-z]|$))"), CollectiveOp::reduce_scatter},
+      {std::regex(R"((^|[^a-z])(send_?recv)([^a-z]|$))"), CollectiveOp::send_recv},
+  };
+  for (const auto& [re, op] : patterns) {
+    if (std::regex_search(s, re)) return op;
+  }
+  return std::nullopt;
+}
+
+Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path, const std::string& text,
+                                                          const LogFacts& facts) {
+  static const std::regex perf(R"(\b([a-z_]+)_perf\b)");
+  static const std::regex rank_line(R"(^#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)$)");
+  if (text.size() > kMaxLogBytes) return Error{path + ": " + std::to_string(text.size()) + " bytes: too large to be nccl-tests output"};
+  if (text.find('\0') != std::string::npos) return Error{path + ": binary data, not nccl-tests output"};
+
+  std::vector<Section> sections(1);
+  std::string version = facts.nccl_version;
+  std::istringstream in(text);
+  std::string line;
+  int number_of_line = 0;
+  while (std::getline(in, line)) {
+    ++number_of_line;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (std::string v = version_in(line); !v.empty() && facts.nccl_version.empty()) version = v;
+    std::smatch m;
+    const std::vector<std::string> tokens = split(line);
+    if (tokens.empty()) continue;
+    const bool data_like = !tokens[0].empty() && std::isdigit(static_cast<unsigned char>(tokens[0][0])) && integer(tokens[0]);
+    if (!data_like) {
+      if (std::regex_search(line, m, perf) && line.find("Collective test starting") != std::string::npos) {
+        if (!sections.back().log.rows.empty() || !sections.back().log.op_name.empty()) sections.emplace_back();
+        sections.back().log.op_name = std::string(m[1]) + "_perf";
+        sections.back().first_line = number_of_line;
+      } else if (std::regex_search(line, m, rank_line)) {
+        Section& s = sections.back();
+        s.host_of_rank[std::stoi(m[1])] = m[2];
+        if (s.log.gpu_name.empty()) s.log.gpu_name = m[3];
+      } else if (sections.back().log.op_name.empty() && std::regex_search(line, m, perf)) {
+        sections.back().log.op_name = std::string(m[1]) + "_perf";  // the command line
+      }
+      continue;
+    }
+    auto r = row(tokens);
+    if (!r) {
+      return Error{fmt::format("{}:{}: not an nccl-tests row: '{}' (expected: size count type [redop root] time algbw "
+                               "busbw #wrong, out-of-place and optionally in-place)",
+                               path, number_of_line, line.substr(0, 120))};
+    }
+    r->line = number_of_line;
+    for (const auto* t : {&r->out_of_place, r->in_place ? &*r->in_place : nullptr}) {
+      if (t && !agrees(t->alg_bw_bytes_per_s, r->size_bytes / t->time_s)) {
+        return Error{fmt::format("{}:{}: algbw {:.2f} GB/s is not size / time = {:.2f} GB/s: the row was edited or "
+                                 "the log is corrupt",
+                                 path, number_of_line, t->alg_bw_bytes_per_s / 1e9, r->size_bytes / t->time_s / 1e9)};
+      }
+    }
+    sections.back().log.rows.push_back(*r);
+  }
+
+  std::vector<NcclTestsLog> out;
+  for (Section& s : sections) {
+    NcclTestsLog& log = s.log;
+    if (log.rows.empty()) continue;
+    log.path = path;
+    log.nccl_version = version;
+    log.algorithm = facts.algorithm;
+    log.op = log.op_name.empty() ? std::nullopt : op_from_name(log.op_name);
+    if (log.op_name.empty()) log.op = facts.op ? facts.op : op_from_name(path);
+    if (log.op_name.empty() && log.op) log.op_name = std::string(to_string(*log.op));
+    if (facts.op && log.op && *facts.op != *log.op) {
+      return Error{fmt::format("{}: the log runs {} but {} was given", path, log.op_name, to_string(*facts.op))};
+    }
+    if (log.op_name.empty()) {
+      return Error{path + ": which collective? the log names no *_perf binary and the file name no op; give the op"};
+    }
+    if (!s.host_of_rank.empty()) {
+      std::set<std::string> hosts;
+      for (const auto& [rank, host] : s.host_of_rank) hosts.insert(host);
+      log.ranks = static_cast<int>(s.host_of_rank.size());
+      log.nodes = static_cast<int>(hosts.size());
+      if ((facts.nodes && *facts.nodes != log.nodes) ||
+          (facts.gpus_per_node && *facts.gpus_per_node * log.nodes != log.ranks)) {
+        return Error{fmt::format("{}: the log's '#  Rank' lines show {} ranks on {} hosts, not what was given", path,
+                                 log.ranks, log.nodes)};
+      }
+    } else if (facts.nodes && facts.gpus_per_node) {
+      log.nodes = *facts.nodes;
+      log.ranks = *facts.nodes * *facts.gpus_per_node;
+    } else {
+      return Error{path + ": how many nodes and GPUs per node? the log has no '#  Rank' lines; give them"};
+    }
+    if (log.nodes < 1 || log.ranks < log.nodes || log.ranks % log.nodes != 0) {
+      return Error{fmt::format("{}: {} ranks on {} nodes is not a whole number of GPUs per node", path, log.ranks,
+                               log.nodes)};
+    }
+    if (log.op) {
+      const double factor = bus_bw_factor(*log.op, log.ranks);
+      for (const NcclTestsRow& r : log.rows) {
+        for (const auto* t : {&r.out_of_place, r.in_place ? &*r.in_place : nullptr}) {
+          if (t && !agrees(t->bus_bw_bytes_per_s, t->alg_bw_bytes_per_s * factor)) {
+            return Error{fmt::format("{}:{}: busbw {:.2f} GB/s is not algbw x {:.3f} ({} on {} ranks): the log is not "
+                                     "what its header says, or was edited",
+                                     path, r.line, t->bus_bw_bytes_per_s / 1e9, factor, log.op_name, log.ranks)};
+          }
+        }
+      }
+    }
+    out.push_back(std::move(log));
+  }
+  if (out.empty()) return Error{path + ": no nccl-tests rows (size count type [redop root] time algbw busbw #wrong)"};
+  return out;
+}
+
+Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path, const LogFacts& facts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": cannot be read"};
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxLogBytes) return Error{path + ": too large to be nccl-tests output"};
+  }
+  return parse_nccl_tests_log(path, text, facts);
+}
+
+}  // namespace commbound::network

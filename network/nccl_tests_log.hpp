@@ -1,0 +1,74 @@
+// NcclTestsLog: the output of NVIDIA's nccl-tests (all_reduce_perf, all_gather_perf, ...) as
+// printed, read back into numbers.
+//
+// Real measurements arrive as these logs: from a user's own 2-4 nodes, from issues and vendor
+// pages, from commbound-nccl-bench. One reader for all of them: any op, out-of-place and in-place
+// columns or only one of them, the layouts with and without the redop/root columns (nccl-tests
+// before and after 2.10), with or without the '#' header lines, and NCCL_DEBUG=INFO lines mixed in.
+// What the header says (op, ranks, hosts, NCCL version) is kept; what it does not say the caller
+// supplies (LogFacts). A row that looks like data but does not parse, or whose numbers contradict
+// each other (algbw != size / time), is an error naming the file and line: such a log was edited
+// or truncated, and fitting to it would fit to noise.
+#pragma once
+
+#include "calibration/base/expected.hpp"
+#include "network/collective.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace commbound::network {
+
+// One nccl-tests row: one buffer size, out-of-place then (when printed) in-place.
+struct NcclTestsRow {
+  struct Timing {
+    double time_s = 0;
+    double alg_bw_bytes_per_s = 0;
+    double bus_bw_bytes_per_s = 0;
+    long wrong = 0;  // '#wrong' (or the old 'error' column > 0); -1 when printed as N/A
+  };
+  double size_bytes = 0;  // nccl-tests' 'size': the whole buffer
+  long count = 0;
+  std::string type;       // float, half, bfloat16, ...
+  Timing out_of_place;
+  std::optional<Timing> in_place;
+  int line = 0;           // 1-based line in its file
+};
+
+// What a log does not always say about itself; given on the command line or in a manifest.
+struct LogFacts {
+  std::optional<CollectiveOp> op{};
+  std::optional<int> nodes{};
+  std::optional<int> gpus_per_node{};
+  std::string nccl_version{};
+  std::optional<Algorithm> algorithm{};  // NCCL_ALGO when the run forced one
+};
+
+// One collective's section of a log (a file may hold several, one per *_perf run).
+struct NcclTestsLog {
+  std::string path;
+  std::string op_name;                 // as printed ("all_gather_perf") or from LogFacts
+  std::optional<CollectiveOp> op;      // nullopt: an op commbound does not model (alltoall, ...)
+  int ranks = 0;                       // from the '#  Rank' lines, or nodes x gpus_per_node
+  int nodes = 0;                       // distinct hosts of the '#  Rank' lines, or LogFacts
+  std::string nccl_version;            // "2.26.2" when printed or given; "" when unknown
+  std::string gpu_name;                // from the first '#  Rank' line, "" when not printed
+  std::optional<Algorithm> algorithm;  // NCCL_ALGO as given in LogFacts; nullopt: NCCL chose
+  std::vector<NcclTestsRow> rows;
+
+  int gpus_per_node() const { return nodes > 0 ? ranks / nodes : 0; }
+};
+
+// Reads nccl-tests output `text` (the contents of `path`, named in errors). `facts` fill what the
+// header does not print and must agree with what it does. Errors: "path:line: why".
+Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path, const std::string& text,
+                                                          const LogFacts& facts);
+// The same, reading the file at `path` (plain text).
+Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path, const LogFacts& facts);
+
+// The op named by an nccl-tests binary or a file name: "all_gather_perf", "allgather",
+// "s4_vp_4node_ag.txt" ("_ag", "_ar", "_rs" as a word of the stem). nullopt when none is named.
+std::optional<CollectiveOp> op_from_name(const std::string& name);
+
+}  // namespace commbound::network

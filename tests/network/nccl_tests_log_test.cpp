@@ -1,0 +1,156 @@
+// The nccl-tests log reader: every shipped real log, the header layouts nccl-tests prints, and the
+// ways a log can be broken. Rows in the synthetic logs are written from first principles: algbw =
+// size / time, busbw = algbw x (n-1)/n (AllGather) or 2(n-1)/n (AllReduce), as nccl-tests defines.
+#include "network/nccl_tests_log.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace commbound::network {
+namespace {
+
+// One printed row: time in us, bandwidths in GB/s with two decimals, as nccl-tests prints them.
+std::string printed_row(double size_bytes, double time_us, double bus_factor, bool redop_root, bool in_place) {
+  const double alg = size_bytes / (time_us * 1e-6) / 1e9;
+  std::string row = fmt::format("{:>12.0f} {:>12.0f} {:>8}", size_bytes, size_bytes / 4, "float");
+  if (redop_root) row += fmt::format(" {:>6} {:>6}", "sum", -1);
+  row += fmt::format(" {:>8.2f} {:>7.2f} {:>7.2f} {:>6}", time_us, alg, alg * bus_factor, 0);
+  if (in_place) row += fmt::format(" {:>8.2f} {:>7.2f} {:>7.2f} {:>6}", time_us, alg, alg * bus_factor, 0);
+  return row + "\n";
+}
+
+const std::string kNewHeader =
+    "# nccl-tests version 2.14.1 nccl-headers=22602 nccl-library=22602\n"
+    "# Collective test starting: all_gather_perf\n"
+    "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+    "validation: 1 graph: 0\n"
+    "#\n"
+    "# Using devices\n"
+    "#  Rank  0 Group  0 Pid  41873 on    node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  1 Group  0 Pid  41874 on    node-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  2 Group  0 Pid  51873 on    node-b device  0 [0x18] NVIDIA H100 80GB HBM3\n"
+    "#  Rank  3 Group  0 Pid  51874 on    node-b device  1 [0x2a] NVIDIA H100 80GB HBM3\n"
+    "#\n"
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+
+TEST(NcclTestsLog, ReadsTheNewLayoutWithItsHeader) {
+  // AllGather on 4 ranks: busbw = algbw x 3/4.
+  std::string text = kNewHeader;
+  text += "node-a:41873:41873 [0] NCCL INFO comm 0x55 rank 0 nranks 4 - Init COMPLETE\n";  // NCCL_DEBUG noise
+  text += printed_row(1 << 20, 50.0, 0.75, true, true);
+  text += printed_row(4 << 20, 100.0, 0.75, true, true);
+  text += "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 30.1\n";
+  auto logs = parse_nccl_tests_log("new.log", text, {});
+  ASSERT_TRUE(logs) << logs.error().message;
+  ASSERT_EQ(logs->size(), 1u);
+  const NcclTestsLog& log = logs->front();
+  EXPECT_EQ(log.op, CollectiveOp::all_gather);
+  EXPECT_EQ(log.ranks, 4);
+  EXPECT_EQ(log.nodes, 2);
+  EXPECT_EQ(log.gpus_per_node(), 2);
+  EXPECT_EQ(log.nccl_version, "2.26.2");
+  EXPECT_EQ(log.gpu_name, "NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(log.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(log.rows[1].size_bytes, 4 << 20);
+  EXPECT_DOUBLE_EQ(log.rows[1].out_of_place.time_s, 100e-6);
+  ASSERT_TRUE(log.rows[1].in_place);
+  EXPECT_NEAR(log.rows[1].in_place->bus_bw_bytes_per_s, (4 << 20) / 100e-6 * 0.75, 0.006e9);
+}
+
+TEST(NcclTestsLog, ReadsTheOldLayoutWithoutRedopAndRoot) {
+  // nccl-tests before 2.10 printed AllGather rows without redop/root and an 'error' value.
+  const std::string text =
+      "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+      "#       size         count      type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "     1048576         32768     float    40.00   26.21   22.94  0e+00    40.00   26.21   22.94  0e+00\n";
+  auto logs = parse_nccl_tests_log("old_all_gather_perf.log", text, {.nodes = 1, .gpus_per_node = 8});
+  ASSERT_TRUE(logs) << logs.error().message;
+  EXPECT_EQ(logs->front().op, CollectiveOp::all_gather);  // from the file name
+  EXPECT_EQ(logs->front().ranks, 8);
+  EXPECT_EQ(logs->front().rows.front().out_of_place.wrong, 0);
+}
+
+TEST(NcclTestsLog, ReadsOneTimingGroupAndNotAvailableWrong) {
+  // -c 0 prints N/A for #wrong; AllReduce on 8 ranks: busbw = algbw x 14/8.
+  std::string row = printed_row(1 << 20, 20.0, 14.0 / 8.0, true, false);
+  row.replace(row.rfind('0'), 1, "N/A");
+  auto logs = parse_nccl_tests_log("x.log", row, {.op = CollectiveOp::all_reduce, .nodes = 1, .gpus_per_node = 8});
+  ASSERT_TRUE(logs) << logs.error().message;
+  EXPECT_FALSE(logs->front().rows.front().in_place);
+  EXPECT_EQ(logs->front().rows.front().out_of_place.wrong, -1);
+}
+
+TEST(NcclTestsLog, ReadsEveryShippedRealLog) {
+  // The shipped logs print rows >= 1 MiB up to 8 GiB: 14 sizes, each with in-place columns.
+  for (const char* name : {"s1_dgxc_1node_ar.txt", "s2a_309_2node_qoofyk.txt", "s2e_309_4node_gjaion.txt",
+                           "s4_vp_4node_ag.txt", "s4_vp_4node_ar.txt"}) {
+    const std::string path = std::string("calibration/fabric/logs/") + name;
+    const int nodes = name[1] - '0' == 1 ? 1 : std::string(name).find("4node") != std::string::npos ? 4 : 2;
+    const auto op = std::string(name).find("_ag") != std::string::npos ? CollectiveOp::all_gather : CollectiveOp::all_reduce;
+    auto logs = read_nccl_tests_log(path, {.op = op, .nodes = nodes, .gpus_per_node = 8});
+    ASSERT_TRUE(logs) << logs.error().message;
+    EXPECT_EQ(logs->front().rows.size(), 14u) << path;
+    EXPECT_DOUBLE_EQ(logs->front().rows.front().size_bytes, 1 << 20) << path;
+    EXPECT_DOUBLE_EQ(logs->front().rows.back().size_bytes, 8589934592.0) << path;
+  }
+  auto ag = read_nccl_tests_log("calibration/fabric/logs/s4_vp_4node_ag.txt", {.nodes = 4, .gpus_per_node = 8});
+  ASSERT_TRUE(ag);
+  EXPECT_EQ(ag->front().op, CollectiveOp::all_gather);
+  EXPECT_DOUBLE_EQ(ag->front().rows[5].out_of_place.time_s, 308.95e-6);  // 32 MiB, as printed
+}
+
+struct Broken {
+  const char* what;
+  std::string text;
+  const char* says;
+};
+
+TEST(NcclTestsLog, RejectsABrokenLogWithItsLine) {
+  const LogFacts ar8{.op = CollectiveOp::all_reduce, .nodes = 1, .gpus_per_node = 8};
+  const std::string good = printed_row(1 << 20, 20.0, 14.0 / 8.0, true, true);
+  const std::vector<Broken> cases = {
+      {"truncated row", "# header\n" + good.substr(0, 60) + "\n", "x.log:2: not an nccl-tests row"},
+      {"edited busbw", "\n" + printed_row(1 << 20, 20.0, 1.0, true, true), "x.log:2: busbw"},
+      {"edited time", good.substr(0, good.find("20.00")) + "40.00" + good.substr(good.find("20.00") + 5),
+       "x.log:1: algbw"},
+      {"not a number", "     1048576        262144     float     sum      -1     nan   52.43   91.75      0\n",
+       "x.log:1: not an nccl-tests row"},
+      {"negative time", "     1048576        262144     float     sum      -1   -20.00   52.43   91.75      0\n",
+       "x.log:1: not an nccl-tests row"},
+      {"no rows", "# nothing here\n", "x.log: no nccl-tests rows"},
+      {"binary", std::string("\x7f" "ELF\0\0", 6), "x.log: binary data"},
+  };
+  for (const Broken& c : cases) {
+    auto logs = parse_nccl_tests_log("x.log", c.text, ar8);
+    ASSERT_FALSE(logs) << c.what;
+    EXPECT_EQ(logs.error().message.rfind(c.says, 0), 0u) << c.what << ": " << logs.error().message;
+  }
+}
+
+TEST(NcclTestsLog, AsksForWhatTheLogDoesNotSay) {
+  const std::string row = printed_row(1 << 20, 20.0, 14.0 / 8.0, true, true);
+  auto no_op = parse_nccl_tests_log("run.log", row, {.nodes = 1, .gpus_per_node = 8});
+  ASSERT_FALSE(no_op);
+  EXPECT_NE(no_op.error().message.find("which collective"), std::string::npos);
+  auto no_nodes = parse_nccl_tests_log("run.log", row, {.op = CollectiveOp::all_reduce});
+  ASSERT_FALSE(no_nodes);
+  EXPECT_NE(no_nodes.error().message.find("how many nodes"), std::string::npos);
+  // The header's 2 hosts contradict a given 4.
+  auto wrong = parse_nccl_tests_log("new.log", kNewHeader + printed_row(1 << 20, 50.0, 0.75, true, true), {.nodes = 4});
+  ASSERT_FALSE(wrong);
+}
+
+TEST(NcclTestsLog, NamesTheOpFromBinaryOrFileName) {
+  EXPECT_EQ(op_from_name("all_reduce_perf"), CollectiveOp::all_reduce);
+  EXPECT_EQ(op_from_name("reduce_scatter_perf"), CollectiveOp::reduce_scatter);
+  EXPECT_EQ(op_from_name("logs/s4_vp_4node_ag.txt"), CollectiveOp::all_gather);
+  EXPECT_EQ(op_from_name("run_rs.log"), CollectiveOp::reduce_scatter);
+  EXPECT_EQ(op_from_name("alltoall_perf"), std::nullopt);
+  EXPECT_EQ(op_from_name("s2a_309_2node_qoofyk.txt"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace commbound::network
