@@ -3,6 +3,9 @@
 // from the presets under calibration/, each of which names its source.
 #pragma once
 
+#include "network/fabric_fit.hpp"
+
+#include <optional>
 #include <string>
 
 namespace commbound::network {
@@ -47,6 +50,12 @@ struct FabricSpec {
   int levels = 0;                 // tree levels (2 or 3); 0 = the fewest that fit
   double switch_latency_s = 0;    // one switch traversal
   unsigned ecmp_seed = 0;         // salt of the ECMP flow hash
+  std::optional<FabricFit> fit;   // NCCL as implemented on this fabric; empty: NCCL's tuner latencies
+
+  // One NIC's payload rate: the fit's measured efficiency when there is one, else the link's.
+  double nic_bw_bytes_per_s() const {
+    return fit ? link.bw_bytes_per_s * fit->nic_efficiency : link.effective_bw_bytes_per_s();
+  }
 };
 
 struct ClusterSpec {

@@ -33,6 +33,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::ring: return "ring";
     case Algorithm::tree: return "tree";
     case Algorithm::nvls: return "nvls";
+    case Algorithm::nvls_tree: return "nvlstree";
   }
   return "?";
 }
@@ -82,7 +83,7 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
 
 std::optional<Algorithm> parse_algorithm(std::string_view s) {
   const std::string v = lower(s);
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls}) {
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree}) {
     if (v == to_string(a)) {
       return a;
     }

@@ -9,11 +9,11 @@
 namespace commbound::network {
 
 enum class CollectiveOp { all_gather, reduce_scatter, all_reduce, send_recv };
-enum class Algorithm { ring, tree, nvls };
+enum class Algorithm { ring, tree, nvls, nvls_tree };
 enum class Protocol { ll, ll128, simple };
 enum class Fidelity { fluid, step };
 
-inline constexpr int kAlgorithms = 3;
+inline constexpr int kAlgorithms = 4;
 inline constexpr int kProtocols = 3;
 
 // One collective call. `size_bytes` follows nccl-tests: the whole output buffer for AllGather,

@@ -38,6 +38,7 @@ internal::AlgorithmResult run_algorithm(const internal::AlgorithmParams& params)
     case Algorithm::ring: return internal::run_ring(params);
     case Algorithm::tree: return internal::run_tree(params);
     case Algorithm::nvls: return internal::run_nvls(params);
+    case Algorithm::nvls_tree: return internal::run_nvls_tree(params);
   }
   COMMBOUND_CHECK(false, "unknown Algorithm");
   return {};
@@ -83,7 +84,9 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
                                        Fidelity fidelity) const {
   const double start_s = sg4::Engine::get_clock();
   const CallShape shape = shape_of(call);
-  const double factor = latency_factor(nccl_, platform_.spec().node, shape, choice);
+  // With a fit the time is built from the fabric's measured mechanisms, not the tuner's latencies.
+  const FabricFit* fit = platform_.spec().fabric.fit ? &*platform_.spec().fabric.fit : nullptr;
+  const double factor = fit != nullptr ? 1.0 : latency_factor(nccl_, platform_.spec().node, shape, choice);
   const internal::AlgorithmResult part = run_algorithm({
       .platform = platform_,
       .nccl = nccl_,
@@ -94,8 +97,9 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
       .fidelity = fidelity,
       .merge_channels = merge_channels_,
       .latency_factor = factor,
-      .base_s = nccl_.base(choice.algorithm, choice.protocol) * factor,
-      .net_overhead_s = tuner_.net_overhead_s(shape, choice.protocol),
+      .base_s = fit != nullptr ? fit->launch_s : nccl_.base(choice.algorithm, choice.protocol) * factor,
+      .net_overhead_s = fit != nullptr ? 0.0 : tuner_.net_overhead_s(shape, choice.protocol),
+      .fit = fit,
   });
 
   CollectiveResult result;

@@ -46,6 +46,9 @@ struct NcclConstants {
 
   // Pipelining: bytes of one step of a channel's buffer (buffer size / NCCL_STEPS) per protocol.
   std::array<double, kProtocols> step_bytes{};
+  // Payload of one network send (one proxy isend): Simple a slice of sliceSteps = 2 steps of 512 KiB;
+  // LL and LL128 one step, of which LL carries half and LL128 120/128 as payload.
+  std::array<double, kProtocols> message_bytes{};
 
   const ArchCaps& caps(int sm_arch) const { return sm_arch >= 90 ? hopper : ampere; }
   double base(Algorithm a, Protocol p) const { return base_latency_s[int(a)][int(p)]; }

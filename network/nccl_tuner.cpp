@@ -24,6 +24,12 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
       if (shape.nodes != 1) return "NVLS (without NVLSTree) stays inside one node";
       if (choice.protocol != Protocol::simple) return "NVLS runs the Simple protocol only";
       return "";
+    case Algorithm::nvls_tree:
+      if (shape.op != CollectiveOp::all_reduce) return "NVLSTree runs AllReduce only";
+      if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
+      if (shape.nodes < 2) return "NVLSTree spans nodes (NVLS inside one)";
+      if (choice.protocol != Protocol::simple) return "NVLSTree runs the Simple protocol only";
+      return "";
   }
   return "unknown algorithm";
 }
@@ -59,6 +65,8 @@ double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoi
     }
     case Algorithm::nvls:
       return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p);
+    case Algorithm::nvls_tree:  // intraLat + 2 log2(nNodes) interLat (tuning.cc)
+      return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + 2 * std::log2(nodes) * nccl_.hop(a, HopClass::net, p);
   }
   return 0;
 }
@@ -100,6 +108,13 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
       bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
       alg_bw = bus_bw * n / steps;
       break;
+    case Algorithm::nvls_tree:
+      // NVLS inside each node, a tree across: the in-switch bound, or the NICs' (doubled on two
+      // nodes, where the tree is one exchange) (tuning.cc since NCCL 2.28).
+      bus_bw = std::min(bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2,
+                        fabric_.link.effective_bw_bytes_per_s() * node_.nics * (nodes <= 2 ? 2 : 1));
+      alg_bw = bus_bw * n / steps;
+      break;
   }
   return predict_latency_s(shape, c) + shape.size_bytes / alg_bw;
 }
@@ -107,7 +122,7 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
 CollectiveChoice NcclTuner::choose(const CallShape& shape) const {
   CollectiveChoice best{Algorithm::ring, Protocol::simple};
   double best_s = std::numeric_limits<double>::infinity();
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls}) {
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree}) {
     for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
       const auto t = predict_s(shape, {a, p});
       if (t && *t < best_s) {

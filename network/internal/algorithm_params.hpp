@@ -29,12 +29,17 @@ struct AlgorithmParams {
   double latency_factor = 1;    // NCCL's multi-node Ring/Simple AllReduce multiplier, else 1
   double base_s = 0;            // NCCL's base latency x latency_factor, once per call
   double net_overhead_s = 0;    // NCCL's netOverhead for this shape and protocol (0 on one node)
+  const FabricFit* fit = nullptr;  // NCCL as implemented on this fabric; null: the tuner's latencies
 
   // Payload bytes per byte on the wire for the protocol (LL 1/2, LL128 120/128, Simple 1).
   double efficiency() const { return nccl.data_efficiency[int(choice.protocol)]; }
-  // NCCL's protocol latency (hwLat) of the hop from `src_rank` to `dst_rank`, x latency_factor; a
-  // ring's hop inside a node costs at least the netOverhead, as in NCCL's tuning.cc.
+  // The latency of the hop from `src_rank` to `dst_rank` on a step's critical path. With a fit, its
+  // nvlink_hop_s or net_hop_s. Without, NCCL's protocol latency (hwLat) x latency_factor, a ring's
+  // hop inside a node costing at least the netOverhead, as in NCCL's tuning.cc.
   double hop_s(int src_rank, int dst_rank) const;
+  // With a fit on more than one node: the serialized cost of the network sends one connection makes
+  // for `steps` steps of `step_payload_bytes` each (one send per message_bytes); else 0.
+  double net_messages_s(int steps, double step_payload_bytes) const;
 };
 
 // What an algorithm simulated: the CollectiveResult parts the runner cannot know.

@@ -95,7 +95,7 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, in
       pcie_.push_back(make_duplex(gpu + ".pcie", node.pcie.effective_bw_bytes_per_s(), node.pcie.latency_s));
     }
     for (int k = 0; k < node.nics; ++k) {
-      nic_.push_back(make_duplex(prefix + ".nic" + std::to_string(k), spec_.fabric.link.effective_bw_bytes_per_s(), 0));
+      nic_.push_back(make_duplex(prefix + ".nic" + std::to_string(k), spec_.fabric.nic_bw_bytes_per_s(), 0));
     }
   }
   build_fabric();

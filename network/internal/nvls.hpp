@@ -21,4 +21,17 @@ namespace commbound::network::internal {
 // CollectiveRunner::check). Simulated time advances by base, the hop latency and the flows.
 AlgorithmResult run_nvls(const AlgorithmParams& params);
 
+// NVLSTree AllReduce across nodes (NCCL_ALGO_NVLS_TREE, src/graph/tuning.cc): inside each node the
+// switch reduces and multicasts as above (every GPU's link S (g + 1)/g each way, g the node's ranks),
+// and across nodes each rail k carries the node-reduced data over NCCL's double binary tree
+// (trees.cc; dtree_parent in tree.hpp), half of it on each tree: S / (2 nics) up and down every
+// tree edge, from GPU k of a node to GPU k of its parent. Both parts stream chunk by chunk at once,
+// so
+//   time = latency + the slower of the two traffic patterns (one fluid run of all flows)
+//   latency = base + hwLat(NVLSTree, NVLink) + 2 log2(nodes) hwLat(NVLSTree, NET)   (tuner)
+//           = launch + nvls_latency + 2 log2(nodes) net_hop + the messages' cost      (fit)
+// On two nodes the tree is one exchange: each NIC moves S / nics each way; the in-switch part then
+// bounds it, as the 467-469 GB/s of real 2-node logs (calibration/fabric/logs/s2a, s2d) show.
+AlgorithmResult run_nvls_tree(const AlgorithmParams& params);
+
 }  // namespace commbound::network::internal

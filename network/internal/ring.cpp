@@ -132,7 +132,8 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
                                     }
                                     return worst_s;
                                   });
-  result.latency_s += params.base_s;
+  // Each connection sends one message per step (and per message_bytes of it): serialized proxy work.
+  result.latency_s += params.base_s + params.net_messages_s(steps, params.call.size_bytes / n / nch);
   std::vector<double> chunk_wire_bytes(groups);  // per step, through each edge
   std::vector<double> cap(groups);
   for (std::size_t g = 0; g < groups; ++g) {

@@ -256,7 +256,9 @@ AlgorithmResult run_tree(const AlgorithmParams& params) {
     fill_hops(params, routes, g, lane);
     result.latency_s = std::max(result.latency_s, tree_path_s(t, lane.up_alpha_s, lane.down_alpha_s, 0));
   }
-  result.latency_s += params.base_s;
+  // Each connection sends one message per chunk: serialized proxy work (zero without a fit).
+  const double messages_s = params.net_messages_s(chunks, params.call.size_bytes / nch / chunks);
+  result.latency_s += params.base_s + messages_s;
   const std::vector<double> rate = routes.rates(cap);
   sg4::this_actor::sleep_for(params.base_s);
   if (params.fidelity == Fidelity::step) {
@@ -280,7 +282,7 @@ AlgorithmResult run_tree(const AlgorithmParams& params) {
   for (const TreeLane& lane : lanes) {
     path_s = std::max(path_s, tree_path_s(*lane.tree, lane.up_alpha_s, lane.down_alpha_s, chunk_s));
   }
-  result.schedule_s = params.base_s + path_s + (chunks - 1) * chunk_s;
+  result.schedule_s = params.base_s + messages_s + path_s + (chunks - 1) * chunk_s;
   return result;
 }
 

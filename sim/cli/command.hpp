@@ -14,6 +14,7 @@ void add_run_command(CLI::App& app, int& exit_code);          // run_command.cpp
 void add_collective_command(CLI::App& app, int& exit_code);   // fabric_commands.cpp
 void add_platform_command(CLI::App& app, int& exit_code);     // fabric_commands.cpp
 void add_validate_command(CLI::App& app, int& exit_code);     // fabric_commands.cpp
+void add_fit_fabric_command(CLI::App& app, int& exit_code);   // fit_commands.cpp
 void add_shapes_command(CLI::App& app, int& exit_code);       // table_commands.cpp
 void add_derive_table_command(CLI::App& app, int& exit_code); // table_commands.cpp
 

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   add_collective_command(app, exit_code);
   add_platform_command(app, exit_code);
   add_validate_command(app, exit_code);
+  add_fit_fabric_command(app, exit_code);
   add_shapes_command(app, exit_code);
   add_derive_table_command(app, exit_code);
   std::string topic;

@@ -90,6 +90,38 @@ Expected<network::NodeType> Presets::node(const std::string& name) const {
   return n;
 }
 
+Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const {
+  const auto path = dir_ / "fabric" / (name + ".toml");
+  if (name.empty() || name.find('/') != std::string::npos || !std::filesystem::exists(path)) {
+    std::string have;
+    if (std::filesystem::is_directory(dir_ / "fabric")) {
+      for (const auto& e : std::filesystem::directory_iterator(dir_ / "fabric")) {
+        if (e.path().extension() == ".toml") have += " " + e.path().stem().string();
+      }
+    }
+    return Error{path.string() + ": no fabric fit named \"" + name + "\" (have:" + have + ")"};
+  }
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  TableReader top(*file, "");
+  network::FabricFit fit;
+  fit.name = top.required_string("name");
+  fit.node_type = top.required_string("node_type");
+  fit.link = top.required_string("link");
+  top.string("description", "");
+  top.table("provenance");
+  const toml::table* parameters = top.table("parameters");
+  if (parameters == nullptr && !top.failed()) top.fail("parameters", "missing table [parameters]");
+  if (Status s = top.finish(); !s) return s.error();
+  if (fit.name != name) return Error{path.string() + ": name = \"" + fit.name + "\" is not the file's name"};
+  TableReader r(*parameters, "parameters");
+  for (const network::FitParameter& p : network::fit_parameters()) {
+    fit.*p.field = r.required_number(p.key, p.lower, p.upper) * p.si_per_unit;
+  }
+  if (Status s = r.finish(); !s) return s.error();
+  return fit;
+}
+
 Expected<network::NcclConstants> Presets::nccl(const std::string& release) const {
   const auto path = dir_ / "nccl" / ("nccl-" + release + ".toml");
   if (!std::filesystem::exists(path)) {
@@ -116,7 +148,7 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     auto v = r.numbers(key, 3, 0, 1e6);
     return std::array<double, 3>{v[0] * kBytesPerGB, v[1] * kBytesPerGB, v[2] * kBytesPerGB};
   };
-  const char* algos[] = {"ring", "tree", "nvls"};
+  const char* algos[] = {"ring", "tree", "nvls", "nvls_tree"};
   const char* hops[] = {"nvlink", "pci", "net"};
   {
     TableReader r(sub("base_latency_us"), "base_latency_us");
@@ -144,9 +176,11 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     TableReader r(sub("protocol"), "protocol");
     auto eff = r.numbers("data_efficiency", 3, 0.01, 1.0);
     auto step = r.numbers("step_bytes", 3, 1, 1e12);
+    auto message = r.numbers("message_bytes", 3, 1, 1e12);
     for (int p = 0; p < 3; ++p) {
       c.data_efficiency[p] = eff[p];
       c.step_bytes[p] = step[p];
+      c.message_bytes[p] = message[p];
     }
     c.tree_ll_divisor = r.required_number("tree_ll_divisor", 1, 100);
     if (Status s = r.finish(); !s) return s.error();

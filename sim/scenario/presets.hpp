@@ -28,6 +28,9 @@ public:
   Expected<network::LinkTech> link(const std::string& name) const;
   Expected<network::NodeType> node(const std::string& name) const;
   Expected<network::NcclConstants> nccl(const std::string& release) const;
+  // calibration/fabric/<name>.toml, written by commbound fit-fabric: its [parameters] in SI units,
+  // each checked against its bounds (fabric_fit.hpp). [provenance] is for people and not read.
+  Expected<network::FabricFit> fabric_fit(const std::string& name) const;
 
 private:
   std::filesystem::path dir_;

@@ -214,9 +214,10 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   // [nccl]
   TableReader nccl(nccl_t != nullptr ? *nccl_t : empty, "nccl", &origins);
   const std::string release = nccl.string("release", "2.30.7");
-  const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls"});
+  const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree"});
   const std::string proto = nccl.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
   const std::string fid = nccl.choice("fidelity", "fluid", {"fluid", "step"});
+  const std::string fit_name = nccl.string("fit", "");
   if (nccl.has("channels")) {
     sc.cluster.node.nccl_channels = static_cast<int>(nccl.integer("channels", 16, 1, 64));
   }
@@ -227,6 +228,22 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   auto constants = presets.nccl(release);
   if (!constants) return constants.error();
   sc.nccl = *constants;
+  if (!fit_name.empty()) {
+    auto fit = presets.fabric_fit(fit_name);
+    if (!fit) {
+      const auto it = origins.find("nccl.fit");
+      const std::string at = it != origins.end() ? it->second : where(*nccl_t->get("fit"));
+      return Error{at + ": nccl.fit = \"" + fit_name + "\": " + fit.error().message};
+    }
+    if (fit->node_type != sc.cluster.node.name || fit->link != f.link.name) {
+      const auto it = origins.find("nccl.fit");
+      const std::string at = it != origins.end() ? it->second : where(*nccl_t->get("fit"));
+      return Error{at + ": nccl.fit = \"" + fit_name + "\": fitted on " + fit->node_type + " + " + fit->link +
+                   ", but this cluster is " + sc.cluster.node.name + " + " + f.link.name +
+                   " (fit this fabric's own logs: commbound fit-fabric)"};
+    }
+    f.fit = *fit;
+  }
 
   if (sweep_t != nullptr) {
     TableReader sweep(*sweep_t, "sweep", &origins);

@@ -96,6 +96,79 @@ TEST(CollectiveRunner, NvlsMatchesTheSwitchReductionTime) {
   EXPECT_NEAR(simulated_s, expected_s, 0.01 * expected_s);
 }
 
+// NVLSTree on two nodes, 8 GiB: the switch part moves S x 9/8 through every GPU's NVLink at 0.85 x
+// 370.8 GB/s (30.7 ms); the tree part is one exchange, S/16 per tree and direction on each of the 8
+// NICs, S/8 per NIC and direction at 48 GB/s (22.4 ms). Both stream at once, so the switch bounds
+// it; latency: base 0 + hwLat NVLink 25 us + 2 log2(2) x hwLat NET 14 us = 53 us.
+TEST(CollectiveRunner, NvlsTreeOnTwoNodesIsBoundByTheSwitch) {
+  const ClusterSpec spec = testing::dgx_h100(2);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const NcclConstants nccl = testing::nccl_2_30_7();
+  CollectiveRunner runner(**platform, nccl);
+  const double size = 8589934592.0;
+  double simulated_s = 0;
+  (*platform)->run([&] {
+    simulated_s = runner.run({CollectiveOp::all_reduce, first(16), size}, {Algorithm::nvls_tree, Protocol::simple},
+                             Fidelity::fluid).time_s;
+  });
+  const double switch_s = size * 9.0 / 8.0 / (nccl.nvls_efficiency * spec.node.nvlink.effective_bw_bytes_per_s());
+  const double nic_s = size / 8.0 / spec.fabric.link.effective_bw_bytes_per_s();
+  ASSERT_GT(switch_s, nic_s);
+  const double expected_s = 53e-6 + switch_s;
+  EXPECT_NEAR(simulated_s, expected_s, 0.01 * expected_s);
+}
+
+// NVLSTree across 4..32 nodes cannot beat what the NICs can move: every node must send and receive
+// S (N-1)/N per phase, so busbw <= 8 x 48 GB/s x (n-1)/n x N/(N-1) (sim/fabric_fitter.cpp's bound).
+TEST(CollectiveRunner, NvlsTreeRespectsTheNicBound) {
+  const ClusterSpec spec = testing::dgx_h100(32);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const NcclConstants nccl = testing::nccl_2_30_7();
+  CollectiveRunner runner(**platform, nccl);
+  const double size = 4294967296.0;
+  std::vector<std::pair<int, double>> busbw;
+  (*platform)->run([&] {
+    for (int nodes : {4, 8, 32}) {
+      const double t = runner.run({CollectiveOp::all_reduce, first(8 * nodes), size},
+                                  {Algorithm::nvls_tree, Protocol::simple}, Fidelity::fluid).time_s;
+      busbw.emplace_back(nodes, size / t * bus_bw_factor(CollectiveOp::all_reduce, 8 * nodes));
+    }
+  });
+  for (const auto& [nodes, bw] : busbw) {
+    const double n = 8.0 * nodes;
+    const double bound = 8 * spec.fabric.link.effective_bw_bytes_per_s() * (n - 1) / n * nodes / (nodes - 1.0);
+    EXPECT_LE(bw, bound) << nodes << " nodes";
+    EXPECT_GT(bw, 0.5 * bound) << nodes << " nodes";  // and it does use the NICs
+  }
+}
+
+// With a fabric fit the ring's time is built from its mechanisms. AllGather 16 MiB on 2 nodes, ring
+// Simple: launch 10 us; the latency chain of 15 steps around a ring of 14 NVLink hops (1 us) and 2
+// network hops (20 us + one leaf switch, 0.13 us) is all but its cheapest hop: 2 x 20.13 + 13 x 1;
+// 15 steps of a 64 KiB message (16 MiB / 16 ranks / 16 channels; one 1 MiB send) at 3 us each; and
+// the bytes: S x 15/16 through 8 NICs at 0.9 x 50 GB/s.
+TEST(CollectiveRunner, FittedRingAddsItsMechanisms) {
+  ClusterSpec spec = testing::dgx_h100(2);
+  spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
+                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .net_message_s = 3e-6,
+                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  const double size = 16777216.0;
+  double simulated_s = 0;
+  (*platform)->run([&] {
+    simulated_s = runner.run({CollectiveOp::all_gather, first(16), size}, {Algorithm::ring, Protocol::simple},
+                             Fidelity::fluid).time_s;
+  });
+  const double chain_s = 2 * (20e-6 + spec.fabric.switch_latency_s) + 13 * 1e-6;
+  const double bytes_s = size * 15.0 / 16.0 / (8 * 0.9 * spec.fabric.link.bw_bytes_per_s);
+  const double expected_s = 10e-6 + chain_s + 15 * 3e-6 + bytes_s;
+  EXPECT_NEAR(simulated_s, expected_s, 0.02 * expected_s);
+}
+
 // One DGX H100, AllGather 1 GiB as NCCL's tuner picks it (ring, Simple): every GPU pushes 7/8 of
 // the buffer through its NVLink at 370.8 GB/s, 2.53 ms, plus 8.4 + 7 x 3.4 us of latency, so busbw
 // = 7/8 x 1 GiB / 2.566 ms = 366 GB/s: inside the 350-370 GB/s NVIDIA publishes for such nodes
@@ -163,8 +236,10 @@ TEST(CollectiveRunner, MergedChannelsEqualOneFlowPerChannel) {
 }
 
 // NCCL's tuner, from NCCL's own model: a tiny AllReduce is latency-bound (LL), a 1 GiB AllGather on
-// one node is bandwidth-bound (ring Simple), and a 1 GiB AllReduce over 32 nodes prefers the tree
-// (ring latency: 510 steps; tree: 2 * (7 NVLink + 5 network) hops).
+// one node is bandwidth-bound (ring Simple). A 1 GiB AllReduce over 32 nodes: NVLSTree's busBw is
+// min(NVLS 370.8 x 0.85 x 15/16 x 2 = 591, NICs 8 x 48 = 384) = 384 GB/s, algBw 384 x 256/510 = 193;
+// the tree's min(0.92 x 384, 16 x 36) x 0.85 / 2 = 150; the ring pays 510 steps of latency. Without
+// NVLink SHARP (an A100-like node) the tree is left.
 TEST(NcclTuner, ChoosesLikeNccl) {
   const ClusterSpec spec = testing::dgx_h100(32);
   const NcclTuner tuner(spec.node, spec.fabric, testing::nccl_2_30_7());
@@ -172,7 +247,13 @@ TEST(NcclTuner, ChoosesLikeNccl) {
   const CollectiveChoice ag = tuner.choose({CollectiveOp::all_gather, 8, 1, 1073741824.0});
   EXPECT_EQ(ag.algorithm, Algorithm::ring);
   EXPECT_EQ(ag.protocol, Protocol::simple);
-  EXPECT_EQ(tuner.choose({CollectiveOp::all_reduce, 256, 32, 1073741824.0}).algorithm, Algorithm::tree);
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_reduce, 256, 32, 1073741824.0}).algorithm, Algorithm::nvls_tree);
+  ClusterSpec no_sharp = spec;
+  no_sharp.node.nvls = false;
+  const NcclTuner plain(no_sharp.node, no_sharp.fabric, testing::nccl_2_30_7());
+  EXPECT_EQ(plain.choose({CollectiveOp::all_reduce, 256, 32, 1073741824.0}).algorithm, Algorithm::tree);
+  EXPECT_NE(tuner.unsupported({CollectiveOp::all_reduce, 8, 1, 1}, {Algorithm::nvls_tree, Protocol::simple}), "");
+  EXPECT_NE(tuner.unsupported({CollectiveOp::all_gather, 16, 2, 1}, {Algorithm::nvls_tree, Protocol::simple}), "");
   EXPECT_EQ(tuner.choose({CollectiveOp::all_reduce, 8, 1, 1073741824.0}).algorithm, Algorithm::nvls);
   EXPECT_NE(tuner.unsupported({CollectiveOp::all_gather, 16, 2, 1}, {Algorithm::tree, Protocol::simple}), "");
   EXPECT_NE(tuner.unsupported({CollectiveOp::all_reduce, 16, 2, 1}, {Algorithm::nvls, Protocol::simple}), "");

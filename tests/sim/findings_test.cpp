@@ -43,7 +43,8 @@ TEST(Findings, FsdpWeakScalingLosesPerGpuThroughputAsExposedCommunicationGrows) 
   EXPECT_LT(large.mfu, small.mfu);
   EXPECT_LT(large.tokens_per_joule, small.tokens_per_joule);
   EXPECT_GT(large.exposed_comm_fraction, 2 * small.exposed_comm_fraction);
-  EXPECT_NEAR(large.power_w_per_gpu / small.power_w_per_gpu, 1.0, 0.05);
+  // A GPU that waits on exposed communication idles: its power cannot rise with scale.
+  EXPECT_LE(large.power_w_per_gpu, small.power_w_per_gpu * 1.01);
   // Exposed communication grows with every doubling from 8 nodes on (the ring's steps and the
   // fabric's levels grow with the node count).
   double previous = 0;

@@ -1,0 +1,110 @@
+// commbound fit-fabric: real nccl-tests logs in, calibration/fabric/<name>.toml out.
+#include "sim/cli/command.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/fabric_fitter.hpp"
+#include "sim/report/output.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+namespace commbound::cli {
+namespace {
+
+struct FitArgs {
+  ScenarioArgs scenario;
+  std::vector<std::string> logs;
+  std::string name, op, algo, min_bytes = "32M", max_bytes = "16G", out;
+  int nodes = 0, gpus_per_node = 0;
+  bool force = false;
+};
+
+int run_fit_fabric(const FitArgs& a) {
+  network::LogFacts facts;
+  if (!a.op.empty()) facts.op = network::op_from_name(a.op);
+  if (a.nodes > 0) facts.nodes = a.nodes;
+  if (a.gpus_per_node > 0) facts.gpus_per_node = a.gpus_per_node;
+  if (!a.algo.empty()) facts.algorithm = network::parse_algorithm(a.algo);
+  auto logs = sim::read_logs(a.logs, facts);
+  if (!logs) return fail(logs.error().message);
+  auto file = load(a.scenario);
+  if (!file) return fail(file.error().message);
+  const sim::Scenario& sc = file->scenario();
+  sim::FitOptions options;
+  auto min = sim::parse_list("--min-bytes", a.min_bytes, true);
+  if (!min) return fail(min.error().message);
+  auto max = sim::parse_list("--max-bytes", a.max_bytes, true);
+  if (!max) return fail(max.error().message);
+  options.min_bytes = min->front();
+  options.max_bytes = max->front();
+  const std::string out = a.out.empty() ? (presets(a.scenario.calibration).dir() / "fabric" / (a.name + ".toml")).string() : a.out;
+  if (Status ok = sim::check_writable(out, a.force); !ok) return fail(ok.error().message);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto report = sim::fit_fabric(sc, *logs, options, a.name, [&](int evaluations) {
+    if (tty) std::cerr << "\rfit-fabric: " << evaluations << " model evaluations" << std::flush;
+  });
+  if (tty) std::cerr << "\n";
+  if (!report) return fail(report.error().message);
+  fmt::print("fit {}: {} points from {} log(s), {} evaluations; median |error| {:.1f}%, max {:.1f}%\n", a.name,
+             report->points.size(), logs->size(), report->evaluations, 100 * report->median_abs_error,
+             100 * report->max_abs_error);
+  for (const network::FitParameter& p : network::fit_parameters()) {
+    fmt::print("  {:<16} {:>9.3f}   bounds [{}, {}]\n", p.key, report->fit.*p.field / p.si_per_unit, p.lower, p.upper);
+  }
+  fmt::print("{:<44} {:>5} {:>11} {:>10} {:>10} {:>7}  {}\n", "log", "nodes", "bytes", "real GB/s", "sim GB/s", "error",
+             "simulated");
+  for (const sim::LogPoint& p : report->points) {
+    fmt::print("{:<44} {:>5} {:>11.0f} {:>10.1f} {:>10.1f} {:>+6.1f}%  {}/{}\n", p.path.substr(p.path.rfind('/') + 1),
+               p.nodes, p.size_bytes, p.measured_bus_bw_bytes_per_s() / 1e9, p.simulated_bus_bw_bytes_per_s() / 1e9,
+               100 * p.error(), p.algorithm, p.protocol);
+  }
+  Status written = sim::write_output(out, a.force, [&](std::ostream& o) {
+    sim::write_fabric_fit(o, *report, sc, *logs, "commbound fit-fabric " COMMBOUND_VERSION);
+  });
+  if (!written) return fail(written.error().message);
+  fmt::print("wrote {} (use it with [nccl] fit = \"{}\")\n", out, a.name);
+  return 0;
+}
+
+}  // namespace
+
+void add_fit_fabric_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<FitArgs>();
+  CLI::App* cmd = app.add_subcommand("fit-fabric", "fit NCCL-as-implemented parameters of a fabric to real nccl-tests logs");
+  cmd->footer(R"(Reads nccl-tests output as printed (all_reduce_perf, all_gather_perf, reduce_scatter_perf,
+sendrecv_perf; old and new column layouts; header lines optional) and fits the few physical
+parameters of NCCL as it runs on that fabric: launch, NVLink and network hop latencies, the serialized
+cost per network message, the NIC's achieved line rate, NVLS latency (network/fabric_fit.hpp). The
+logs' hardware is the scenario's node type and link. Least squares on ln(time) over the rows between
+--min-bytes and --max-bytes. A log no healthy fabric can produce is refused with the reason.
+Writes calibration/fabric/NAME.toml with the logs, NCCL versions and residuals; use it with
+[nccl] fit = "NAME" (or --set nccl.fit=NAME).
+
+A log without '#  Rank' header lines needs --nodes and --gpus-per-node; one whose file name does not
+say the op (all_reduce, _ar, ...) needs --op. A manifest (*.toml with [[log]] tables, as
+calibration/fabric/logs/logs.toml) gives these per log.
+
+Example (the shipped fit):
+  commbound fit-fabric calibration/fabric/logs/logs.toml --name h100-ib-1to4 \
+      --scenario scenarios/examples/dgx-h100-ib-ndr.toml
+)");
+  cmd->add_option("logs", a->logs, "nccl-tests logs, or manifests (*.toml)")->required()->type_name("LOG...");
+  cmd->add_option("--name", a->name, "the fit's name: calibration/fabric/NAME.toml")->required();
+  cmd->add_option("--scenario", a->scenario.scenario, "the logs' hardware (node type, link)")
+      ->default_val("scenarios/examples/dgx-h100-ib-ndr.toml");
+  add_preset_args(*cmd, a->scenario.sets, a->scenario.calibration);
+  cmd->add_option("--op", a->op, "the logs' collective when they do not say")
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
+  cmd->add_option("--nodes", a->nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--gpus-per-node", a->gpus_per_node, "the logs' GPUs per node when they do not say")->check(CLI::Range(1, 1024));
+  cmd->add_option("--algo", a->algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree)")->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+  cmd->add_option("--min-bytes", a->min_bytes, "smallest size fitted (K M G suffixes; default 32M)");
+  cmd->add_option("--max-bytes", a->max_bytes, "largest size fitted (default 16G)");
+  cmd->add_option("--out", a->out, "write there instead of calibration/fabric/NAME.toml")->type_name("FILE");
+  cmd->add_flag("--force", a->force, "allow replacing an existing file");
+  cmd->callback([a, &exit_code] { exit_code = run_fit_fabric(*a); });
+}
+
+}  // namespace commbound::cli
