@@ -105,14 +105,12 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
       alg_bw = bus_bw * 0.85 * 0.5;  // Tree pattern x0.85; algBw = busBw / 2
       break;
     case Algorithm::nvls:
-      bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
-      alg_bw = bus_bw * n / steps;
-      break;
     case Algorithm::nvls_tree:
-      // NVLS inside each node, a tree across: the in-switch bound, or the NICs' (doubled on two
-      // nodes, where the tree is one exchange) (tuning.cc since NCCL 2.28).
-      bus_bw = std::min(bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2,
-                        fabric_.link.effective_bw_bytes_per_s() * node_.nics * (nodes <= 2 ? 2 : 1));
+      // The in-switch reduction's bound; NVLSTree (NVLS inside each node, a tree across) is also
+      // bound by the NICs, doubled on two nodes where the tree is one exchange (tuning.cc since
+      // NCCL 2.28).
+      bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
+      if (c.algorithm == Algorithm::nvls_tree) bus_bw = std::min(bus_bw, bw_inter * (nodes <= 2 ? 2 : 1));
       alg_bw = bus_bw * n / steps;
       break;
   }

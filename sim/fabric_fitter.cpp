@@ -76,7 +76,6 @@ struct Problem {
   std::function<void(int)> progress;
   int evaluations = 0;
   std::optional<Error> error{};
-  std::vector<LogPoint> last{};
 };
 
 int residuals(const gsl_vector* x, void* data, gsl_vector* f) {
@@ -91,7 +90,6 @@ int residuals(const gsl_vector* x, void* data, gsl_vector* f) {
   for (std::size_t i = 0; i < points->size(); ++i) {
     gsl_vector_set(f, i, std::log((*points)[i].simulated_s / (*points)[i].measured_s));
   }
-  pb->last = std::move(*points);
   return GSL_SUCCESS;
 }
 

@@ -20,6 +20,15 @@ namespace {
 
 constexpr double kSecondsPerUs = 1e-6;
 
+// Where the value of `section_name.key` came from, for an error: its --set, else its place in
+// the file, else the file itself.
+std::string origin_of(const Overrides& origins, const toml::table* section, const std::string& section_name,
+                      const std::string& key, const std::string& path) {
+  if (const auto it = origins.find(section_name + "." + key); it != origins.end()) return it->second;
+  const toml::node* n = section != nullptr ? section->get(key) : nullptr;
+  return n != nullptr ? where(*n) : path;
+}
+
 // Sets `key` (dotted) of `doc` to `value`, creating the tables on its path; `origin` names where
 // the value came from ("--set k=v", or the [sweep] value's "file:line") in later error messages.
 Status set_value(toml::table& doc, const std::string& key, const toml::node& value, const std::string& origin,
@@ -154,19 +163,15 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   if (Status s = cluster.finish(); !s) return s.error();
   auto node = presets.node(node_name);
   if (!node) {
-    const auto it = origins.find("cluster.node_type");
-    return Error{(it != origins.end() ? it->second : where(*cluster_t->get("node_type"))) + ": cluster.node_type = \"" +
-                 node_name + "\": " + node.error().message};
+    return Error{origin_of(origins, cluster_t, "cluster", "node_type", path) + ": cluster.node_type = \"" + node_name +
+                 "\": " + node.error().message};
   }
   sc.cluster.node = *node;
   // The kernel table prices a training iteration's compute: read it only for one.
   if (model_t != nullptr) {
     auto table = resolve_kernel_table(kernel_table, sc.cluster.node.gpu, presets, tables);
     if (!table) {
-      const auto it = origins.find("cluster.kernel_table");
-      const std::string at = it != origins.end() ? it->second
-                             : cluster_t->get("kernel_table") != nullptr ? where(*cluster_t->get("kernel_table"))
-                                                                          : path;
+      const std::string at = origin_of(origins, cluster_t, "cluster", "kernel_table", path);
       return Error{at + ": cluster.kernel_table = \"" + kernel_table + "\": " + table.error().message};
     }
     if (std::holds_alternative<std::string>(*table)) {
@@ -203,10 +208,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   auto link = custom_link ? read_link(*link_table, "custom", "fabric.link", &origins) : presets.link(link_name);
   if (!link && custom_link) return link.error();
   if (!link) {
-    const toml::node* n = fabric_t != nullptr ? fabric_t->get("link") : nullptr;
-    const auto it = origins.find("fabric.link");
-    const std::string at = it != origins.end() ? it->second : (n != nullptr ? where(*n) : path);
-    return Error{at + ": fabric.link = \"" + link_name + "\": " + link.error().message};
+    return Error{origin_of(origins, fabric_t, "fabric", "link", path) + ": fabric.link = \"" + link_name + "\": " + link.error().message};
   }
   f.link = *link;
   f.switch_latency_s = latency_given ? switch_latency_us * kSecondsPerUs : link->latency_s;
@@ -230,14 +232,11 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   sc.nccl = *constants;
   if (!fit_name.empty()) {
     auto fit = presets.fabric_fit(fit_name);
+    const std::string at = origin_of(origins, nccl_t, "nccl", "fit", path);
     if (!fit) {
-      const auto it = origins.find("nccl.fit");
-      const std::string at = it != origins.end() ? it->second : where(*nccl_t->get("fit"));
       return Error{at + ": nccl.fit = \"" + fit_name + "\": " + fit.error().message};
     }
     if (fit->node_type != sc.cluster.node.name || fit->link != f.link.name) {
-      const auto it = origins.find("nccl.fit");
-      const std::string at = it != origins.end() ? it->second : where(*nccl_t->get("fit"));
       return Error{at + ": nccl.fit = \"" + fit_name + "\": fitted on " + fit->node_type + " + " + fit->link +
                    ", but this cluster is " + sc.cluster.node.name + " + " + f.link.name +
                    " (fit this fabric's own logs: commbound fit-fabric)"};
