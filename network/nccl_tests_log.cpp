@@ -247,4 +247,43 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path,
   return parse_nccl_tests_log(path, text, facts);
 }
 
+namespace {
+
+// A measurement whose busbw at >= 1 GiB is below this fraction of its links' ring bound is broken,
+// not a fabric: the eight shipped healthy logs reach 81-98% there; NVIDIA/nccl-tests issue 290
+// (155 and 90 GB/s on 8x400G, "do not calibrate") is the kind this refuses.
+constexpr double kHealthyFraction = 0.5;
+constexpr double kHealthCheckedBytes = 1ull << 30;
+// Measured busbw may exceed the hardware bound by rounding and clock drift, not more.
+constexpr double kBoundTolerance = 1.02;
+
+}  // namespace
+
+std::optional<std::string> measurement_issue(const ClusterSpec& cluster, CollectiveOp op, int nodes, int ranks,
+                                             double size_bytes, double bus_bw_bytes_per_s) {
+  const NodeType& node = cluster.node;
+  // Bus bandwidth no hardware of this kind can exceed: inside a node the GPU's NVLink (x2 for an
+  // AllReduce, which NVLink SHARP halves); across nodes each node must move S (nodes-1)/nodes of
+  // the data through its NICs per direction and per phase, so busbw <= NIC line rate x nics x
+  // (n-1)/n x nodes/(nodes-1) (nccl-tests' busbw factors; in-network reduction aside).
+  const bool ar = op == CollectiveOp::all_reduce;
+  const double nvlink_bound = node.nvlink.bw_bytes_per_s * (ar ? 2 : 1);
+  const double nic_line = cluster.fabric.link.bw_bytes_per_s * node.nics;
+  const double net_bound = nodes > 1 ? nic_line * (ranks - 1.0) / ranks * nodes / (nodes - 1.0) : nvlink_bound;
+  const double bound = std::min(nvlink_bound, net_bound);
+  const double ring_bound = nodes > 1 ? nic_line : node.nvlink.bw_bytes_per_s;
+  if (op == CollectiveOp::send_recv) return std::nullopt;  // one pair: neither bound applies as written
+  if (bus_bw_bytes_per_s > bound * kBoundTolerance) {
+    return fmt::format("busbw {:.1f} GB/s exceeds what {} x {} with {} can move ({:.1f} GB/s): not this hardware, "
+                       "or not {} nodes",
+                       bus_bw_bytes_per_s / 1e9, nodes, node.name, cluster.fabric.link.name, bound / 1e9, nodes);
+  }
+  if (size_bytes >= kHealthCheckedBytes && bus_bw_bytes_per_s < kHealthyFraction * ring_bound) {
+    return fmt::format("busbw {:.1f} GB/s at {:.0f} MiB is below half of the links' {:.0f} GB/s: a misconfigured or "
+                       "faulty fabric (check ib_write_bw, GPUDirect RDMA, PCIe ACS)",
+                       bus_bw_bytes_per_s / 1e9, size_bytes / (1 << 20), ring_bound / 1e9);
+  }
+  return std::nullopt;
+}
+
 }  // namespace commbound::network

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "network/cluster_spec.hpp"
 #include "network/collective.hpp"
 
 #include <optional>
@@ -70,5 +71,12 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path,
 // The op named by an nccl-tests binary or a file name: "all_gather_perf", "allgather",
 // "s4_vp_4node_ag.txt" ("_ag", "_ar", "_rs" as a word of the stem). nullopt when none is named.
 std::optional<CollectiveOp> op_from_name(const std::string& name);
+
+// Why one measurement cannot come from a healthy fabric of `cluster`'s hardware (node type, NICs,
+// link), or nullopt: busbw above what the NVLink or the NICs can move, or, at >= 1 GiB, below half
+// of the links (a misconfigured or faulty fabric: NVIDIA/nccl-tests issue 290's kind). Used by
+// fit-fabric to refuse a log and by validate to keep such points out of its error summary.
+std::optional<std::string> measurement_issue(const ClusterSpec& cluster, CollectiveOp op, int nodes, int ranks,
+                                             double size_bytes, double bus_bw_bytes_per_s);
 
 }  // namespace commbound::network

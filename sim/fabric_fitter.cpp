@@ -20,14 +20,6 @@
 namespace commbound::sim {
 namespace {
 
-// A log whose busbw at >= 1 GiB is below this fraction of its links' ring bound is broken, not a
-// fabric to fit: the eight shipped healthy logs reach 81-98% there; NVIDIA/nccl-tests issue 290
-// (155 and 90 GB/s on 8x400G, "do not calibrate") is the kind this refuses.
-constexpr double kHealthyFraction = 0.5;
-constexpr double kLargeBytes = 1ull << 30;
-// Measured busbw may exceed the hardware bound by rounding and clock drift, not more.
-constexpr double kBoundTolerance = 1.02;
-
 struct RowRef {
   const network::NcclTestsLog* log;
   const network::NcclTestsRow* row;
@@ -164,18 +156,6 @@ Status check_healthy(const network::NcclTestsLog& log, const Scenario& scenario)
     return Error{fmt::format("{}: {} GPUs per node, but the scenario's node type {} has {}", log.path,
                              log.gpus_per_node(), node.name, node.gpus)};
   }
-  const int n = log.ranks;
-  const int nodes = log.nodes;
-  // Bus bandwidth no hardware of this kind can exceed: inside a node the GPU's NVLink (x2 for an
-  // AllReduce, which NVLink SHARP halves); across nodes each node must move S (nodes-1)/nodes of
-  // the data through its NICs per direction and per phase, so busbw <= NIC line rate x nics x
-  // (n-1)/n x nodes/(nodes-1) (nccl-tests' busbw factors; in-network reduction aside).
-  const bool ar = *log.op == network::CollectiveOp::all_reduce;
-  const double nvlink_bound = node.nvlink.bw_bytes_per_s * (ar ? 2 : 1);
-  const double nic_line = scenario.cluster.fabric.link.bw_bytes_per_s * node.nics;
-  const double net_bound = nodes > 1 ? nic_line * (n - 1.0) / n * nodes / (nodes - 1.0) : nvlink_bound;
-  const double bound = std::min(nvlink_bound, net_bound);
-  const double ring_bound = nodes > 1 ? nic_line : node.nvlink.bw_bytes_per_s;
   for (const auto& row : log.rows) {
     for (const auto* t : {&row.out_of_place, row.in_place ? &*row.in_place : nullptr}) {
       if (t == nullptr) continue;
@@ -183,19 +163,10 @@ Status check_healthy(const network::NcclTestsLog& log, const Scenario& scenario)
         return Error{fmt::format("{}:{}: #wrong = {}: NCCL returned wrong data; a faulty fabric or GPU, not one to fit",
                                  log.path, row.line, t->wrong)};
       }
-      if (t->bus_bw_bytes_per_s > bound * kBoundTolerance) {
-        return Error{fmt::format("{}:{}: busbw {:.1f} GB/s exceeds what {} x {} on {} can move ({:.1f} GB/s): not this "
-                                 "hardware, or not {} nodes",
-                                 log.path, row.line, t->bus_bw_bytes_per_s / 1e9, nodes, node.name,
-                                 scenario.cluster.fabric.link.name, bound / 1e9, nodes)};
+      if (auto issue = network::measurement_issue(scenario.cluster, *log.op, log.nodes, log.ranks, row.size_bytes,
+                                                  t->bus_bw_bytes_per_s)) {
+        return Error{fmt::format("{}:{}: {}; not a fabric to fit", log.path, row.line, *issue)};
       }
-    }
-    if (row.size_bytes >= kLargeBytes && row.out_of_place.bus_bw_bytes_per_s < kHealthyFraction * ring_bound) {
-      return Error{fmt::format("{}:{}: busbw {:.1f} GB/s at {:.0f} MiB is below half of the links' {:.0f} GB/s: a "
-                               "misconfigured or faulty fabric (check ib_write_bw, GPUDirect RDMA, PCIe ACS), not "
-                               "one to fit",
-                               log.path, row.line, row.out_of_place.bus_bw_bytes_per_s / 1e9, row.size_bytes / (1 << 20),
-                               ring_bound / 1e9)};
     }
   }
   return Ok{};

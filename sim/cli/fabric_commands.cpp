@@ -3,14 +3,20 @@
 #include "network/platform.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
+#include "sim/fabric_fitter.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/output.hpp"
+#include "sim/report/plot.hpp"
 #include "sim/report/validation.hpp"
+
+#include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -103,37 +109,139 @@ int run_platform(const PlatformArgs& a) {
 
 struct ValidateArgs {
   ScenarioArgs scenario;
-  std::string reference, format = "table", out;
+  std::vector<std::string> references, logs;
+  std::string op, algo, format = "table", out, plots;
+  int nodes = 0, gpus_per_node = 0;
   bool force = false;
 };
 
+// The measured points the arguments name: reference tables and nccl-tests logs (default: both
+// shipped reference tables).
+Expected<std::vector<sim::PublishedPoint>> measured_points(const ValidateArgs& a) {
+  std::vector<std::string> references = a.references;
+  if (references.empty() && a.logs.empty()) {
+    const auto dir = presets(a.scenario.calibration).dir() / "reference";
+    references = {(dir / "nccl-tests-published.csv").string(), (dir / "points-1to4-nodes.csv").string()};
+  }
+  std::vector<sim::PublishedPoint> points;
+  for (const std::string& path : references) {
+    auto read = sim::read_reference(path);
+    if (!read) return read.error();
+    points.insert(points.end(), read->begin(), read->end());
+  }
+  if (!a.logs.empty()) {
+    network::LogFacts facts;
+    if (!a.op.empty()) facts.op = network::op_from_name(a.op);
+    if (a.nodes > 0) facts.nodes = a.nodes;
+    if (a.gpus_per_node > 0) facts.gpus_per_node = a.gpus_per_node;
+    if (!a.algo.empty()) facts.algorithm = network::parse_algorithm(a.algo);
+    auto logs = sim::read_logs(a.logs, facts);
+    if (!logs) return logs.error();
+    const auto from_logs = sim::points_from_logs(*logs);
+    points.insert(points.end(), from_logs.begin(), from_logs.end());
+  }
+  return points;
+}
+
+// One figure per measured sweep of three points or more: DIR/NN-op-Nn.png, in the order read.
+std::vector<sim::SeriesFigure> figure_paths(const std::vector<sim::PublishedPoint>& points, const std::string& dir) {
+  std::vector<sim::SeriesFigure> figures;
+  if (dir.empty()) return figures;
+  std::vector<std::string> order;
+  std::map<std::string, int> count;
+  for (const auto& p : points) {
+    if (count[p.series]++ == 0) order.push_back(p.series);
+  }
+  for (const std::string& series : order) {
+    if (count[series] < 3) continue;
+    const auto& first = *std::find_if(points.begin(), points.end(), [&](const auto& p) { return p.series == series; });
+    const std::string name = fmt::format("{:02d}-{}-{}n.png", figures.size() + 1, network::to_string(first.point.op),
+                                         first.point.nodes);
+    figures.push_back({series, (std::filesystem::path(dir) / name).string()});
+  }
+  return figures;
+}
+
+sim::LinePlot series_plot(const std::vector<sim::ValidationRow>& rows, const std::string& series) {
+  sim::LinePlot plot;
+  plot.title = series.size() > 110 ? series.substr(0, 107) + "..." : series;
+  plot.x_label = "size (bytes, as nccl-tests)";
+  plot.y_label = "busbw (GB/s)";
+  plot.x_bytes = true;
+  sim::PlotSeries measured{"measured", {}, "linespoints"}, simulated{"simulated (commbound)", {}, "linespoints"};
+  for (const auto& r : rows) {
+    if (r.published.series != series) continue;
+    measured.points.emplace_back(r.published.point.size_bytes, r.published.busbw_bytes_per_s / 1e9);
+    simulated.points.emplace_back(r.published.point.size_bytes, r.simulated.bus_bw_bytes_per_s / 1e9);
+  }
+  plot.series = {measured, simulated};
+  return plot;
+}
+
+std::string command_line(const ValidateArgs& a) {
+  std::string c = "commbound validate " + a.scenario.scenario;
+  for (const auto& s : a.scenario.sets) c += " --set " + s;
+  for (const auto& r : a.references) c += " --reference " + r;
+  for (const auto& l : a.logs) c += " --nccl-tests " + l;
+  if (!a.plots.empty()) c += " --plots " + a.plots;
+  c += " --format " + a.format;
+  if (!a.out.empty()) c += " --out " + a.out;
+  return c + " --force";
+}
+
 int run_validate(const ValidateArgs& a) {
-  const std::string reference = a.reference.empty()
-                                    ? (presets(a.scenario.calibration).dir() / "reference" / "nccl-tests-published.csv").string()
-                                    : a.reference;
-  auto published = sim::read_published(reference);
-  if (!published) return fail(published.error().message);
+  auto measured = measured_points(a);
+  if (!measured) return fail(measured.error().message);
   auto base = load(a.scenario);
   if (!base) return fail(base.error().message);
-  const auto points = sim::matching(*published, base->scenario());
-  if (points.empty()) return fail(reference + ": no published point for GPU " + base->scenario().cluster.node.gpu);
+  const auto points = sim::matching(*measured, base->scenario());
+  if (points.empty()) {
+    return fail("no measured point on GPU " + base->scenario().cluster.node.gpu + " with " +
+                std::to_string(base->scenario().cluster.node.gpus) + " GPUs per node");
+  }
   int max_nodes = 1;
   for (const auto& p : points) max_nodes = std::max(max_nodes, p.point.nodes);
   auto file = load(a.scenario, {"cluster.nodes=" + std::to_string(max_nodes)});
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
   if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  auto figures = figure_paths(points, a.plots);
+  if (!a.plots.empty() && !std::filesystem::is_directory(a.plots)) return fail(a.plots + ": not a directory");
+  for (const auto& f : figures) {
+    if (Status ok = sim::check_writable(f.path, a.force); !ok) return fail(ok.error().message);
+  }
   auto platform = network::Platform::create(sc.cluster);
   if (!platform) return fail(sc.path + ": " + platform.error().message);
   std::vector<network::SweepPoint> sweep;
   for (const auto& p : points) sweep.push_back(p.point);
-  auto rows = network::run_points(**platform, sc.nccl, sweep, sc.nccl_options.fidelity, {});
+  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  auto rows = network::run_points(**platform, sc.nccl, sweep, sc.nccl_options.fidelity, [&](int done, int total) {
+    if (show_progress) std::cerr << "\r[" << done << "/" << total << "] simulated" << (done == total ? "\n" : "") << std::flush;
+  });
   if (!rows) return fail(rows.error().message);
   std::vector<sim::ValidationRow> table;
-  for (std::size_t i = 0; i < points.size(); ++i) table.push_back({points[i], (*rows)[i]});
+  for (std::size_t i = 0; i < points.size(); ++i) table.push_back({points[i], (*rows)[i], ""});
+  sim::exclude_unhealthy(table, sc.cluster);
+  for (auto& f : figures) {
+    if (Status drawn = sim::render_plot(series_plot(table, f.series), f.path, a.force); !drawn) {
+      return fail(drawn.error().message);
+    }
+    if (!a.out.empty()) {  // the document links its figures relative to itself
+      const auto doc_dir = std::filesystem::absolute(a.out).parent_path();
+      f.path = std::filesystem::absolute(f.path).lexically_relative(doc_dir).string();
+    }
+  }
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
-    if (a.format == "table") o << "# commbound validate: " << sc.path << " vs " << reference << "\n";
+    if (a.format == "markdown") {
+      sim::write_accuracy_markdown(o, table, sc, command_line(a), figures);
+      return;
+    }
+    if (a.format == "table") o << "# commbound validate: " << sc.path << ", " << table.size() << " measured points\n";
     sim::write_validation(o, table, a.format == "csv");
+    if (a.format == "table") {
+      o << "\n# error = simulated busbw / measured - 1 (positive: optimistic), by band\n";
+      sim::write_summary(o, sim::summarise(table));
+    }
   });
   return written ? 0 : fail(written.error().message);
 }
@@ -188,18 +296,41 @@ effective rates, fabric levels and routing. --export FILE writes it as SimGrid X
 
 void add_validate_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ValidateArgs>();
-  CLI::App* cmd = app.add_subcommand("validate", "published nccl-tests results vs simulated, on the scenario's GPU");
-  cmd->footer(R"(Reads the published nccl-tests results (default: calibration/reference/nccl-tests-published.csv),
-keeps the rows measured on the scenario's GPU, simulates each on the scenario's cluster (the row's
-node count; a named algorithm is forced, "any" lets NCCL's tuner choose; "large" = 8 GiB,
-"multi" = 8 nodes) and prints published busbw, simulated busbw and their ratio with the source.
-Nothing is fitted to them. The published fabrics are not always the scenario's: read the source column.
+  CLI::App* cmd = app.add_subcommand("validate", "real nccl-tests measurements vs simulated, on the scenario's GPU");
+  cmd->footer(R"(Simulates every measured point on the scenario's GPU and node shape on the scenario's cluster
+(the point's node count; a named algorithm is forced, "any"/"default" lets NCCL's tuner choose) and
+prints measured busbw, simulated busbw, their ratio and the source, then the error by band (node
+count x collective x size): median and max |error|, error = simulated / measured - 1 (positive:
+the model is optimistic). Nothing is fitted to these points.
+
+Measured points come from reference tables (--reference; default: calibration/reference/
+nccl-tests-published.csv and points-1to4-nodes.csv) and from nccl-tests logs as printed
+(--nccl-tests, e.g. the output of commbound-nccl-bench or of your own cluster; --op, --nodes,
+--gpus-per-node fill what a log does not print, as for fit-fabric). The measured fabrics are not
+always the scenario's: read the source column.
+
+--format markdown with --plots DIR writes the accuracy document with one figure per measured
+sweep (measured and simulated busbw against size). docs/accuracy.md is made so:
+  commbound validate scenarios/examples/dgx-h100-ib-ndr.toml --plots docs/figures/accuracy \
+      --format markdown --out docs/accuracy.md --force
 )");
   add_scenario_args(*cmd, a->scenario);
-  cmd->add_option("--reference", a->reference,
-                  "the published table (columns: gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source)")
+  cmd->add_option("--reference", a->references,
+                  "a reference table (repeatable): gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source "
+                  "or source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,algo_if_known,notes")
       ->type_name("CSV");
-  cmd->add_option("--format", a->format, "table (default) | csv")->check(format_choice({"table", "csv"}));
+  cmd->add_option("--nccl-tests", a->logs, "an nccl-tests log or a manifest of logs (*.toml; repeatable)")
+      ->type_name("LOG");
+  cmd->add_option("--op", a->op, "the logs' collective when they do not say")
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
+  cmd->add_option("--nodes", a->nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--gpus-per-node", a->gpus_per_node, "the logs' GPUs per node when they do not say")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--algo", a->algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree)")
+      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+  cmd->add_option("--plots", a->plots, "write one PNG per measured sweep of >= 3 points into DIR")->type_name("DIR");
+  cmd->add_option("--format", a->format, "table (default) | csv | markdown")
+      ->check(format_choice({"table", "csv", "markdown"}));
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_validate(*a); });
 }

@@ -1,11 +1,15 @@
 #include "sim/report/validation.hpp"
 
+#include <boost/tokenizer.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
-#include <cstdio>
+#include <cmath>
 #include <fstream>
-#include <sstream>
+#include <map>
+#include <optional>
+#include <tuple>
 
 namespace commbound::sim {
 namespace {
@@ -15,53 +19,189 @@ std::string lower(std::string s) {
   return s;
 }
 
+// RFC 4180 fields: commas inside double quotes stay in their field.
+std::vector<std::string> csv_fields(const std::string& line) {
+  using Separator = boost::escaped_list_separator<char>;
+  boost::tokenizer<Separator> cells(line, Separator('\\', ',', '"'));
+  return {cells.begin(), cells.end()};
+}
+
+// A CSV field, quoted when it holds a comma or a quote.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The GPU a platform description names ("HGX H100 (Dell XE9680) ..." -> "H100").
+std::string gpu_in(const std::string& platform) {
+  for (const char* gpu : {"H100", "H200", "B200", "A100", "V100"}) {
+    if (platform.find(gpu) != std::string::npos) return gpu;
+  }
+  return "";
+}
+
+enum class Layout { published, collected };
+
+Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const std::string& at) {
+  // gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source
+  if (f.size() < 8) return Error{at + "expected 8 comma-separated fields, found " + std::to_string(f.size())};
+  PublishedPoint p;
+  p.gpu = f[0];
+  p.nodes_text = f[1];
+  p.bytes_text = f[5];
+  p.published_algorithm = f[4];
+  p.source = f[7];
+  for (std::size_t i = 8; i < f.size(); ++i) p.source += "," + f[i];  // an unquoted comma in the source
+  auto op = network::parse_collective_op(f[3]);
+  if (!op) return Error{at + "collective = \"" + f[3] + "\": unknown"};
+  p.point.op = *op;
+  try {
+    p.point.nodes = f[1] == "multi" ? kMultiNodes : std::stoi(f[1]);
+    p.gpus_per_node = std::stoi(f[2]);
+    p.point.size_bytes = f[5] == "large" ? kLargeBytes : std::stod(f[5]);
+    p.busbw_bytes_per_s = std::stod(f[6]) * 1e9;
+  } catch (const std::exception&) {
+    return Error{at + "nodes, gpus_per_node, bytes or busbw_GBps is not a number"};
+  }
+  if (f[4] != "any") {
+    auto a = network::parse_algorithm(f[4]);
+    if (!a) return Error{at + "algorithm = \"" + f[4] + "\": unknown"};
+    p.point.algorithm = a;
+  }
+  p.platform = p.gpu;
+  p.series = fmt::format("{} {} {} node(s) {} ({})", p.gpu, f[3], p.nodes_text, p.published_algorithm, p.source);
+  return p;
+}
+
+Expected<PublishedPoint> collected_row(const std::vector<std::string>& f, const std::string& at) {
+  // source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,algo_if_known,notes
+  if (f.size() < 9) return Error{at + "expected 10 comma-separated fields, found " + std::to_string(f.size())};
+  PublishedPoint p;
+  p.source = f[0];
+  p.platform = f[1];
+  p.gpu = gpu_in(f[1]);
+  p.nodes_text = f[3];
+  p.bytes_text = f[6];
+  p.published_algorithm = f[8];
+  auto op = network::op_from_name(f[5]);
+  if (!op) return Error{at + "op = \"" + f[5] + "\": unknown"};
+  p.point.op = *op;
+  try {
+    p.point.nodes = std::stoi(f[3]);
+    p.gpus_per_node = std::stoi(f[4]);
+    p.point.size_bytes = std::stod(f[6]);
+    p.busbw_bytes_per_s = std::stod(f[7]) * 1e9;
+  } catch (const std::exception&) {
+    return Error{at + "nodes, gpus_per_node, bytes or busbw_GBps is not a number"};
+  }
+  // "Ring (forced); NCCL_MIN_CTAS=24": NCCL_ALGO was set; "default ..." lets the tuner choose.
+  if (lower(f[8]).find("forced") != std::string::npos) {
+    const std::string name = lower(f[8].substr(0, f[8].find_first_of(" ;(")));
+    auto a = network::parse_algorithm(name);
+    if (!a) return Error{at + "algo_if_known = \"" + f[8] + "\": unknown algorithm"};
+    p.point.algorithm = a;
+  }
+  p.series = fmt::format("{}: {}, {} node(s) x {}, {}, {}", p.source, p.platform, p.nodes_text, f[4], f[5], f[8]);
+  return p;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+BandSummary summary_of(const std::string& nodes, const std::string& family, const std::string& size,
+                       const std::vector<double>& errors) {
+  std::vector<double> abs_errors;
+  for (double e : errors) abs_errors.push_back(std::fabs(e));
+  return {nodes, family, size, static_cast<int>(errors.size()), median(abs_errors),
+          *std::max_element(abs_errors.begin(), abs_errors.end()), median(errors)};
+}
+
+int band_order(const std::string& band) {
+  static const std::vector<std::string> order = {"1", "2-4", "8-32", "64+", "AllReduce", "AllGather/ReduceScatter",
+                                                 "SendRecv", "< 32 MiB", "32 MiB - 1 GiB", "> 1 GiB"};
+  return static_cast<int>(std::find(order.begin(), order.end(), band) - order.begin());
+}
+
+std::string size_text(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024) {
+    bytes /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g} {}", bytes, units[u]);
+}
+
 }  // namespace
 
-Expected<std::vector<PublishedPoint>> read_published(const std::string& path) {
+Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Error{path + ": cannot be read"};
   std::vector<PublishedPoint> out;
+  std::optional<Layout> layout;
   std::string line;
   int number = 0;
-  bool header = true;
   while (std::getline(in, line)) {
     ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    if (header) {  // gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source
-      header = false;
+    const std::string at = path + ":" + std::to_string(number) + ": ";
+    if (!layout) {
+      if (line.rfind("gpu,nodes,gpus_per_node,collective", 0) == 0) {
+        layout = Layout::published;
+      } else if (line.rfind("source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps", 0) == 0) {
+        layout = Layout::collected;
+      } else {
+        return Error{at + "header \"" + line.substr(0, 60) +
+                     "\": expected gpu,nodes,gpus_per_node,collective,... or source_url,platform,nccl_version,..."};
+      }
       continue;
     }
-    std::vector<std::string> f;
-    std::istringstream cells(line);
-    std::string cell;
-    while (f.size() < 7 && std::getline(cells, cell, ',')) f.push_back(cell);
-    std::getline(cells, cell);
-    f.push_back(cell);
-    const std::string at = path + ":" + std::to_string(number) + ": ";
-    if (f.size() != 8) return Error{at + "expected 8 comma-separated fields"};
-    PublishedPoint p;
-    p.gpu = f[0];
-    p.nodes_text = f[1];
-    p.bytes_text = f[5];
-    p.published_algorithm = f[4];
-    p.source = f[7];
-    p.line = number;
-    auto op = network::parse_collective_op(f[3]);
-    if (!op) return Error{at + "collective = \"" + f[3] + "\": unknown"};
-    p.point.op = *op;
+    std::vector<std::string> fields;
     try {
-      p.point.nodes = f[1] == "multi" ? kMultiNodes : std::stoi(f[1]);
-      p.point.size_bytes = f[5] == "large" ? kLargeBytes : std::stod(f[5]);
-      p.busbw_bytes_per_s = std::stod(f[6]) * 1e9;
-    } catch (const std::exception&) {
-      return Error{at + "nodes, bytes or busbw_GBps is not a number"};
+      fields = csv_fields(line);
+    } catch (const boost::escaped_list_error& e) {
+      return Error{at + "not a CSV row (" + e.what() + ")"};
     }
-    if (f[4] != "any") {
-      auto a = network::parse_algorithm(f[4]);
-      if (!a) return Error{at + "algorithm = \"" + f[4] + "\": unknown"};
-      p.point.algorithm = a;
+    auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
+    if (!p) return p.error();
+    if (!(p->busbw_bytes_per_s > 0) || !(p->point.size_bytes > 0) || p->point.nodes < 1) {
+      return Error{at + "nodes, bytes and busbw_GBps must be positive"};
     }
-    out.push_back(p);
+    p->file = path;
+    p->line = number;
+    out.push_back(std::move(*p));
+  }
+  if (!layout) return Error{path + ": no header line"};
+  return out;
+}
+
+std::vector<PublishedPoint> points_from_logs(const std::vector<network::NcclTestsLog>& logs) {
+  std::vector<PublishedPoint> out;
+  for (const network::NcclTestsLog& log : logs) {
+    if (!log.op) continue;  // alltoall and others: not modelled
+    for (const network::NcclTestsRow& row : log.rows) {
+      PublishedPoint p;
+      p.gpu = gpu_in(log.gpu_name);
+      p.gpus_per_node = log.gpus_per_node();
+      p.nodes_text = std::to_string(log.nodes);
+      p.bytes_text = fmt::format("{:.0f}", row.size_bytes);
+      p.point = {*log.op, log.nodes, row.size_bytes, log.algorithm, std::nullopt};
+      p.busbw_bytes_per_s = row.out_of_place.bus_bw_bytes_per_s;
+      p.published_algorithm = log.algorithm ? std::string(network::to_string(*log.algorithm)) + " (forced)" : "default";
+      p.platform = log.gpu_name.empty() ? "nccl-tests log" : log.gpu_name;
+      p.source = log.path;
+      p.series = log.path + (log.nccl_version.empty() ? "" : " (NCCL " + log.nccl_version + ")");
+      p.file = log.path;
+      p.line = row.line;
+      if (p.busbw_bytes_per_s > 0) out.push_back(std::move(p));
+    }
   }
   return out;
 }
@@ -70,28 +210,158 @@ std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, con
   std::vector<PublishedPoint> out;
   const std::string gpu = lower(scenario.cluster.node.gpu);
   for (const auto& p : all) {
-    if (gpu.rfind(lower(p.gpu), 0) == 0) out.push_back(p);
+    const bool same_gpu = p.gpu.empty() || gpu.rfind(lower(p.gpu), 0) == 0;
+    const bool same_node = p.gpus_per_node == 0 || p.gpus_per_node == scenario.cluster.node.gpus;
+    if (same_gpu && same_node) out.push_back(p);
   }
+  return out;
+}
+
+void exclude_unhealthy(std::vector<ValidationRow>& rows, const network::ClusterSpec& cluster) {
+  std::map<std::string, std::string> unhealthy;  // series -> why
+  for (const ValidationRow& r : rows) {
+    const auto& p = r.published.point;
+    const int ranks = p.nodes * (r.published.gpus_per_node > 0 ? r.published.gpus_per_node : cluster.node.gpus);
+    if (auto issue = network::measurement_issue(cluster, p.op, p.nodes, ranks, p.size_bytes,
+                                                r.published.busbw_bytes_per_s)) {
+      unhealthy.emplace(r.published.series, *issue);
+    }
+  }
+  for (ValidationRow& r : rows) {
+    if (auto it = unhealthy.find(r.published.series); it != unhealthy.end()) r.excluded = it->second;
+  }
+}
+
+std::string nodes_band(int nodes) {
+  if (nodes <= 1) return "1";
+  if (nodes <= 4) return "2-4";
+  if (nodes <= 32) return "8-32";
+  return "64+";
+}
+
+std::string size_band(double size_bytes) {
+  constexpr double kMiB = 1 << 20;
+  if (size_bytes < 32 * kMiB) return "< 32 MiB";
+  if (size_bytes <= 1024 * kMiB) return "32 MiB - 1 GiB";
+  return "> 1 GiB";
+}
+
+std::string op_family(network::CollectiveOp op) {
+  switch (op) {
+    case network::CollectiveOp::all_reduce: return "AllReduce";
+    case network::CollectiveOp::all_gather:
+    case network::CollectiveOp::reduce_scatter: return "AllGather/ReduceScatter";
+    default: return "SendRecv";
+  }
+}
+
+std::vector<BandSummary> summarise(const std::vector<ValidationRow>& rows) {
+  using Key = std::tuple<int, int, int>;
+  std::map<Key, std::pair<std::vector<std::string>, std::vector<double>>> bands;
+  std::map<std::string, std::vector<double>> by_nodes;
+  std::vector<double> all;
+  for (const ValidationRow& r : rows) {
+    if (!r.excluded.empty()) continue;
+    const std::string n = nodes_band(r.published.point.nodes);
+    const std::string f = op_family(r.published.point.op);
+    const std::string s = size_band(r.published.point.size_bytes);
+    auto& band = bands[{band_order(n), band_order(f), band_order(s)}];
+    band.first = {n, f, s};
+    band.second.push_back(r.error());
+    by_nodes[n].push_back(r.error());
+    all.push_back(r.error());
+  }
+  std::vector<BandSummary> out;
+  for (const auto& [key, band] : bands) out.push_back(summary_of(band.first[0], band.first[1], band.first[2], band.second));
+  std::vector<std::pair<int, std::string>> node_bands;
+  for (const auto& [n, errors] : by_nodes) node_bands.emplace_back(band_order(n), n);
+  std::sort(node_bands.begin(), node_bands.end());
+  for (const auto& [order, n] : node_bands) out.push_back(summary_of(n, "all", "all", by_nodes[n]));
+  if (!all.empty()) out.push_back(summary_of("all", "all", "all", all));
   return out;
 }
 
 void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows, bool csv) {
   if (csv) {
     out << "gpu,nodes,collective,algorithm,bytes,published_busbw_GBps,simulated_busbw_GBps,ratio,"
-           "simulated_algorithm,simulated_protocol,source\n";
+           "simulated_algorithm,simulated_protocol,source,error,series,excluded\n";
   } else {
     out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10} {:>10} {:>6}  {:<12} {}\n", "gpu", "nodes", "collective",
                        "algo", "bytes", "published", "simulated", "ratio", "simulated", "source");
   }
   for (const auto& r : rows) {
     const auto& p = r.published;
-    const auto args = fmt::make_format_args(p.gpu, p.nodes_text, network::to_string(p.point.op), p.published_algorithm,
-                                            p.bytes_text, p.busbw_bytes_per_s / 1e9, r.simulated.bus_bw_bytes_per_s / 1e9,
-                                            r.ratio(), network::to_string(r.simulated.result.choice.algorithm),
-                                            network::to_string(r.simulated.result.choice.protocol), p.source);
-    out << fmt::vformat(csv ? "{},{},{},{},{},{:.1f},{:.1f},{:.3f},{},{},{}\n"
-                            : "{:<5} {:>5} {:<13} {:<5} {:>11} {:>10.1f} {:>10.1f} {:>6.2f}  {:<5} {:<6} {}\n",
-                        args);
+    const std::string algorithm = p.point.algorithm ? std::string(network::to_string(*p.point.algorithm)) : "any";
+    const double published_gbps = p.busbw_bytes_per_s / 1e9;
+    const double simulated_gbps = r.simulated.bus_bw_bytes_per_s / 1e9;
+    const std::string sim_algorithm(network::to_string(r.simulated.result.choice.algorithm));
+    const std::string sim_protocol(network::to_string(r.simulated.result.choice.protocol));
+    if (csv) {
+      out << fmt::format("{},{},{},{},{},{:.2f},{:.2f},{:.3f},{},{},{},{:.4f},{},{}\n", csv_field(p.gpu), p.nodes_text,
+                         network::to_string(p.point.op), algorithm, p.bytes_text, published_gbps, simulated_gbps,
+                         r.ratio(), sim_algorithm, sim_protocol, csv_field(p.source), r.error(), csv_field(p.series),
+                         csv_field(r.excluded));
+    } else {
+      out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10.1f} {:>10.1f} {:>6.2f}  {:<5} {:<6} {}{}\n", p.gpu,
+                         p.nodes_text, network::to_string(p.point.op), algorithm, p.bytes_text, published_gbps,
+                         simulated_gbps, r.ratio(), sim_algorithm, sim_protocol, r.excluded.empty() ? "" : "[unhealthy] ",
+                         p.source);
+    }
+  }
+}
+
+void write_summary(std::ostream& out, const std::vector<BandSummary>& bands) {
+  out << fmt::format("{:<6} {:<24} {:<15} {:>6} {:>14} {:>11} {:>14}\n", "nodes", "collective", "size", "points",
+                     "median |err|", "max |err|", "median error");
+  for (const BandSummary& b : bands) {
+    out << fmt::format("{:<6} {:<24} {:<15} {:>6} {:>13.1f}% {:>10.1f}% {:>+13.1f}%\n", b.nodes, b.family, b.size,
+                       b.points, 100 * b.median_abs_error, 100 * b.max_abs_error, 100 * b.median_error);
+  }
+}
+
+void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
+                             const std::string& command, const std::vector<SeriesFigure>& figures) {
+  const auto& cl = scenario.cluster;
+  out << "# Accuracy of the collective model against real nccl-tests runs\n\n"
+      << "Generated by `commbound validate`; regenerate with:\n\n```\n" << command << "\n```\n\n"
+      << fmt::format("Simulated on `{}`: {} ({}), {} {} ({}), NCCL {} model, fabric fit `{}`.\n", scenario.path,
+                     cl.node.name, cl.node.gpu, network::to_string(cl.fabric.topology), cl.fabric.link.name,
+                     network::to_string(cl.fabric.routing), scenario.nccl.release,
+                     cl.fabric.fit ? cl.fabric.fit->name : std::string("none (NCCL's tuner latencies)"))
+      << "Every measured point on this GPU with this node shape is simulated on this one cluster, whatever\n"
+         "fabric it was measured on: read each point's source. Error = simulated busbw / measured busbw - 1\n"
+         "(positive: the model is optimistic). The fit, if any, was made from 1-4-node logs of >= 32 MiB\n"
+         "(its provenance names them): the 8-32-node points and the sizes below 32 MiB were not fitted.\n\n"
+      << "## Error by band\n\n"
+      << "| nodes | collective | size | points | median \\|err\\| | max \\|err\\| | median error |\n"
+      << "|---|---|---|---:|---:|---:|---:|\n";
+  for (const BandSummary& b : summarise(rows)) {
+    out << fmt::format("| {} | {} | {} | {} | {:.1f}% | {:.1f}% | {:+.1f}% |\n", b.nodes, b.family, b.size, b.points,
+                       100 * b.median_abs_error, 100 * b.max_abs_error, 100 * b.median_error);
+  }
+  std::map<std::string, std::string> excluded;
+  for (const ValidationRow& r : rows) {
+    if (!r.excluded.empty()) excluded.emplace(r.published.series, r.excluded);
+  }
+  if (!excluded.empty()) {
+    out << "\nKept out of the summary (listed below), as `commbound fit-fabric` would refuse them:\n\n";
+    for (const auto& [series, why] : excluded) out << "* " << series << ": " << why << "\n";
+  }
+  out << "\n## Measured vs simulated busbw, per measured sweep\n\n";
+  for (const SeriesFigure& f : figures) {
+    if (!f.path.empty()) out << "**" << f.series << "**\n\n![" << f.series << "](" << f.path << ")\n\n";
+  }
+  out << "## Every point\n\n"
+      << "| nodes | collective | algorithm | size | measured GB/s | simulated GB/s | error | simulated as | source |\n"
+      << "|---:|---|---|---:|---:|---:|---:|---|---|\n";
+  for (const ValidationRow& r : rows) {
+    const auto& p = r.published;
+    out << fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {}/{} | {}{} ({}:{}) |\n", p.nodes_text,
+                       network::to_string(p.point.op), p.published_algorithm, size_text(p.point.size_bytes),
+                       p.busbw_bytes_per_s / 1e9, r.simulated.bus_bw_bytes_per_s / 1e9, 100 * r.error(),
+                       network::to_string(r.simulated.result.choice.algorithm),
+                       network::to_string(r.simulated.result.choice.protocol), r.excluded.empty() ? "" : "**excluded** ",
+                       p.platform, p.file.substr(p.file.rfind('/') + 1), p.line);
   }
 }
 

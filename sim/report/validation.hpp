@@ -1,10 +1,18 @@
-// Validation against published nccl-tests results (calibration/reference/nccl-tests-published.csv):
-// each published point whose GPU matches the scenario's node is simulated on the scenario's
-// cluster and reported beside the published busbw. Nothing is fitted to these points.
+// Validation against real nccl-tests measurements: the published points
+// (calibration/reference/nccl-tests-published.csv), the collected 1-4-node points
+// (calibration/reference/points-1to4-nodes.csv) and any user's nccl-tests log. Each measured point
+// whose GPU and GPUs per node match the scenario's node is simulated on the scenario's cluster and
+// reported beside the measurement, per point and summarised by band (node count x collective x
+// size). Nothing is fitted to these points here.
+//
+// Error convention: simulated busbw / measured busbw - 1. Positive: the model is optimistic
+// (faster than the real fabric). A fit's residuals (calibration/fabric/*.toml) are on time
+// instead, simulated / measured - 1, which has the opposite sign.
 #pragma once
 
 #include "calibration/base/expected.hpp"
 #include "network/nccl_tests.hpp"
+#include "network/nccl_tests_log.hpp"
 #include "sim/scenario/scenario.hpp"
 
 #include <ostream>
@@ -14,33 +22,76 @@
 namespace commbound::sim {
 
 struct PublishedPoint {
-  std::string gpu;          // "H100", "A100"
-  std::string nodes_text;   // as published ("multi" is simulated at kMultiNodes)
-  std::string bytes_text;   // as published ("large" is simulated at kLargeBytes)
+  std::string gpu;            // "H100", "A100"; "" when unknown (a log without '#  Rank' lines)
+  int gpus_per_node = 0;      // 0 when unknown
+  std::string nodes_text;     // as published ("multi" is simulated at kMultiNodes)
+  std::string bytes_text;     // as published ("large" is simulated at kLargeBytes)
   network::SweepPoint point;
   double busbw_bytes_per_s = 0;
   std::string published_algorithm;
-  std::string source;
+  std::string platform;       // the measured system, as its source describes it
+  std::string source;         // where it was published (URL or file)
+  std::string series;         // the points of one measured sweep share it (one log, one figure)
+  std::string file;           // where commbound read it, with `line`
   int line = 0;
 };
 
 inline constexpr int kMultiNodes = 8;                 // "multi": a multi-node measurement of unstated size
 inline constexpr double kLargeBytes = 8589934592.0;   // "large": the top of an nccl-tests sweep (8 GiB)
 
-// Reads the published table; errors name the file and line.
-Expected<std::vector<PublishedPoint>> read_published(const std::string& path);
+// Reads a reference table in either of the shipped layouts, told apart by the header:
+//   gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source          (published)
+//   source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,...  (collected points)
+// Fields may be double-quoted (RFC 4180). Errors name the file, line and field.
+Expected<std::vector<PublishedPoint>> read_reference(const std::string& path);
 
-// The points measured on the scenario's GPU (the node's gpu preset starts with the row's gpu name).
+// The out-of-place rows of nccl-tests logs as measured points (one series per log).
+std::vector<PublishedPoint> points_from_logs(const std::vector<network::NcclTestsLog>& logs);
+
+// The points measured on the scenario's GPU (the node's gpu preset starts with the point's gpu
+// name; a point without one matches) with its GPUs per node (or without one).
 std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, const Scenario& scenario);
 
 struct ValidationRow {
   PublishedPoint published;
   network::SweepRow simulated;
+  std::string excluded;  // why the point is kept out of the summary ("" when counted)
   double ratio() const { return simulated.bus_bw_bytes_per_s / published.busbw_bytes_per_s; }
+  double error() const { return ratio() - 1; }
 };
 
+// Marks every point of a measured sweep in which one point no healthy fabric of `cluster`'s
+// hardware can produce (network::measurement_issue): listed, but kept out of the summary.
+void exclude_unhealthy(std::vector<ValidationRow>& rows, const network::ClusterSpec& cluster);
+
+// The bands a summary groups by: node count, collective family and size, as FSDP and DDP see them.
+std::string nodes_band(int nodes);          // "1", "2-4", "8-32", "64+"
+std::string size_band(double size_bytes);   // "< 32 MiB", "32 MiB - 1 GiB", "> 1 GiB"
+std::string op_family(network::CollectiveOp op);  // "AllReduce", "AllGather/ReduceScatter", "SendRecv"
+
+struct BandSummary {
+  std::string nodes, family, size;
+  int points = 0;
+  double median_abs_error = 0;
+  double max_abs_error = 0;
+  double median_error = 0;  // signed: > 0 optimistic
+};
+
+// One summary per band that holds counted points, in (nodes, family, size) order, then "all" rows.
+std::vector<BandSummary> summarise(const std::vector<ValidationRow>& rows);
+
 // Columns: gpu,nodes,collective,algorithm,bytes,published_busbw_GBps,simulated_busbw_GBps,ratio,
-// simulated_algorithm,simulated_protocol,source
+// simulated_algorithm,simulated_protocol,source,error,series
 void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows, bool csv);
+void write_summary(std::ostream& out, const std::vector<BandSummary>& bands);
+
+// docs/accuracy.md: how to regenerate it (`command`), the band summary, one figure per series
+// (`figures`: series -> path relative to the document, "" for none) and every point.
+struct SeriesFigure {
+  std::string series;
+  std::string path;
+};
+void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
+                             const std::string& command, const std::vector<SeriesFigure>& figures);
 
 }  // namespace commbound::sim

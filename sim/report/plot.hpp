@@ -1,0 +1,38 @@
+// Figures through gnuplot (Debian's gnuplot-nox): a line plot described as data, rendered to PNG
+// or SVG by the file's extension. The data travels in the script as gnuplot datablocks, so no
+// temporary data files are left behind; the figure is written beside its target and moved into
+// place only when gnuplot succeeded, so a failed plot never leaves a partial file.
+#pragma once
+
+#include "calibration/base/expected.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace commbound::sim {
+
+struct PlotSeries {
+  std::string title;
+  std::vector<std::pair<double, double>> points;  // (x, y), drawn in this order
+  std::string style = "linespoints";              // gnuplot's "with" clause: points, lines, linespoints
+};
+
+struct LinePlot {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  bool x_bytes = false;  // x is a size in bytes: log2 axis labelled with binary prefixes (1Mi, 1Gi)
+  bool log_x = false;
+  bool log_y = false;
+  std::vector<PlotSeries> series;
+};
+
+// The gnuplot script that draws `plot` into `output` (png or svg, by its extension).
+std::string gnuplot_script(const LinePlot& plot, const std::string& output);
+
+// Draws `plot` into `path` (.png or .svg). Refuses an existing file unless `force`; gnuplot's
+// failure (or its absence) is an error naming the file.
+Status render_plot(const LinePlot& plot, const std::string& path, bool force);
+
+}  // namespace commbound::sim
