@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's work, in one command: build kernels/ alone (no SimGrid), run the GPU tests,
-# the kernel benchmarks, our attention beside PyTorch SDPA, the calibration, and the replays.
+# real NCCL collectives (commbound-nccl-bench), the kernel benchmarks, our attention beside
+# PyTorch SDPA, the calibration, and the replays.
 # Logs go to a work folder, packed at the end into $OUT/session.tar.gz; the summary and the
 # calibration table are also copied to $OUT (default ./gpu-out). Each stage has its own time
 # limit, cut to what is left of the session's (SESSION_S, default 570 s), so that a hang in one
@@ -10,7 +11,9 @@
 #   SHAPES=shapes.toml bench/gpu_session.sh full   (also the shapes of `commbound shapes SCENARIO...`)
 #
 # Where toml++ or GoogleTest are not installed (a bare GPU box), their sources can sit in
-# .carry/include/toml++ and .carry/googletest (both from Debian: libtomlplusplus-dev, libgtest-dev).
+# .carry/include/toml++ and .carry/googletest (both from Debian: libtomlplusplus-dev, libgtest-dev);
+# CLI11's headers (libcli11-dev) in .carry/include/CLI for commbound-nccl-bench, which finds NCCL
+# in the toolkit, the system or PyTorch's nvidia-nccl wheel.
 set -u
 MODE=${1:-full}
 FINAL=${OUT:-$PWD/gpu-out}
@@ -25,6 +28,7 @@ pack() {
   tar czf "$FINAL/session.tar.gz" -C "$OUT" . 2>/dev/null
   cp "$OUT/summary.txt" "$FINAL/" 2>/dev/null
   [ -f "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" "$FINAL/"
+  cp "$OUT"/nccl_*.txt "$FINAL/" 2>/dev/null
 }
 trap pack EXIT
 
@@ -32,6 +36,8 @@ extra=()
 [ -d .carry/include/toml++ ] && extra+=(-DCOMMBOUND_TOMLPLUSPLUS_INCLUDE_DIR=$PWD/.carry/include)
 [ -d .carry/googletest ] && extra+=(-DCOMMBOUND_GTEST_SOURCE_DIR=$PWD/.carry/googletest)
 [ -f .carry/commit ] && extra+=(-DCOMMBOUND_GIT_COMMIT=$(cat .carry/commit))
+nccl_wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+[ -f "$nccl_wheel/include/nccl.h" ] && extra+=(-DNCCL_ROOT=$nccl_wheel)
 
 log "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>&1)"
 log "configure + build ($BUILD)"
@@ -46,6 +52,18 @@ fi
 log "tests (kernels: unit + gpu)"
 (cd "$BUILD" && timeout $(lim 150) ctest --output-on-failure -j 1) >"$OUT/tests.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*|SKIPPED" "$OUT/tests.log" | tail -20 | tee -a "$OUT/summary.txt"
+
+log "commbound-nccl-bench: allreduce and allgather on every GPU, 1M..1G (nccl-tests format, for fit-fabric)"
+if [ -x "$BUILD/bin/commbound-nccl-bench" ]; then
+  for op in allreduce allgather; do
+    timeout $(lim 60) "$BUILD/bin/commbound-nccl-bench" --op $op -b 1M -e 1G --force --out "$OUT/nccl_$op.txt" \
+      >/dev/null 2>"$OUT/nccl_$op.err"
+    echo "nccl-bench $op exit $?: $(grep -h 'Avg bus bandwidth' "$OUT/nccl_$op.txt" 2>/dev/null) $(cat "$OUT/nccl_$op.err")" \
+      | tee -a "$OUT/summary.txt"
+  done
+else
+  log "commbound-nccl-bench not built (no NCCL or CLI11; see build.log)"
+fi
 
 log "bench_kernels"
 timeout $(lim 60) "$BUILD/bin/bench_kernels" 2>&1 | tee "$OUT/bench_kernels.txt" | tee -a "$OUT/summary.txt"
