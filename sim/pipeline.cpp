@@ -32,6 +32,7 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
   engine.algorithm = sc.nccl_options.algorithm;
   engine.protocol = sc.nccl_options.protocol;
   engine.every_rank = options.every_rank;
+  engine.jitter = sc.nccl_options.jitter;
   auto timeline = simulate(sc.cluster, sc.nccl, t, run.stages, cost, engine);
   if (!timeline) return Error{sc.path + ": " + timeline.error().message};
   run.metrics = compute_metrics(t, run.stages, run.stage_of, *timeline, memory, cost);

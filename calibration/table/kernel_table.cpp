@@ -276,6 +276,12 @@ const KernelTiming& timed(const std::optional<KernelTiming>& t) {
   return *t;
 }
 
+// A row's run-to-run spread relative to its median: (p90 - p10) / p50.
+double spread(const std::optional<KernelTiming>& t) {
+  const KernelTiming& k = timed(t);
+  return (k.p90_s - k.p10_s) / k.p50_s;
+}
+
 // Reads `rows` (the [[section]] tables) with `read` into `table`, in file order. The first row of
 // each key (`key_of`: the row's shape) is kept; a second is an error naming both rows' places.
 template <class Row, class KeyOf>
@@ -419,12 +425,12 @@ Priced KernelTable::price(const KernelShape& shape, const std::string& attention
     double best_d = std::numeric_limits<double>::infinity();
     for (const auto& r : gemms_) {
       if (r.shape.layout != s->layout) continue;
-      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact};
+      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact, spread(r.time)};
       const double d = log_gap(r.shape.m, s->m) + log_gap(r.shape.n, s->n) + log_gap(r.shape.k, s->k);
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(s->flops(), s->bytes());
-    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest};
+    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest, spread(best->time)};
   }
   if (const auto* s = std::get_if<AttentionShape>(&shape)) {
     const AttentionRow* best = nullptr;
@@ -434,27 +440,27 @@ Priced KernelTable::price(const KernelShape& shape, const std::string& attention
           r.shape.head_dim != s->head_dim) {
         continue;
       }
-      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact};
+      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact, spread(r.time)};
       const double d = log_gap(r.shape.batch, s->batch) + log_gap(r.shape.heads, s->heads) +
                        log_gap(r.shape.kv_heads, s->kv_heads) + log_gap(r.shape.seq, s->seq) +
                        (r.shape.causal != s->causal ? kCausalMismatchPenalty : 0);
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(s->flops(), s->bytes());
-    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest};
+    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest, spread(best->time)};
   }
   if (const auto* s = std::get_if<MemoryBoundShape>(&shape)) {
     const MemoryBoundRow* best = nullptr;
     double best_d = std::numeric_limits<double>::infinity();
     for (const auto& r : memory_bounds_) {
       if (r.shape.op != s->op) continue;
-      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact};
+      if (r.shape == *s) return {timed(r.time).p50_s, Match::exact, spread(r.time)};
       const double d = log_gap(r.shape.tokens, s->tokens) + log_gap(r.shape.width, s->width);
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(0, s->bytes());
     // The row's achieved bytes/s applied to this shape's bytes, both counted by the same formula.
-    return {timed(best->time).p50_s * s->bytes() / best->shape.bytes(), Match::nearest};
+    return {timed(best->time).p50_s * s->bytes() / best->shape.bytes(), Match::nearest, spread(best->time)};
   }
   return {0, Match::exact};  // std::monostate: no kernel
 }

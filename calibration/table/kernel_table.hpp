@@ -94,6 +94,7 @@ const char* to_string(Match m);
 struct Priced {
   double seconds = 0;
   Match match = Match::roofline;
+  double relative_spread = 0;  // (p90 - p10) / p50 of the row priced from; 0 from the roofline (unmeasured)
 };
 
 // What a file must hold besides its rows.

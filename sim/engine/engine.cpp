@@ -1,11 +1,17 @@
 #include "sim/engine/engine.hpp"
 
+#include "sim/engine/order_statistics.hpp"
+
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -149,6 +155,39 @@ private:
     return choice;
   }
 
+  // Representative mode with jitter: how long after `rank` the slowest member of `group` arrives, on
+  // average: the order statistic of the deviations every member accumulated since the group last
+  // met (each member's own program runs the same ops as `rank`'s). Only a collective that waits for
+  // compute can be late for it: one queued behind other collectives (a prefetched AllGather) starts
+  // when its stream reaches it on every rank, and a ring-attention step has one sender. Every
+  // simulated member has now met the group.
+  double slowest_member_wait_s(int rank, int index, const std::vector<int>& group) {
+    const auto& ops = program_of(rank).ops;
+    const Op& op = ops[static_cast<std::size_t>(index)];
+    if (!options_.jitter || options_.every_rank || op.group == GroupKind::context_next) return 0;
+    auto is_compute = [&ops](int d) { return ops[static_cast<std::size_t>(d)].kind != OpKind::collective; };
+    int before = index - 1;  // the op before it on its stream: stream order is a dependency too
+    while (before >= 0 && ops[static_cast<std::size_t>(before)].stream != op.stream) --before;
+    const bool waits_for_compute =
+        (before >= 0 && is_compute(before)) || std::any_of(op.deps.begin(), op.deps.end(), is_compute);
+    const double since_s2 = late_variance_s2_[rank] - met_variance_s2_[{rank, op.group}];
+    for (int m : group) {
+      if (simulated_.count(m) > 0) met_variance_s2_[{m, op.group}] = late_variance_s2_[m];
+    }
+    if (!waits_for_compute) return 0;
+    return std::sqrt(std::max(0.0, since_s2)) * expected_max_standard_normal(static_cast<int>(group.size()));
+  }
+
+  // Every-rank mode with jitter: this rank's own seeded stream of deviations.
+  gsl_rng* rng_of(int rank) {
+    auto [it, fresh] = rngs_.try_emplace(rank, nullptr, gsl_rng_free);
+    if (fresh) {
+      it->second.reset(gsl_rng_alloc(gsl_rng_mt19937));
+      gsl_rng_set(it->second.get(), static_cast<unsigned long>(options_.jitter_seed * 1000003u + rank));
+    }
+    return it->second.get();
+  }
+
   void run_stream(int rank, const std::vector<int>& ops, IterationTimeline& timeline) {
     const Program& program = program_of(rank);
     for (int i : ops) {
@@ -169,6 +208,9 @@ private:
                                                                     [this](int r) { return simulated_.count(r) > 0; }));
           Rendezvous& rv = rendezvous_[{op.name, op.group == GroupKind::context_next ? rank : group.front()}];
           if (++rv.arrived == expected) {
+            if (const double wait_s = slowest_member_wait_s(rank, i, group); wait_s > 0) {
+              sg4::this_actor::sleep_for(wait_s);
+            }
             rv.start_s = sg4::Engine::get_clock();
             rv.choice = run_collective(rank, op, group);
             rv.done.set();
@@ -183,7 +225,16 @@ private:
         // Contention: a compute op that starts while this GPU runs a communication kernel is
         // slowed by the cost model's factor for its whole duration (an approximation).
         const double factor = comm_active_[rank] > 0 ? cost_.contention_factor(op) : 1.0;
-        const double seconds = cost_.seconds(op) * factor;
+        const calibration::Priced priced = cost_.price(op);
+        double seconds = priced.seconds * factor;
+        if (options_.jitter) {
+          const double sigma_s = seconds * priced.relative_spread / (2 * kNormalZ90);
+          if (options_.every_rank) {
+            seconds = std::max(0.0, seconds + gsl_ran_gaussian_ziggurat(rng_of(rank), sigma_s));
+          } else {
+            late_variance_s2_[rank] += sigma_s * sigma_s;
+          }
+        }
         if (seconds > 0) sg4::this_actor::sleep_for(seconds);
       }
       timeline.spans.push_back({rank, i, op.stream, start_s, sg4::Engine::get_clock(), choice});
@@ -203,6 +254,9 @@ private:
   std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
   std::map<int, int> comm_active_;  // per rank: collectives in progress
   std::map<std::pair<int, GroupKind>, std::vector<int>> groups_;  // group_of's memo
+  std::map<int, double> late_variance_s2_;  // per rank: variance of its compute deviations so far
+  std::map<std::pair<int, GroupKind>, double> met_variance_s2_;  // ... when it last met each group
+  std::map<int, std::unique_ptr<gsl_rng, decltype(&gsl_rng_free)>> rngs_;
 };
 
 }  // namespace

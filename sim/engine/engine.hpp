@@ -3,7 +3,8 @@
 // for its dependencies; compute ops take their cost-model time; collectives run through NCCL's
 // algorithms on the fabric over their whole group, started together with the same collective of
 // the other tensor-parallel ranks' data-parallel groups (they share the NICs and the fabric).
-// Warm-up iterations run first; the last iteration is reported.
+// Warm-up iterations run first; the last iteration is reported. With jitter, a collective waits for
+// its slowest member (sim/engine/order_statistics.hpp).
 #pragma once
 
 #include "network/collective_runner.hpp"
@@ -13,6 +14,7 @@
 #include "sim/scenario/training.hpp"
 #include "sim/workload/workload.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -39,6 +41,12 @@ struct EngineOptions {
   std::optional<network::Protocol> protocol;
   // Simulate every rank (no symmetry shortcut) instead of one representative rank per stage.
   bool every_rank = false;
+  // Run-to-run compute variability (order_statistics.hpp): every compute op deviates by the kernel
+  // table's measured spread. With every_rank each rank's deviations are drawn (seeded by
+  // jitter_seed); otherwise a collective starts after the expected wait for the slowest member.
+  // Off: every op takes its table time (the ideal model).
+  bool jitter = true;
+  std::uint64_t jitter_seed = 1;
 };
 
 // The most collectives `simulate` can have in flight at once on a cluster of `gpus_per_node`-GPU

@@ -219,6 +219,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree"});
   const std::string proto = nccl.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
   const std::string fid = nccl.choice("fidelity", "fluid", {"fluid", "step"});
+  const std::string jitter = nccl.choice("jitter", "on", {"on", "off"});
   const std::string fit_name = nccl.string("fit", "");
   if (nccl.has("channels")) {
     sc.cluster.node.nccl_channels = static_cast<int>(nccl.integer("channels", 16, 1, 64));
@@ -227,6 +228,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   if (algo != "auto") sc.nccl_options.algorithm = network::parse_algorithm(algo);
   if (proto != "auto") sc.nccl_options.protocol = network::parse_protocol(proto);
   sc.nccl_options.fidelity = *network::parse_fidelity(fid);
+  sc.nccl_options.jitter = jitter == "on";
   auto constants = presets.nccl(release);
   if (!constants) return constants.error();
   sc.nccl = *constants;

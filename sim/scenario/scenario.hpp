@@ -26,6 +26,7 @@ struct NcclOptions {
   std::optional<network::Algorithm> algorithm;  // NCCL_ALGO; unset: NCCL's tuner decides
   std::optional<network::Protocol> protocol;    // NCCL_PROTO; unset: NCCL's tuner decides
   network::Fidelity fidelity = network::Fidelity::fluid;
+  bool jitter = true;  // run-to-run compute variability and the wait for the slowest rank (engine.hpp)
 };
 
 // [sweep]: `commbound run` repeats the scenario with `key` set to each value, typed as the file

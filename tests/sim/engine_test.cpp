@@ -1,6 +1,8 @@
 // Training iteration emulation against oracles that follow from the program's structure.
+#include "calibration/table/kernel_table.hpp"
 #include "network/collective_runner.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/engine/order_statistics.hpp"
 #include "sim/workload/memory_model.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -11,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <set>
 #include <cstdio>
 
@@ -79,6 +83,78 @@ TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
   const CostModel cost(t.gpu);
   const IterationTimeline tl = simulate(spec, testing::nccl_2_30_7(), t, {program}, cost, {}).value();
   EXPECT_NEAR(tl.iteration_s(), sum_compute_seconds(program, cost), 1e-9);
+}
+
+// Jitter with the measured H100 table (its rows' p10..p90 spreads). One GPU waits for nobody, so
+// the representative rank's iteration is still the exact sum of its ops' p50 times. With every
+// rank simulated, each rank draws its own deviations: the same for the same seed, not for another.
+CostModel h100_table_cost(const TrainingSpec& t) {
+  auto table = calibration::KernelTable::load("calibration/h100-sxm5.toml", "calibration/h100-sxm5.toml");
+  return CostModel(t.gpu, std::make_shared<const calibration::KernelTable>(std::move(*table)), "commbound");
+}
+
+TEST(Jitter, OneGpuWaitsForNobody) {
+  network::ClusterSpec spec = testing::dgx_h100(1);
+  spec.node.gpus = 1;
+  spec.node.nics = 1;
+  const TrainingSpec t = fsdp_7b(1);
+  const Program program = build_program(t);
+  const CostModel cost = h100_table_cost(t);
+  EngineOptions jitter;
+  jitter.jitter = true;
+  const IterationTimeline tl = simulate(spec, testing::nccl_2_30_7(), t, {program}, cost, jitter).value();
+  EXPECT_NEAR(tl.iteration_s(), sum_compute_seconds(program, cost), 1e-9);
+}
+
+// `nodes` DGX H100 nodes whose NVLink, PCIe and fabric are (almost) infinitely fast and without
+// latency: collectives take no time, so nothing overlaps and only the compute schedule remains.
+network::ClusterSpec free_cluster(int nodes) {
+  network::ClusterSpec spec = testing::dgx_h100(nodes);
+  spec.node.nvlink.bw_bytes_per_s = 1e21;
+  spec.node.pcie.bw_bytes_per_s = 1e21;
+  spec.fabric.link.bw_bytes_per_s = 1e21;
+  spec.fabric.link.latency_s = 0;
+  spec.fabric.switch_latency_s = 0;
+  return spec;
+}
+
+double jittered_in_child(const network::ClusterSpec& cluster, const TrainingSpec& t, bool every_rank, bool jitter,
+                         std::uint64_t seed) {
+  return testing::in_child([&] {
+    EngineOptions options;
+    options.every_rank = every_rank;
+    options.jitter = jitter;
+    options.jitter_seed = seed;
+    return simulate(cluster, latency_free_nccl(), t, build_programs(t), h100_table_cost(t), options)->iteration_s();
+  });
+}
+
+TEST(Jitter, EveryRankDrawsAreSeeded) {
+  TrainingSpec t = fsdp_7b(16);
+  t.model.layers = 4;
+  const network::ClusterSpec cluster = testing::dgx_h100(2);
+  const double ideal = jittered_in_child(cluster, t, true, false, 1);
+  const double seed1 = jittered_in_child(cluster, t, true, true, 1);
+  EXPECT_EQ(seed1, jittered_in_child(cluster, t, true, true, 1));
+  EXPECT_NE(seed1, jittered_in_child(cluster, t, true, true, 2));
+  EXPECT_NE(seed1, ideal);
+}
+
+// With free communication every collective that waits for compute adds exactly its wait for the
+// slowest member: the same ops on every rank give the same combined deviations at 8 and 64 GPUs
+// (FSDP's groups are the whole world), so the waits differ by the order statistics alone:
+// E[max of 64] / E[max of 8] = 2.4175 / 1.4236 = 1.698 (Harter 1961).
+TEST(Jitter, TheWaitScalesAsTheOrderStatisticOfTheGroup) {
+  auto wait_s = [](int gpus) {
+    const TrainingSpec t = fsdp_7b(gpus);
+    const network::ClusterSpec cluster = free_cluster(gpus / 8);
+    return jittered_in_child(cluster, t, false, true, 1) - jittered_in_child(cluster, t, false, false, 1);
+  };
+  const double wait8 = wait_s(8);
+  const double wait64 = wait_s(64);
+  std::printf("wait for the slowest rank: 8 GPUs %.1f us, 64 GPUs %.1f us\n", wait8 * 1e6, wait64 * 1e6);
+  EXPECT_GT(wait8, 0);
+  EXPECT_NEAR(wait64 / wait8, expected_max_standard_normal(64) / expected_max_standard_normal(8), 0.01);
 }
 
 // Zero-cost compute: the iteration is the collective schedule alone. ZeRO-2 with free compute
