@@ -2,6 +2,7 @@
 // writes a calibration table (docs/calibration.md) that the simulator prices ops from; or, with
 // --replay, runs a whole layer (or a small model's step) back to back and compares it with the
 // sum of its ops timed one by one. CUDA only; never links SimGrid.
+#include "calibration/base/atomic_write.hpp"
 #include "calibration/table/kernel_table.hpp"
 #include "calibration/table/model_zoo.hpp"
 #include "kernels/calibrator.hpp"
@@ -371,23 +372,6 @@ Status all_timed(const KernelTable& rows, const std::string& path) {
   return Error{path + ": --add-rows copies measured rows: every row needs p10_ms, p50_ms and p90_ms"};
 }
 
-// Writes `text` to `path` through a temporary file in the same folder: no partial table.
-Status write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp);
-    f << text;
-    if (!f.flush()) return Error{tmp + ": cannot write"};
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Error{path.string() + ": " + ec.message()};
-  }
-  return Ok{};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -591,7 +575,7 @@ int main(int argc, char** argv) {
   measured->set_device({*copy, peak.flops() / (peak_t->p50_ms * 1e-3)});
   std::ostringstream out;
   measured->write(out, comments);
-  if (Status s = write_atomically(args->out, out.str()); !s) {
+  if (Status s = write_file_atomically(args->out, out.str()); !s) {
     std::fprintf(stderr, "commbound-calibrate: %s\n", s.error().message.c_str());
     return 1;
   }

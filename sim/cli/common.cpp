@@ -38,4 +38,23 @@ int fail(const std::string& message) {
 
 CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsMember(std::move(formats)); }
 
+void add_log_fact_args(CLI::App& cmd, LogFactArgs& args) {
+  cmd.add_option("--op", args.op, "the logs' collective when they do not say")
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
+  cmd.add_option("--nodes", args.nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--gpus-per-node", args.gpus_per_node, "the logs' GPUs per node when they do not say")
+      ->check(CLI::Range(1, 1024));
+  cmd.add_option("--algo", args.algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree)")
+      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+}
+
+network::LogFacts log_facts(const LogFactArgs& args) {
+  network::LogFacts facts;
+  if (!args.op.empty()) facts.op = network::op_from_name(args.op);
+  if (args.nodes > 0) facts.nodes = args.nodes;
+  if (args.gpus_per_node > 0) facts.gpus_per_node = args.gpus_per_node;
+  if (!args.algo.empty()) facts.algorithm = network::parse_algorithm(args.algo);
+  return facts;
+}
+
 }  // namespace commbound::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "network/nccl_tests_log.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -26,6 +27,15 @@ void add_preset_args(CLI::App& cmd, std::vector<std::string>& sets, std::string&
 
 sim::Presets presets(const std::string& calibration);
 Expected<sim::ScenarioFile> load(const ScenarioArgs& args, const std::vector<std::string>& extra_sets = {});
+
+// What an nccl-tests log may not print about itself (--op, --nodes, --gpus-per-node, --algo), as
+// fit-fabric and validate take it.
+struct LogFactArgs {
+  std::string op, algo;
+  int nodes = 0, gpus_per_node = 0;
+};
+void add_log_fact_args(CLI::App& cmd, LogFactArgs& args);
+network::LogFacts log_facts(const LogFactArgs& args);
 
 // Prints "commbound: <message>" on stderr and returns kExitBadInput.
 int fail(const std::string& message);

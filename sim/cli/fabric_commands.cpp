@@ -110,8 +110,8 @@ int run_platform(const PlatformArgs& a) {
 struct ValidateArgs {
   ScenarioArgs scenario;
   std::vector<std::string> references, logs;
-  std::string op, algo, format = "table", out, plots;
-  int nodes = 0, gpus_per_node = 0;
+  LogFactArgs facts;
+  std::string format = "table", out, plots;
   bool force = false;
 };
 
@@ -130,12 +130,7 @@ Expected<std::vector<sim::PublishedPoint>> measured_points(const ValidateArgs& a
     points.insert(points.end(), read->begin(), read->end());
   }
   if (!a.logs.empty()) {
-    network::LogFacts facts;
-    if (!a.op.empty()) facts.op = network::op_from_name(a.op);
-    if (a.nodes > 0) facts.nodes = a.nodes;
-    if (a.gpus_per_node > 0) facts.gpus_per_node = a.gpus_per_node;
-    if (!a.algo.empty()) facts.algorithm = network::parse_algorithm(a.algo);
-    auto logs = sim::read_logs(a.logs, facts);
+    auto logs = sim::read_logs(a.logs, log_facts(a.facts));
     if (!logs) return logs.error();
     const auto from_logs = sim::points_from_logs(*logs);
     points.insert(points.end(), from_logs.begin(), from_logs.end());
@@ -321,13 +316,7 @@ sweep (measured and simulated busbw against size). docs/accuracy.md is made so:
       ->type_name("CSV");
   cmd->add_option("--nccl-tests", a->logs, "an nccl-tests log or a manifest of logs (*.toml; repeatable)")
       ->type_name("LOG");
-  cmd->add_option("--op", a->op, "the logs' collective when they do not say")
-      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
-  cmd->add_option("--nodes", a->nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--gpus-per-node", a->gpus_per_node, "the logs' GPUs per node when they do not say")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--algo", a->algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree)")
-      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+  add_log_fact_args(*cmd, a->facts);
   cmd->add_option("--plots", a->plots, "write one PNG per measured sweep of >= 3 points into DIR")->type_name("DIR");
   cmd->add_option("--format", a->format, "table (default) | csv | markdown")
       ->check(format_choice({"table", "csv", "markdown"}));

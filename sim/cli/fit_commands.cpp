@@ -16,18 +16,13 @@ namespace {
 struct FitArgs {
   ScenarioArgs scenario;
   std::vector<std::string> logs;
-  std::string name, op, algo, min_bytes = "32M", max_bytes = "16G", out;
-  int nodes = 0, gpus_per_node = 0;
+  LogFactArgs facts;
+  std::string name, min_bytes = "32M", max_bytes = "16G", out;
   bool force = false;
 };
 
 int run_fit_fabric(const FitArgs& a) {
-  network::LogFacts facts;
-  if (!a.op.empty()) facts.op = network::op_from_name(a.op);
-  if (a.nodes > 0) facts.nodes = a.nodes;
-  if (a.gpus_per_node > 0) facts.gpus_per_node = a.gpus_per_node;
-  if (!a.algo.empty()) facts.algorithm = network::parse_algorithm(a.algo);
-  auto logs = sim::read_logs(a.logs, facts);
+  auto logs = sim::read_logs(a.logs, log_facts(a.facts));
   if (!logs) return fail(logs.error().message);
   auto file = load(a.scenario);
   if (!file) return fail(file.error().message);
@@ -95,11 +90,7 @@ Example (the shipped fit):
   cmd->add_option("--scenario", a->scenario.scenario, "the logs' hardware (node type, link)")
       ->default_val("scenarios/examples/dgx-h100-ib-ndr.toml");
   add_preset_args(*cmd, a->scenario.sets, a->scenario.calibration);
-  cmd->add_option("--op", a->op, "the logs' collective when they do not say")
-      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
-  cmd->add_option("--nodes", a->nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--gpus-per-node", a->gpus_per_node, "the logs' GPUs per node when they do not say")->check(CLI::Range(1, 1024));
-  cmd->add_option("--algo", a->algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree)")->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+  add_log_fact_args(*cmd, a->facts);
   cmd->add_option("--min-bytes", a->min_bytes, "smallest size fitted (K M G suffixes; default 32M)");
   cmd->add_option("--max-bytes", a->max_bytes, "largest size fitted (default 16G)");
   cmd->add_option("--out", a->out, "write there instead of calibration/fabric/NAME.toml")->type_name("FILE");

@@ -1,33 +1,20 @@
 // commbound-calibrate's command line, without a GPU: help, bad arguments and bad input files exit
 // 2 with one line naming the problem, and nothing the user gave is overwritten without --force.
+#include "tests/support/run_command.hpp"
+
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
+using Result = commbound::testing::CommandRun;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(COMMBOUND_CALIBRATE_BIN) + " --models calibration/models.toml " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run(const std::string& args) { return commbound::testing::run_command(std::string(COMMBOUND_CALIBRATE_BIN) + " --models calibration/models.toml " + args); }
 
 std::filesystem::path temp(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / name;

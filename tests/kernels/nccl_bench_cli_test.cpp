@@ -3,35 +3,22 @@
 // says in one line that there is none (exit 1), never a crash.
 #include "kernels/cuda_support.hpp"
 
+#include "tests/support/run_command.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
+using Result = commbound::testing::CommandRun;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(COMMBOUND_NCCL_BENCH_BIN) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run(const std::string& args) { return commbound::testing::run_command(std::string(COMMBOUND_NCCL_BENCH_BIN) + " " + args); }
 
 long lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
 

@@ -1,12 +1,11 @@
 // The commbound CLI as a user meets it: exit codes, one-line errors, no partial or overwritten
 // output, stable CSV, and the published-data validation (label golden).
+#include "tests/support/run_command.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -19,20 +18,9 @@
 
 namespace {
 
-struct CliRun {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using CliRun = commbound::testing::CommandRun;
 
-CliRun run(const std::string& args) {
-  const std::string cmd = std::string(COMMBOUND_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (p != nullptr && fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
-  const int status = p != nullptr ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+CliRun run(const std::string& args) { return commbound::testing::run_command(std::string(COMMBOUND_BIN) + " " + args); }
 
 std::string temp_file(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
