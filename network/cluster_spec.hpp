@@ -50,6 +50,9 @@ struct FabricSpec {
   int levels = 0;                 // tree levels (2 or 3); 0 = the fewest that fit
   double switch_latency_s = 0;    // one switch traversal
   unsigned ecmp_seed = 0;         // salt of the ECMP flow hash
+  // In-network reduction in the fabric's switches (InfiniBand SHARP, NVIDIA Quantum-2 SHARPv3):
+  // what NCCL's CollNet needs; with NVLink SHARP nodes NCCL then runs NVLS across nodes.
+  bool sharp = false;
   std::optional<FabricFit> fit;   // NCCL as implemented on this fabric; empty: NCCL's tuner latencies
 
   // One NIC's payload rate: the fit's measured efficiency when there is one, else the link's.

@@ -21,7 +21,9 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
     case Algorithm::nvls:
       if (shape.op != CollectiveOp::all_reduce) return "this model runs NVLS for AllReduce only";
       if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
-      if (shape.nodes != 1) return "NVLS (without NVLSTree) stays inside one node";
+      if (shape.nodes != 1 && !fabric_.sharp) {
+        return "NVLS across nodes needs in-network reduction in the fabric (NCCL's CollNet: [fabric] sharp = true)";
+      }
       if (choice.protocol != Protocol::simple) return "NVLS runs the Simple protocol only";
       return "";
     case Algorithm::nvls_tree:
@@ -63,8 +65,8 @@ double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoi
       return nccl_.base(a, p) +
              2 * ((ppn - 1) * nccl_.hop(a, HopClass::nvlink, p) + std::log2(nodes) * nccl_.hop(a, HopClass::net, p));
     }
-    case Algorithm::nvls:
-      return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p);
+    case Algorithm::nvls:  // intraLat, + interLat across nodes (CollNet; tuning.cc)
+      return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + (nodes > 1 ? nccl_.hop(a, HopClass::net, p) : 0);
     case Algorithm::nvls_tree:  // intraLat + 2 log2(nNodes) interLat (tuning.cc)
       return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + 2 * std::log2(nodes) * nccl_.hop(a, HopClass::net, p);
   }
@@ -106,11 +108,11 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
       break;
     case Algorithm::nvls:
     case Algorithm::nvls_tree:
-      // The in-switch reduction's bound; NVLSTree (NVLS inside each node, a tree across) is also
-      // bound by the NICs, doubled on two nodes where the tree is one exchange (tuning.cc since
-      // NCCL 2.28).
+      // The in-switch reduction's bound; across nodes (NVLS with CollNet, NVLSTree) also the NICs,
+      // doubled for NVLSTree on two nodes where the tree is one exchange (tuning.cc since NCCL 2.28).
       bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
       if (c.algorithm == Algorithm::nvls_tree) bus_bw = std::min(bus_bw, bw_inter * (nodes <= 2 ? 2 : 1));
+      if (c.algorithm == Algorithm::nvls && nodes > 1) bus_bw = std::min(bus_bw, bw_inter);
       alg_bw = bus_bw * n / steps;
       break;
   }

@@ -14,6 +14,10 @@ namespace commbound::network::internal {
 
 AlgorithmResult run_nvls(const AlgorithmParams& params) {
   Platform& platform = params.platform;
+  const int first_node = platform.node_of(params.call.ranks.front());
+  for (int r : params.call.ranks) {
+    if (platform.node_of(r) != first_node) return run_nvls_sharp(params);
+  }
   const double n = static_cast<double>(params.call.ranks.size());
   const double wire = params.call.size_bytes * (n + 1) / n / params.efficiency();
   const double cap = params.nccl.nvls_efficiency * platform.spec().node.nvlink.effective_bw_bytes_per_s();
@@ -88,6 +92,53 @@ AlgorithmResult run_nvls_tree(const AlgorithmParams& params) {
                                       : params.nccl.hop(Algorithm::nvls_tree, HopClass::nvlink, params.choice.protocol) +
                                             depth * params.nccl.hop(Algorithm::nvls_tree, HopClass::net, params.choice.protocol);
   const double latency_s = params.base_s + hop_s + params.net_messages_s(1, size / (2.0 * nics));
+  sg4::this_actor::sleep_for(latency_s);
+  const FluidRun run = run_fluid(platform, flows);
+  AlgorithmResult result;
+  result.bandwidth_s = run.bandwidth_s;
+  result.flows = run.flows;
+  result.latency_s = latency_s;
+  return result;
+}
+
+AlgorithmResult run_nvls_sharp(const AlgorithmParams& params) {
+  Platform& platform = params.platform;
+  const double size = params.call.size_bytes;
+  const double efficiency = params.efficiency();
+  const double cap = params.nccl.nvls_efficiency * platform.spec().node.nvlink.effective_bw_bytes_per_s();
+  std::map<int, std::vector<int>> by_node;  // node -> its ranks, in call order
+  for (int r : params.call.ranks) by_node[platform.node_of(r)].push_back(r);
+  std::vector<std::vector<int>> nodes;
+  for (auto& [node, ranks] : by_node) nodes.push_back(ranks);
+  const std::size_t n_nodes = nodes.size();
+  const int nics = platform.spec().node.nics;
+
+  // Three channel groups, each moving at one rate: every GPU's link up to its switch and down from
+  // it, and every rail's exchange with the next node (rail k: GPU k of a node, its last if fewer).
+  std::vector<std::vector<Edge>> edges(3);
+  std::vector<double> bytes(3);
+  for (const auto& ranks : nodes) {
+    const double g = static_cast<double>(ranks.size());
+    for (int r : ranks) {
+      sg4::Host* sw = platform.nvswitch(platform.node_of(r));
+      edges[0].emplace_back(platform.gpu(r), sw);
+      edges[1].emplace_back(sw, platform.gpu(r));
+    }
+    bytes[0] = bytes[1] = size * (g + 1) / g / efficiency;
+  }
+  auto rail_gpu = [&](std::size_t node, int k) {
+    return platform.gpu(nodes[node][std::min<std::size_t>(k, nodes[node].size() - 1)]);
+  };
+  for (int k = 0; k < nics; ++k) {
+    for (std::size_t i = 0; i < n_nodes; ++i) edges[2].emplace_back(rail_gpu(i, k), rail_gpu((i + 1) % n_nodes, k));
+  }
+  bytes[2] = size / nics / efficiency;
+  const std::vector<GroupFlow> flows = {{edges[0], bytes[0], cap}, {edges[1], bytes[1], cap}, {edges[2], bytes[2], -1}};
+  const FabricFit* fit = params.fit;
+  const double hop_s = fit != nullptr ? fit->nvls_latency_s + fit->net_hop_s
+                                      : params.nccl.hop(Algorithm::nvls, HopClass::nvlink, params.choice.protocol) +
+                                            params.nccl.hop(Algorithm::nvls, HopClass::net, params.choice.protocol);
+  const double latency_s = params.base_s + hop_s + params.net_messages_s(1, size / nics);
   sg4::this_actor::sleep_for(latency_s);
   const FluidRun run = run_fluid(platform, flows);
   AlgorithmResult result;

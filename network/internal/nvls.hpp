@@ -19,7 +19,22 @@ namespace commbound::network::internal {
 
 // Runs the NVLS AllReduce (must be called from a SimGrid actor; every rank on NVLS-capable nodes:
 // CollectiveRunner::check). Simulated time advances by base, the hop latency and the flows.
+// Across nodes it runs as NVLS with CollNet (run_nvls_sharp).
 AlgorithmResult run_nvls(const AlgorithmParams& params);
+
+// NVLS across nodes with in-network reduction in the fabric (NCCL's NVLS + CollNet, on a
+// [fabric] sharp = true cluster; tuning.cc: NVLS with nNodes > 1 needs collnetEnable): inside each
+// node the switch reduces and multicasts (every GPU's link S (g + 1)/g each way); each rail k sends
+// its node-reduced share S / nics once up into the fabric's aggregation tree and receives the
+// reduced share once back (the switches reduce). The fabric has no host at a switch, so the
+// in-network part runs as an exchange with the next node on the same rail: it puts exactly that
+// load on every NIC link, S / nics each way, and about one rail stream on each leaf up-link, as an
+// aggregation tree rooted above the leaves does. Both parts stream at once:
+//   time = latency + the slower of the two (one fluid run of all flows)
+//   latency = base + hwLat(NVLS, NVLink) + hwLat(NVLS, NET)        (tuner: intraLat + interLat)
+//           = launch + nvls_latency + net_hop + the messages' cost  (fit)
+// so busbw tends to 2 x min(0.85 x NVLink x g/(g + 1), nics x NIC rate): twice a ring's NIC bound.
+AlgorithmResult run_nvls_sharp(const AlgorithmParams& params);
 
 // NVLSTree AllReduce across nodes (NCCL_ALGO_NVLS_TREE, src/graph/tuning.cc): inside each node the
 // switch reduces and multicasts as above (every GPU's link S (g + 1)/g each way, g the node's ranks),

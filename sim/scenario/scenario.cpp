@@ -199,6 +199,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   f.switch_radix = static_cast<int>(fabric.integer("switch_radix", 64, 4, 1024));
   f.levels = static_cast<int>(fabric.integer("levels", 0, 0, 3));
   f.ecmp_seed = static_cast<unsigned>(fabric.integer("ecmp_seed", 0, 0, 1L << 31));
+  f.sharp = fabric.boolean("sharp", false);
   const bool latency_given = fabric.has("switch_latency_us");
   const double switch_latency_us = fabric.number("switch_latency_us", 0, 0, 1e3);
   if (fabric_t != nullptr && fabric_t->contains("levels") && f.levels == 1) {

@@ -144,6 +144,56 @@ TEST(CollectiveRunner, NvlsTreeRespectsTheNicBound) {
   }
 }
 
+// NVLS across nodes with in-network reduction ([fabric] sharp = true: NCCL's NVLS + CollNet). The
+// switches reduce, so every NIC moves its rail's share S/8 once each way whatever the node count,
+// and the node's switch moves S x 9/8 through every GPU's NVLink at 0.85 x 370.8 GB/s. Both
+// stream at once: time = base 0 + hwLat NVLS NVLink 25 us + NVLS NET 18 us + the slower part, the
+// same on 4, 8 and 32 nodes. 4 GiB on 400G NICs (48 GB/s, 11.2 ms) is bound by the switch
+// (15.3 ms); on 200G NICs (24 GB/s, 22.4 ms) by the NICs: either way above what any algorithm that
+// reduces in the GPUs can reach, busbw <= the NICs' 8 x 48 GB/s x (n-1)/n x N/(N-1).
+TEST(CollectiveRunner, NvlsWithSharpIsBoundByTheSlowerOfSwitchAndNics) {
+  for (double nic_scale : {1.0, 0.5}) {
+    ClusterSpec spec = testing::dgx_h100(32);
+    spec.fabric.sharp = true;
+    spec.fabric.link.bw_bytes_per_s *= nic_scale;
+    auto platform = Platform::create(spec);
+    ASSERT_TRUE(platform) << platform.error().message;
+    const NcclConstants nccl = testing::nccl_2_30_7();
+    CollectiveRunner runner(**platform, nccl);
+    const double size = 4294967296.0;
+    const double switch_s = size * 9.0 / 8.0 / (nccl.nvls_efficiency * spec.node.nvlink.effective_bw_bytes_per_s());
+    const double nic_s = size / 8.0 / spec.fabric.link.effective_bw_bytes_per_s();
+    const double expected_s = 25e-6 + 18e-6 + std::max(switch_s, nic_s);
+    std::vector<std::pair<int, double>> times;
+    (*platform)->run([&] {
+      for (int nodes : {4, 8, 32}) {
+        times.emplace_back(nodes, runner.run({CollectiveOp::all_reduce, first(8 * nodes), size},
+                                             {Algorithm::nvls, Protocol::simple}, Fidelity::fluid).time_s);
+      }
+    });
+    for (const auto& [nodes, t] : times) {
+      EXPECT_NEAR(t, expected_s, 0.01 * expected_s) << nodes << " nodes, NIC x " << nic_scale;
+      const double n = 8.0 * nodes;
+      const double ring_bound = 8 * spec.fabric.link.effective_bw_bytes_per_s() * (n - 1) / n * nodes / (nodes - 1.0);
+      EXPECT_GT(size / t * bus_bw_factor(CollectiveOp::all_reduce, 8 * nodes), ring_bound) << nodes << " nodes";
+    }
+  }
+}
+
+// With SHARP in the fabric NCCL's tuner prefers NVLS across nodes for a large AllReduce (its
+// latency does not grow with log2(nodes) as NVLSTree's does); without it NVLS stays in one node.
+TEST(NcclTuner, ChoosesNvlsAcrossNodesOnlyWithSharp) {
+  ClusterSpec spec = testing::dgx_h100(32);
+  spec.fabric.sharp = true;
+  const NcclTuner sharp(spec.node, spec.fabric, testing::nccl_2_30_7());
+  EXPECT_EQ(sharp.choose({CollectiveOp::all_reduce, 256, 32, 1073741824.0}).algorithm, Algorithm::nvls);
+  EXPECT_EQ(sharp.unsupported({CollectiveOp::all_gather, 256, 32, 1}, {Algorithm::nvls, Protocol::simple}),
+            "this model runs NVLS for AllReduce only");
+  spec.fabric.sharp = false;
+  const NcclTuner plain(spec.node, spec.fabric, testing::nccl_2_30_7());
+  EXPECT_NE(plain.unsupported({CollectiveOp::all_reduce, 256, 32, 1}, {Algorithm::nvls, Protocol::simple}), "");
+}
+
 // With a fabric fit the ring's time is built from its mechanisms. AllGather 16 MiB on 2 nodes, ring
 // Simple: launch 10 us; the latency chain of 15 steps around a ring of 14 NVLink hops (1 us) and 2
 // network hops (20 us + one leaf switch, 0.13 us) is all but its cheapest hop: 2 x 20.13 + 13 x 1;
