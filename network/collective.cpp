@@ -34,6 +34,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::tree: return "tree";
     case Algorithm::nvls: return "nvls";
     case Algorithm::nvls_tree: return "nvlstree";
+    case Algorithm::pat: return "pat";
   }
   return "?";
 }
@@ -83,7 +84,7 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
 
 std::optional<Algorithm> parse_algorithm(std::string_view s) {
   const std::string v = lower(s);
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree}) {
+  for (Algorithm a : kAllAlgorithms) {
     if (v == to_string(a)) {
       return a;
     }

@@ -1,6 +1,7 @@
 // Collective operations, NCCL's algorithms and protocols, and nccl-tests' bandwidth conventions.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,12 +10,14 @@
 namespace commbound::network {
 
 enum class CollectiveOp { all_gather, reduce_scatter, all_reduce, send_recv };
-enum class Algorithm { ring, tree, nvls, nvls_tree };
+enum class Algorithm { ring, tree, nvls, nvls_tree, pat };
 enum class Protocol { ll, ll128, simple };
 enum class Fidelity { fluid, step };
 
-inline constexpr int kAlgorithms = 4;
+inline constexpr int kAlgorithms = 5;
 inline constexpr int kProtocols = 3;
+inline constexpr std::array<Algorithm, kAlgorithms> kAllAlgorithms = {Algorithm::ring, Algorithm::tree, Algorithm::nvls,
+                                                                     Algorithm::nvls_tree, Algorithm::pat};
 
 // One collective call. `size_bytes` follows nccl-tests: the whole output buffer for AllGather,
 // the whole input buffer for ReduceScatter, the buffer for AllReduce, the message for SendRecv.

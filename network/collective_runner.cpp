@@ -3,6 +3,7 @@
 #include "calibration/base/check.hpp"
 #include "network/internal/algorithm_params.hpp"
 #include "network/internal/nvls.hpp"
+#include "network/internal/pat.hpp"
 #include "network/internal/route_cache.hpp"
 #include "network/internal/ring.hpp"
 #include "network/internal/send_recv.hpp"
@@ -39,6 +40,7 @@ internal::AlgorithmResult run_algorithm(const internal::AlgorithmParams& params)
     case Algorithm::tree: return internal::run_tree(params);
     case Algorithm::nvls: return internal::run_nvls(params);
     case Algorithm::nvls_tree: return internal::run_nvls_tree(params);
+    case Algorithm::pat: return internal::run_pat(params);
   }
   COMMBOUND_CHECK(false, "unknown Algorithm");
   return {};

@@ -43,6 +43,8 @@ struct NcclConstants {
   ArchCaps hopper;
   double tree_ll_divisor = 3.8;     // Tree LL busBw / 3.8
   double nvls_efficiency = 0.85;    // Hopper NVLS in-switch reduction efficiency
+  double pat_rank_latency_s = 2.8e-6;  // PAT's linear latency term, per rank
+  double pat_bw_factor = 0.75;         // PAT busBw x 0.75
 
   // Pipelining: bytes of one step of a channel's buffer (buffer size / NCCL_STEPS) per protocol.
   std::array<double, kProtocols> step_bytes{};

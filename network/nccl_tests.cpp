@@ -14,7 +14,7 @@ Expected<CollectiveChoice> resolve_choice(const CollectiveRunner& runner, const 
   }
   std::optional<CollectiveChoice> best;
   double best_s = std::numeric_limits<double>::infinity();
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree}) {
+  for (Algorithm a : kAllAlgorithms) {
     if (algorithm && a != *algorithm) continue;
     for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
       if (protocol && p != *protocol) continue;

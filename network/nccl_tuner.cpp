@@ -32,6 +32,13 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
       if (shape.nodes < 2) return "NVLSTree spans nodes (NVLS inside one)";
       if (choice.protocol != Protocol::simple) return "NVLSTree runs the Simple protocol only";
       return "";
+    case Algorithm::pat:  // ncclPatEnable: AllGather / ReduceScatter with one GPU per node (tuning.cc)
+      if (shape.op != CollectiveOp::all_gather && shape.op != CollectiveOp::reduce_scatter) {
+        return "PAT runs AllGather and ReduceScatter only";
+      }
+      if (shape.nodes < 2 || shape.ranks != shape.nodes) return "NCCL runs PAT with one GPU per node only";
+      if (choice.protocol != Protocol::simple) return "PAT runs the Simple protocol only";
+      return "";
   }
   return "unknown algorithm";
 }
@@ -53,7 +60,9 @@ double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoi
       const int steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2 * (n - 1) : n - 1);
       const int inter = nodes > 1 ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
       const double intra = std::max(nccl_.hop(a, HopClass::nvlink, p), net_overhead_s(shape, p));
-      double lat = nccl_.base(a, p) + (steps - inter) * intra + inter * nccl_.hop(a, HopClass::net, p);
+      // One rank per node exposes every network hop: NCCL prices it at Tree's (tuning.cc).
+      const double net = nccl_.hop(n == nodes ? Algorithm::tree : a, HopClass::net, p);
+      double lat = nccl_.base(a, p) + (steps - inter) * intra + inter * net;
       if (ar && nodes > 1 && p == Protocol::simple) {
         lat *= node_.sm_arch >= 80 ? nccl_.ring_simple_allreduce_latency_factor
                                    : nccl_.ring_simple_allreduce_latency_factor_pre_sm80;
@@ -69,6 +78,8 @@ double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoi
       return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + (nodes > 1 ? nccl_.hop(a, HopClass::net, p) : 0);
     case Algorithm::nvls_tree:  // intraLat + 2 log2(nNodes) interLat (tuning.cc)
       return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + 2 * std::log2(nodes) * nccl_.hop(a, HopClass::net, p);
+    case Algorithm::pat:  // log2(nNodes) interLat / 3.5 + 2.8 us x nRanks (tuning.cc)
+      return nccl_.base(a, p) + std::log2(nodes) * nccl_.hop(a, HopClass::net, p) / 3.5 + n * nccl_.pat_rank_latency_s;
   }
   return 0;
 }
@@ -115,6 +126,9 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
       if (c.algorithm == Algorithm::nvls && nodes > 1) bus_bw = std::min(bus_bw, bw_inter);
       alg_bw = bus_bw * n / steps;
       break;
+    case Algorithm::pat:  // busBw x 0.75, not converted to algBw for AllGather / ReduceScatter (tuning.cc)
+      alg_bw = bus * nccl_.pat_bw_factor;
+      break;
   }
   return predict_latency_s(shape, c) + shape.size_bytes / alg_bw;
 }
@@ -122,7 +136,7 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
 CollectiveChoice NcclTuner::choose(const CallShape& shape) const {
   CollectiveChoice best{Algorithm::ring, Protocol::simple};
   double best_s = std::numeric_limits<double>::infinity();
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree}) {
+  for (Algorithm a : kAllAlgorithms) {
     for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
       const auto t = predict_s(shape, {a, p});
       if (t && *t < best_s) {

@@ -117,7 +117,7 @@ Expected<std::vector<network::NcclTestsLog>> read_logs(const std::vector<std::st
       f.nodes = static_cast<int>(r.required_integer("nodes", 1, 1 << 20));
       f.gpus_per_node = static_cast<int>(r.required_integer("gpus_per_node", 1, 1024));
       f.nccl_version = r.string("nccl_version", "");
-      const std::string algo = r.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree"});
+      const std::string algo = r.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree", "pat"});
       r.string("source", "");
       r.string("trust", "");
       f.op = network::op_from_name(op);

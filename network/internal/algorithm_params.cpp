@@ -8,14 +8,13 @@ namespace commbound::network::internal {
 double AlgorithmParams::hop_s(int src_rank, int dst_rank) const {
   const HopClass hc = platform.hop_class(src_rank, dst_rank);
   if (fit != nullptr) return hc == HopClass::net ? fit->net_hop_s : fit->nvlink_hop_s;
-  double h = nccl.hop(choice.algorithm, hc, choice.protocol);
+  // With one rank per node every network hop's latency is exposed: NCCL then prices it at Tree's
+  // (tuning.cc, "With ppn=1 latencies are fully exposed, use the Tree network latency").
+  const bool one_per_node = hc == HopClass::net && shape.ranks == shape.nodes;
+  double h = nccl.hop(one_per_node ? Algorithm::tree : choice.algorithm, hc, choice.protocol);
   if (choice.algorithm == Algorithm::ring && hc != HopClass::net) h = std::max(h, net_overhead_s);
   return h * latency_factor;
 }
-
-}  // namespace commbound::network::internal
-
-namespace commbound::network::internal {
 
 double AlgorithmParams::net_messages_s(int steps, double step_payload_bytes) const {
   if (fit == nullptr || shape.nodes <= 1 || step_payload_bytes <= 0) return 0;

@@ -44,8 +44,8 @@ void add_log_fact_args(CLI::App& cmd, LogFactArgs& args) {
   cmd.add_option("--nodes", args.nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--gpus-per-node", args.gpus_per_node, "the logs' GPUs per node when they do not say")
       ->check(CLI::Range(1, 1024));
-  cmd.add_option("--algo", args.algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree)")
-      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+  cmd.add_option("--algo", args.algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree | pat)")
+      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree", "pat"}));
 }
 
 network::LogFacts log_facts(const LogFactArgs& args) {

@@ -263,8 +263,8 @@ sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered out
   cmd->add_option("--nodes", a->nodes, "node counts: \"1,2,4\" or \"1:512\" (doubling)")->type_name("LIST")->required();
   cmd->add_option("--bytes", a->bytes, "sizes with binary suffixes K M G: \"1G\", \"8M,64M\", \"1K:1G\" (doubling)")
       ->type_name("LIST")->required();
-  cmd->add_option("--algo", a->algo, "force ring | tree | nvls | nvlstree (NCCL_ALGO); default: NCCL's tuner, or [nccl].algorithm")
-      ->type_name("ALGO")->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree"}));
+  cmd->add_option("--algo", a->algo, "force ring | tree | nvls | nvlstree | pat (NCCL_ALGO); default: NCCL's tuner, or [nccl].algorithm")
+      ->type_name("ALGO")->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree", "pat"}));
   cmd->add_option("--proto", a->proto, "force LL | LL128 | Simple (NCCL_PROTO); default: tuner, or [nccl].protocol")
       ->type_name("PROTO")->check(CLI::IsMember({"LL", "LL128", "Simple"}));
   cmd->add_option("--fidelity", a->fidelity,

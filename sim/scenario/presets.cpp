@@ -148,7 +148,7 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     auto v = r.numbers(key, 3, 0, 1e6);
     return std::array<double, 3>{v[0] * kBytesPerGB, v[1] * kBytesPerGB, v[2] * kBytesPerGB};
   };
-  const char* algos[] = {"ring", "tree", "nvls", "nvls_tree"};
+  const char* algos[] = {"ring", "tree", "nvls", "nvls_tree", "pat"};
   const char* hops[] = {"nvlink", "pci", "net"};
   {
     TableReader r(sub("base_latency_us"), "base_latency_us");
@@ -205,6 +205,12 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
   {
     TableReader r(sub("nvls"), "nvls");
     c.nvls_efficiency = r.required_number("efficiency", 0.01, 1);
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  {
+    TableReader r(sub("pat"), "pat");
+    c.pat_rank_latency_s = r.required_number("rank_latency_us", 0, 1e3) * kSecondsPerUs;
+    c.pat_bw_factor = r.required_number("bw_factor", 0.01, 1);
     if (Status s = r.finish(); !s) return s.error();
   }
   if (Status s = top.finish(); !s) return s.error();

@@ -217,7 +217,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   // [nccl]
   TableReader nccl(nccl_t != nullptr ? *nccl_t : empty, "nccl", &origins);
   const std::string release = nccl.string("release", "2.30.7");
-  const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree"});
+  const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree", "pat"});
   const std::string proto = nccl.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
   const std::string fid = nccl.choice("fidelity", "fluid", {"fluid", "step"});
   const std::string jitter = nccl.choice("jitter", "on", {"on", "off"});

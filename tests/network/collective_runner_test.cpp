@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 namespace commbound::network {
 namespace {
@@ -192,6 +193,48 @@ TEST(NcclTuner, ChoosesNvlsAcrossNodesOnlyWithSharp) {
   spec.fabric.sharp = false;
   const NcclTuner plain(spec.node, spec.fabric, testing::nccl_2_30_7());
   EXPECT_NE(plain.unsupported({CollectiveOp::all_reduce, 256, 32, 1}, {Algorithm::nvls, Protocol::simple}), "");
+}
+
+// PAT on one GPU per node: AllGather in ceil(log2 n) sequential steps, step k sending
+// min(2^k, n - 2^k) blocks of S/n through every NIC (48 GB/s, below PCIe's 51.84) at NCCL's 0.75 of
+// it: S (n-1)/n in all, as a ring, plus base 8 us + 2.8 us x n + per step hwLat(PAT, NET) 14 us / 3.5. On 6 nodes
+// the steps move 1, 2 and 2 blocks; ReduceScatter runs them in reverse, same time.
+TEST(CollectiveRunner, PatTakesLogStepsOfDoublingBlocks) {
+  const ClusterSpec spec = uniform_ring_cluster(8);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const NcclConstants nccl = testing::nccl_2_30_7();
+  CollectiveRunner runner(**platform, nccl);
+  const double size = 67108864.0;
+  std::vector<std::tuple<CollectiveOp, int, double>> times;
+  (*platform)->run([&] {
+    for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
+      for (int n : {8, 6}) {
+        times.emplace_back(op, n, runner.run({op, first(n), size}, {Algorithm::pat, Protocol::simple}, Fidelity::fluid).time_s);
+      }
+    }
+  });
+  for (const auto& [op, n, t] : times) {
+    const int steps = 3;  // ceil(log2 8) = ceil(log2 6) = 3
+    const double expected_s = 8e-6 + 2.8e-6 * n + steps * 14e-6 / 3.5 +
+                              size * (n - 1) / n / (0.75 * spec.fabric.link.effective_bw_bytes_per_s());
+    EXPECT_NEAR(t, expected_s, 0.01 * expected_s) << to_string(op) << " on " << n << " nodes";
+  }
+}
+
+// NCCL's tuner takes PAT for small and mid-size AllGathers over many one-GPU nodes (log2 n steps
+// of latency against a ring's n - 1) and the ring for large ones (PAT's busBw x 0.75); PAT is not
+// offered with several GPUs per node, nor for AllReduce.
+TEST(NcclTuner, ChoosesPatForOneGpuNodesAtMidSizes) {
+  const ClusterSpec spec = uniform_ring_cluster(64);
+  const NcclTuner tuner(spec.node, spec.fabric, testing::nccl_2_30_7());
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_gather, 64, 64, 1048576.0}).algorithm, Algorithm::pat);
+  EXPECT_EQ(tuner.choose({CollectiveOp::reduce_scatter, 64, 64, 16777216.0}).algorithm, Algorithm::pat);
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_gather, 64, 64, 4294967296.0}).algorithm, Algorithm::ring);
+  EXPECT_NE(tuner.unsupported({CollectiveOp::all_reduce, 64, 64, 1}, {Algorithm::pat, Protocol::simple}), "");
+  const ClusterSpec dgx = testing::dgx_h100(8);
+  const NcclTuner eight(dgx.node, dgx.fabric, testing::nccl_2_30_7());
+  EXPECT_NE(eight.unsupported({CollectiveOp::all_gather, 64, 8, 1}, {Algorithm::pat, Protocol::simple}), "");
 }
 
 // With a fabric fit the ring's time is built from its mechanisms. AllGather 16 MiB on 2 nodes, ring

@@ -1,0 +1,45 @@
+#include "network/internal/pat.hpp"
+
+#include "network/internal/fluid_flows.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace sg4 = simgrid::s4u;
+
+namespace commbound::network::internal {
+
+AlgorithmResult run_pat(const AlgorithmParams& params) {
+  Platform& platform = params.platform;
+  const std::vector<int>& ranks = params.call.ranks;
+  const int n = static_cast<int>(ranks.size());
+  const double block_bytes = params.call.size_bytes / n;
+  std::vector<int> blocks;  // per step, in AllGather order
+  for (int distance = 1; distance < n; distance *= 2) blocks.push_back(std::min(distance, n - distance));
+  if (params.call.op == CollectiveOp::reduce_scatter) std::reverse(blocks.begin(), blocks.end());
+
+  const FabricFit* fit = params.fit;
+  AlgorithmResult result;
+  const double start_s = params.base_s + n * params.nccl.pat_rank_latency_s;
+  sg4::this_actor::sleep_for(start_s);
+  result.latency_s = start_s;
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const int distance = params.call.op == CollectiveOp::reduce_scatter ? 1 << (blocks.size() - 1 - k) : 1 << k;
+    const double step_bytes = blocks[k] * block_bytes;
+    const double hop_s = fit != nullptr ? fit->net_hop_s + params.net_messages_s(1, step_bytes)
+                                        : params.nccl.hop(Algorithm::pat, HopClass::net, params.choice.protocol) / 3.5;
+    std::vector<Edge> edges;  // rank i sends to rank i - distance
+    for (int i = 0; i < n; ++i) edges.emplace_back(platform.gpu(ranks[i]), platform.gpu(ranks[(i - distance + n) % n]));
+    sg4::this_actor::sleep_for(hop_s);
+    const double wire_bytes = step_bytes / params.efficiency() / params.nccl.pat_bw_factor;
+    const FluidRun run = run_fluid(platform, {{edges, wire_bytes, -1}});
+    result.latency_s += hop_s;
+    result.bandwidth_s += run.bandwidth_s;
+    result.flows += run.flows;
+  }
+  return result;
+}
+
+}  // namespace commbound::network::internal
