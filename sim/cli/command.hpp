@@ -17,5 +17,6 @@ void add_validate_command(CLI::App& app, int& exit_code);     // fabric_commands
 void add_fit_fabric_command(CLI::App& app, int& exit_code);   // fit_commands.cpp
 void add_shapes_command(CLI::App& app, int& exit_code);       // table_commands.cpp
 void add_derive_table_command(CLI::App& app, int& exit_code); // table_commands.cpp
+void add_plot_command(CLI::App& app, int& exit_code);         // plot_command.cpp
 
 }  // namespace commbound::cli

@@ -23,16 +23,30 @@ struct LinePlot {
   std::string x_label;
   std::string y_label;
   bool x_bytes = false;  // x is a size in bytes: log2 axis labelled with binary prefixes (1Mi, 1Gi)
-  bool log_x = false;
+  bool log_x = false;    // log2 axis (GPU counts double)
   bool log_y = false;
   std::vector<PlotSeries> series;
 };
 
+// Stacked bars: one bar per category, each the sum of its stacks' values (in stack order, bottom up).
+struct BarStack {
+  std::string title;
+  std::vector<double> values;  // one per category
+};
+struct BarPlot {
+  std::string title;
+  std::string y_label;
+  std::vector<std::string> categories;  // the bars' labels, left to right
+  std::vector<BarStack> stacks;
+};
+
 // The gnuplot script that draws `plot` into `output` (png or svg, by its extension).
 std::string gnuplot_script(const LinePlot& plot, const std::string& output);
+std::string gnuplot_script(const BarPlot& plot, const std::string& output);
 
 // Draws `plot` into `path` (.png or .svg). Refuses an existing file unless `force`; gnuplot's
 // failure (or its absence) is an error naming the file.
 Status render_plot(const LinePlot& plot, const std::string& path, bool force);
+Status render_plot(const BarPlot& plot, const std::string& path, bool force);
 
 }  // namespace commbound::sim

@@ -1,6 +1,7 @@
 #include "sim/report/validation.hpp"
 
-#include <boost/tokenizer.hpp>
+#include "sim/report/csv_table.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,13 +18,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-// RFC 4180 fields: commas inside double quotes stay in their field.
-std::vector<std::string> csv_fields(const std::string& line) {
-  using Separator = boost::escaped_list_separator<char>;
-  boost::tokenizer<Separator> cells(line, Separator('\\', ',', '"'));
-  return {cells.begin(), cells.end()};
 }
 
 // A CSV field, quoted when it holds a comma or a quote.
@@ -163,13 +157,9 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
       }
       continue;
     }
-    std::vector<std::string> fields;
-    try {
-      fields = csv_fields(line);
-    } catch (const boost::escaped_list_error& e) {
-      return Error{at + "not a CSV row (" + e.what() + ")"};
-    }
-    auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
+    const auto fields = csv_fields(line);
+    if (!fields) return Error{at + "not a CSV row (a quoted field does not close)"};
+    auto p = *layout == Layout::published ? published_row(*fields, at) : collected_row(*fields, at);
     if (!p) return p.error();
     if (!(p->busbw_bytes_per_s > 0) || !(p->point.size_bytes > 0) || p->point.nodes < 1) {
       return Error{at + "nodes, bytes and busbw_GBps must be positive"};

@@ -1,5 +1,6 @@
 // The commbound CLI as a user meets it: exit codes, one-line errors, no partial or overwritten
 // output, stable CSV, and the published-data validation (label golden).
+#include "sim/report/csv_table.hpp"
 #include "tests/support/run_command.hpp"
 
 #include <gtest/gtest.h>
@@ -127,20 +128,7 @@ std::vector<std::vector<std::string>> data_rows(const std::string& text) {
   std::istringstream lines(text);
   std::string line;
   std::getline(lines, line);  // header
-  while (std::getline(lines, line)) {
-    std::vector<std::string> f(1);
-    bool quoted = false;
-    for (char c : line) {
-      if (c == '"') {
-        quoted = !quoted;
-      } else if (c == ',' && !quoted) {
-        f.emplace_back();
-      } else {
-        f.back() += c;
-      }
-    }
-    rows.push_back(f);
-  }
+  while (std::getline(lines, line)) rows.push_back(commbound::sim::csv_fields(line).value_or(std::vector<std::string>{}));
   return rows;
 }
 
@@ -210,6 +198,41 @@ TEST(Validation, RefusesAReferenceWithAnUnknownHeaderInOneLine) {
   const CliRun r = run("validate " + kExample + " --reference " + csv);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out.rfind("commbound: " + csv + ":2: header", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// commbound plot on the committed golden results: a scaling sweep gets throughput (with the ideal
+// line), per-GPU, MFU, power, energy and the breakdown; points of one scale get per-GPU bars and
+// the breakdown. PNG files; nothing replaced without --force; a broken number is one line.
+int pngs_in(const std::filesystem::path& dir) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream png(entry.path(), std::ios::binary);
+    std::string magic(4, '\0');
+    png.read(magic.data(), 4);
+    n += magic == "\x89PNG";
+  }
+  return n;
+}
+
+TEST(Plot, DrawsTheFiguresOfAScalingSweepAndOfALayoutSweep) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "plots";
+  fs::remove_all(dir);
+  const CliRun weak = run("plot tests/golden/paper/weak_scaling_7b.csv --out-dir " + (dir / "weak").string());
+  ASSERT_EQ(weak.exit_code, 0) << weak.out;
+  EXPECT_EQ(pngs_in(dir / "weak"), 6);
+  for (const char* name : {"throughput", "per_gpu", "mfu", "power", "energy", "breakdown"}) {
+    EXPECT_TRUE(fs::exists(dir / "weak" / (std::string(name) + ".png"))) << name;
+  }
+  const CliRun layouts = run("plot tests/golden/paper/model_parallel_7b_256gpu.csv --out-dir " + (dir / "tp").string());
+  ASSERT_EQ(layouts.exit_code, 0) << layouts.out;
+  EXPECT_EQ(pngs_in(dir / "tp"), 2);
+  EXPECT_EQ(run("plot tests/golden/paper/weak_scaling_7b.csv --out-dir " + (dir / "weak").string()).exit_code, 2);
+  const std::string bad = temp_file("bad_results.csv", "scenario,gpus,oom,tokens_per_s,compute_s,exposed_comm_s\na,eight,0,1,1,0\n");
+  const CliRun r = run("plot " + bad + " --out-dir " + (dir / "bad").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("commbound: " + bad + ":2: gpus = \"eight\": not a number", 0), 0u) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 

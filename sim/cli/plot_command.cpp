@@ -1,0 +1,180 @@
+// commbound plot: a `run` results file (CSV) in, its figures (PNG or SVG, through gnuplot) out.
+#include "sim/cli/command.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/report/csv_table.hpp"
+#include "sim/report/output.hpp"
+#include "sim/report/plot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <variant>
+
+namespace commbound::cli {
+namespace {
+
+struct PlotArgs {
+  std::string results, out_dir, format = "png", title;
+  bool force = false;
+};
+
+// One simulated point of a results file (out-of-memory rows are not plotted).
+struct Point {
+  std::string name;
+  double gpus, tokens_per_s, tokens_per_s_per_gpu, mfu, power_w, tokens_per_j;
+  double iteration_s, compute_s, comm_s, exposed_s;
+};
+
+Expected<std::vector<Point>> read_points(const sim::CsvTable& t, int& oom_rows) {
+  std::vector<Point> points;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    auto oom = t.number(r, "oom");
+    if (!oom) return oom.error();
+    if (*oom != 0) {
+      ++oom_rows;
+      continue;
+    }
+    Point p;
+    p.name = t.rows[r][static_cast<std::size_t>(std::max(0, t.column("scenario")))];
+    const std::pair<const char*, double*> fields[] = {
+        {"gpus", &p.gpus}, {"tokens_per_s", &p.tokens_per_s}, {"tokens_per_s_per_gpu", &p.tokens_per_s_per_gpu},
+        {"mfu", &p.mfu}, {"power_w_per_gpu", &p.power_w}, {"tokens_per_joule", &p.tokens_per_j},
+        {"iteration_s", &p.iteration_s}, {"compute_s", &p.compute_s}, {"comm_s", &p.comm_s},
+        {"exposed_comm_s", &p.exposed_s}};
+    for (const auto& [name, field] : fields) {
+      auto v = t.number(r, name);
+      if (!v) return v.error();
+      *field = *v;
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
+sim::LinePlot versus_gpus(const std::string& title, const std::string& y_label, const std::vector<Point>& points,
+                          double Point::*field, double scale = 1) {
+  sim::LinePlot plot{title, "GPUs", y_label, false, true, false, {}};
+  sim::PlotSeries s{"simulated", {}, "linespoints"};
+  for (const Point& p : points) s.points.emplace_back(p.gpus, p.*field * scale);
+  plot.series.push_back(s);
+  return plot;
+}
+
+// A bar's label: the point's name, with its GPU count when the points differ in it.
+std::string label(const Point& p, bool one_scale) {
+  return one_scale ? p.name : fmt::format("{} ({:.0f} GPUs)", p.name, p.gpus);
+}
+
+bool one_scale(const std::vector<Point>& points) {
+  return std::all_of(points.begin(), points.end(), [&](const Point& p) { return p.gpus == points.front().gpus; });
+}
+
+// Where the iteration went, per point: compute alone, communication hidden under compute,
+// communication exposed (compute idle, waiting), and the rest (pipeline bubble, waits).
+sim::BarPlot breakdown(const std::string& title, const std::vector<Point>& points) {
+  sim::BarPlot plot{title + ": where the iteration goes", "seconds per iteration", {}, {}};
+  sim::BarStack compute{"compute", {}}, hidden{"communication overlapped with compute", {}},
+      exposed{"communication exposed", {}}, idle{"idle (bubble, waits)", {}};
+  for (const Point& p : points) {
+    const double overlapped = std::max(0.0, p.comm_s - p.exposed_s);
+    plot.categories.push_back(label(p, one_scale(points)));
+    compute.values.push_back(std::max(0.0, p.compute_s - overlapped));
+    hidden.values.push_back(overlapped);
+    exposed.values.push_back(p.exposed_s);
+    idle.values.push_back(std::max(0.0, p.iteration_s - p.compute_s - p.exposed_s));
+  }
+  plot.stacks = {compute, hidden, exposed, idle};
+  return plot;
+}
+
+int run_plot(const PlotArgs& a) {
+  auto table = sim::read_csv_table(a.results);
+  if (!table) return fail(table.error().message);
+  for (const char* needed : {"scenario", "gpus", "oom", "tokens_per_s", "compute_s", "exposed_comm_s"}) {
+    if (table->column(needed) < 0) {
+      return fail(a.results + ": no column " + needed + " (plot reads what `commbound run --format csv` writes)");
+    }
+  }
+  int oom_rows = 0;
+  auto points = read_points(*table, oom_rows);
+  if (!points) return fail(points.error().message);
+  if (points->empty()) return fail(a.results + ": no simulated point to plot (every row is out of memory)");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(a.out_dir, ec);
+  if (ec || !fs::is_directory(a.out_dir)) return fail(a.out_dir + ": cannot create the folder");
+  const std::string title = a.title.empty() ? fs::path(a.results).stem().string() : a.title;
+  auto path = [&](const std::string& name) { return (fs::path(a.out_dir) / (name + "." + a.format)).string(); };
+
+  std::vector<std::pair<std::string, std::variant<sim::LinePlot, sim::BarPlot>>> figures;
+  std::set<double> gpu_counts;
+  for (const Point& p : *points) gpu_counts.insert(p.gpus);
+  if (gpu_counts.size() == points->size() && points->size() > 1) {  // a scaling sweep: one point per GPU count
+    std::vector<Point> by_gpus = *points;
+    std::sort(by_gpus.begin(), by_gpus.end(), [](const Point& x, const Point& y) { return x.gpus < y.gpus; });
+    sim::LinePlot throughput = versus_gpus(title + ": global throughput", "tokens/s", by_gpus, &Point::tokens_per_s);
+    sim::PlotSeries ideal{"ideal (linear from the smallest run)", {}, "lines dt 2"};
+    for (const Point& p : by_gpus) ideal.points.emplace_back(p.gpus, by_gpus.front().tokens_per_s_per_gpu * p.gpus);
+    throughput.series.push_back(ideal);
+    throughput.log_y = true;
+    figures.emplace_back("throughput", throughput);
+    figures.emplace_back("per_gpu", versus_gpus(title + ": throughput per GPU", "tokens/s per GPU", by_gpus,
+                                                &Point::tokens_per_s_per_gpu));
+    figures.emplace_back("mfu", versus_gpus(title + ": model FLOPs utilisation", "MFU (%)", by_gpus, &Point::mfu, 100));
+    figures.emplace_back("power", versus_gpus(title + ": board power per GPU", "W per GPU", by_gpus, &Point::power_w));
+    figures.emplace_back("energy", versus_gpus(title + ": energy efficiency", "tokens per joule", by_gpus,
+                                               &Point::tokens_per_j));
+  } else {  // points of one scale (layouts, models, sizes): bars per point
+    const std::string scale = one_scale(*points) ? fmt::format(" ({:.0f} GPUs)", points->front().gpus) : "";
+    sim::BarPlot per_gpu{title + ": throughput per GPU" + scale, "tokens/s per GPU", {}, {{"tokens/s per GPU", {}}}};
+    for (const Point& p : *points) {
+      per_gpu.categories.push_back(label(p, one_scale(*points)));
+      per_gpu.stacks[0].values.push_back(p.tokens_per_s_per_gpu);
+    }
+    figures.emplace_back("per_gpu", per_gpu);
+  }
+  figures.emplace_back("breakdown", breakdown(title, *points));
+  for (const auto& [name, figure] : figures) {
+    if (Status ok = sim::check_writable(path(name), a.force); !ok) return fail(ok.error().message);
+  }
+  for (const auto& [name, figure] : figures) {
+    const Status drawn = std::visit([&](const auto& f) { return sim::render_plot(f, path(name), a.force); }, figure);
+    if (!drawn) return fail(drawn.error().message);
+    fmt::print("wrote {}\n", path(name));
+  }
+  if (oom_rows > 0) fmt::print("{} out-of-memory row(s) not plotted\n", oom_rows);
+  return 0;
+}
+
+}  // namespace
+
+void add_plot_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<PlotArgs>();
+  CLI::App* cmd = app.add_subcommand("plot", "figures of a run's results (PNG or SVG through gnuplot)");
+  cmd->footer(R"(Reads what `commbound run SCENARIO --format csv --out RESULTS.csv` wrote and draws, into --out-dir:
+  a scaling sweep (one point per GPU count): throughput (global tokens/s against GPUs, beside the
+    ideal line linear from the smallest run), per_gpu (tokens/s per GPU), mfu, power (W per GPU),
+    energy (tokens per joule), all against GPUs on a log2 axis;
+  points of one scale (layouts, models, sequence lengths): per_gpu, one bar per point;
+  always: breakdown, stacked bars of each point's iteration: compute alone, communication
+    overlapped with compute, communication exposed, idle (pipeline bubble, waits).
+Out-of-memory rows are left out and counted. Existing figures are not replaced without --force.
+
+Example:
+  commbound run scenarios/paper/weak_scaling_7b.toml --format csv --out weak.csv
+  commbound plot weak.csv --out-dir figures/weak --format svg
+docs/figures/ holds every paper and study scenario's figures (docs/figures/update.sh).
+)");
+  cmd->add_option("results", a->results, "a results CSV of `commbound run --format csv`")->required()->type_name("CSV");
+  cmd->add_option("--out-dir", a->out_dir, "the folder for the figures (created when missing)")->required()->type_name("DIR");
+  cmd->add_option("--format", a->format, "png (default) | svg")->check(CLI::IsMember({"png", "svg"}));
+  cmd->add_option("--title", a->title, "the figures' title (default: the results file's name)");
+  cmd->add_flag("--force", a->force, "allow replacing existing figures");
+  cmd->callback([a, &exit_code] { exit_code = run_plot(*a); });
+}
+
+}  // namespace commbound::cli
