@@ -5,8 +5,10 @@
 
 #include <simgrid/s4u/Actor.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 namespace sg4 = simgrid::s4u;
 
@@ -42,56 +44,43 @@ AlgorithmResult run_nvls(const AlgorithmParams& params) {
   return result;
 }
 
-AlgorithmResult run_nvls_tree(const AlgorithmParams& params) {
-  Platform& platform = params.platform;
-  const double size = params.call.size_bytes;
-  const double efficiency = params.efficiency();
-  const double cap = params.nccl.nvls_efficiency * platform.spec().node.nvlink.effective_bw_bytes_per_s();
-  std::map<int, std::vector<int>> by_node;  // node -> its ranks, in call order
-  for (int r : params.call.ranks) by_node[platform.node_of(r)].push_back(r);
-  std::vector<std::vector<int>> nodes;
-  for (auto& [node, ranks] : by_node) nodes.push_back(ranks);
-  const int n_nodes = static_cast<int>(nodes.size());
-  const int nics = platform.spec().node.nics;
+namespace {
 
-  // Six channel groups, each moving at one rate (symmetric parts): every GPU's link up to its switch
-  // and down from it; per tree of the double binary tree, its edges up and down on every rail.
-  std::vector<std::vector<Edge>> edges(6);
-  std::vector<double> bytes(6);
-  std::vector<double> caps(6, -1.0);
-  for (const auto& ranks : nodes) {
+// The in-switch part of a multi-node NVLS collective: every GPU's link up to its node's switch and
+// down from it, S (g + 1)/g each way at most at nvls_efficiency x NVLink (g the node's ranks).
+struct SwitchPart {
+  std::vector<std::vector<int>> nodes;  // each node's ranks, in call order, nodes in order
+  std::vector<Edge> up, down;
+  double wire_bytes = 0;
+  double cap_bytes_per_s = 0;
+};
+
+SwitchPart switch_part(const AlgorithmParams& params) {
+  Platform& platform = params.platform;
+  SwitchPart part;
+  std::map<int, std::vector<int>> by_node;
+  for (int r : params.call.ranks) by_node[platform.node_of(r)].push_back(r);
+  for (auto& [node, ranks] : by_node) part.nodes.push_back(ranks);
+  for (const auto& ranks : part.nodes) {
     const double g = static_cast<double>(ranks.size());
     for (int r : ranks) {
       sg4::Host* sw = platform.nvswitch(platform.node_of(r));
-      edges[0].emplace_back(platform.gpu(r), sw);
-      edges[1].emplace_back(sw, platform.gpu(r));
+      part.up.emplace_back(platform.gpu(r), sw);
+      part.down.emplace_back(sw, platform.gpu(r));
     }
-    bytes[0] = bytes[1] = size * (g + 1) / g / efficiency;
+    part.wire_bytes = params.call.size_bytes * (g + 1) / g / params.efficiency();
   }
-  caps[0] = caps[1] = cap;
-  for (int tree = 0; tree < 2; ++tree) {
-    for (int k = 0; k < nics; ++k) {  // rail k: GPU k of each node (its last GPU if it has fewer)
-      for (int i = 0; i < n_nodes; ++i) {
-        const int parent = dtree_parent(n_nodes, tree, i);
-        if (parent < 0) continue;
-        sg4::Host* child = platform.gpu(nodes[i][std::min<std::size_t>(k, nodes[i].size() - 1)]);
-        sg4::Host* up = platform.gpu(nodes[parent][std::min<std::size_t>(k, nodes[parent].size() - 1)]);
-        edges[2 + 2 * tree].emplace_back(child, up);
-        edges[3 + 2 * tree].emplace_back(up, child);
-      }
-    }
-    bytes[2 + 2 * tree] = bytes[3 + 2 * tree] = size / (2.0 * nics) / efficiency;
-  }
-  std::vector<GroupFlow> flows;
-  for (std::size_t g = 0; g < edges.size(); ++g) {
-    if (!edges[g].empty()) flows.push_back({edges[g], bytes[g], caps[g]});
-  }
-  const FabricFit* fit = params.fit;
-  const double depth = 2 * std::log2(static_cast<double>(n_nodes));
-  const double hop_s = fit != nullptr ? fit->nvls_latency_s + depth * fit->net_hop_s
-                                      : params.nccl.hop(Algorithm::nvls_tree, HopClass::nvlink, params.choice.protocol) +
-                                            depth * params.nccl.hop(Algorithm::nvls_tree, HopClass::net, params.choice.protocol);
-  const double latency_s = params.base_s + hop_s + params.net_messages_s(1, size / (2.0 * nics));
+  part.cap_bytes_per_s = params.nccl.nvls_efficiency * platform.spec().node.nvlink.effective_bw_bytes_per_s();
+  return part;
+}
+
+// GPU k of a node (rail k), or its last GPU when it has fewer.
+sg4::Host* rail_gpu(Platform& platform, const std::vector<int>& node_ranks, int k) {
+  return platform.gpu(node_ranks[std::min<std::size_t>(k, node_ranks.size() - 1)]);
+}
+
+// Waits `latency_s`, then runs every flow at once: the algorithm's result.
+AlgorithmResult stream_after(Platform& platform, double latency_s, const std::vector<GroupFlow>& flows) {
   sg4::this_actor::sleep_for(latency_s);
   const FluidRun run = run_fluid(platform, flows);
   AlgorithmResult result;
@@ -101,51 +90,62 @@ AlgorithmResult run_nvls_tree(const AlgorithmParams& params) {
   return result;
 }
 
+}  // namespace
+
+AlgorithmResult run_nvls_tree(const AlgorithmParams& params) {
+  Platform& platform = params.platform;
+  const double size = params.call.size_bytes;
+  const SwitchPart part = switch_part(params);
+  const int n_nodes = static_cast<int>(part.nodes.size());
+  const int nics = platform.spec().node.nics;
+  // Per tree of the double binary tree, its edges up and down on every rail, each group at one rate.
+  std::vector<std::vector<Edge>> tree_edges(4);
+  for (int tree = 0; tree < 2; ++tree) {
+    for (int k = 0; k < nics; ++k) {
+      for (int i = 0; i < n_nodes; ++i) {
+        const int parent = dtree_parent(n_nodes, tree, i);
+        if (parent < 0) continue;
+        sg4::Host* child = rail_gpu(platform, part.nodes[i], k);
+        sg4::Host* up = rail_gpu(platform, part.nodes[parent], k);
+        tree_edges[2 * tree].emplace_back(child, up);
+        tree_edges[2 * tree + 1].emplace_back(up, child);
+      }
+    }
+  }
+  const double tree_bytes = size / (2.0 * nics) / params.efficiency();
+  std::vector<GroupFlow> flows = {{part.up, part.wire_bytes, part.cap_bytes_per_s},
+                                  {part.down, part.wire_bytes, part.cap_bytes_per_s}};
+  for (const auto& edges : tree_edges) {
+    if (!edges.empty()) flows.push_back({edges, tree_bytes, -1});
+  }
+  const FabricFit* fit = params.fit;
+  const double depth = 2 * std::log2(static_cast<double>(n_nodes));
+  const double hop_s = fit != nullptr ? fit->nvls_latency_s + depth * fit->net_hop_s
+                                      : params.nccl.hop(Algorithm::nvls_tree, HopClass::nvlink, params.choice.protocol) +
+                                            depth * params.nccl.hop(Algorithm::nvls_tree, HopClass::net, params.choice.protocol);
+  return stream_after(platform, params.base_s + hop_s + params.net_messages_s(1, size / (2.0 * nics)), flows);
+}
+
 AlgorithmResult run_nvls_sharp(const AlgorithmParams& params) {
   Platform& platform = params.platform;
   const double size = params.call.size_bytes;
-  const double efficiency = params.efficiency();
-  const double cap = params.nccl.nvls_efficiency * platform.spec().node.nvlink.effective_bw_bytes_per_s();
-  std::map<int, std::vector<int>> by_node;  // node -> its ranks, in call order
-  for (int r : params.call.ranks) by_node[platform.node_of(r)].push_back(r);
-  std::vector<std::vector<int>> nodes;
-  for (auto& [node, ranks] : by_node) nodes.push_back(ranks);
-  const std::size_t n_nodes = nodes.size();
+  const SwitchPart part = switch_part(params);
+  const std::size_t n_nodes = part.nodes.size();
   const int nics = platform.spec().node.nics;
-
-  // Three channel groups, each moving at one rate: every GPU's link up to its switch and down from
-  // it, and every rail's exchange with the next node (rail k: GPU k of a node, its last if fewer).
-  std::vector<std::vector<Edge>> edges(3);
-  std::vector<double> bytes(3);
-  for (const auto& ranks : nodes) {
-    const double g = static_cast<double>(ranks.size());
-    for (int r : ranks) {
-      sg4::Host* sw = platform.nvswitch(platform.node_of(r));
-      edges[0].emplace_back(platform.gpu(r), sw);
-      edges[1].emplace_back(sw, platform.gpu(r));
-    }
-    bytes[0] = bytes[1] = size * (g + 1) / g / efficiency;
-  }
-  auto rail_gpu = [&](std::size_t node, int k) {
-    return platform.gpu(nodes[node][std::min<std::size_t>(k, nodes[node].size() - 1)]);
-  };
+  std::vector<Edge> rails;  // every rail's exchange with the next node
   for (int k = 0; k < nics; ++k) {
-    for (std::size_t i = 0; i < n_nodes; ++i) edges[2].emplace_back(rail_gpu(i, k), rail_gpu((i + 1) % n_nodes, k));
+    for (std::size_t i = 0; i < n_nodes; ++i) {
+      rails.emplace_back(rail_gpu(platform, part.nodes[i], k), rail_gpu(platform, part.nodes[(i + 1) % n_nodes], k));
+    }
   }
-  bytes[2] = size / nics / efficiency;
-  const std::vector<GroupFlow> flows = {{edges[0], bytes[0], cap}, {edges[1], bytes[1], cap}, {edges[2], bytes[2], -1}};
+  const std::vector<GroupFlow> flows = {{part.up, part.wire_bytes, part.cap_bytes_per_s},
+                                        {part.down, part.wire_bytes, part.cap_bytes_per_s},
+                                        {rails, size / nics / params.efficiency(), -1}};
   const FabricFit* fit = params.fit;
   const double hop_s = fit != nullptr ? fit->nvls_latency_s + fit->net_hop_s
                                       : params.nccl.hop(Algorithm::nvls, HopClass::nvlink, params.choice.protocol) +
                                             params.nccl.hop(Algorithm::nvls, HopClass::net, params.choice.protocol);
-  const double latency_s = params.base_s + hop_s + params.net_messages_s(1, size / nics);
-  sg4::this_actor::sleep_for(latency_s);
-  const FluidRun run = run_fluid(platform, flows);
-  AlgorithmResult result;
-  result.bandwidth_s = run.bandwidth_s;
-  result.flows = run.flows;
-  result.latency_s = latency_s;
-  return result;
+  return stream_after(platform, params.base_s + hop_s + params.net_messages_s(1, size / nics), flows);
 }
 
 }  // namespace commbound::network::internal

@@ -62,6 +62,7 @@ Expected<CsvTable> read_csv_table(const std::string& path) {
     if (!fields) return Error{path + ":" + std::to_string(number) + ": a quoted field does not close"};
     if (table.header.empty()) {
       table.header = std::move(*fields);
+      table.header_line = number;
       continue;
     }
     if (fields->size() != table.header.size()) {

@@ -18,6 +18,7 @@ std::optional<std::vector<std::string>> csv_fields(const std::string& line);
 struct CsvTable {
   std::string path;
   std::vector<std::string> header;
+  int header_line = 0;                         // its 1-based line in the file
   std::vector<std::vector<std::string>> rows;  // each as wide as the header
   std::vector<int> lines;                      // each row's 1-based line in the file
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -47,7 +46,6 @@ Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const 
   p.bytes_text = f[5];
   p.published_algorithm = f[4];
   p.source = f[7];
-  for (std::size_t i = 8; i < f.size(); ++i) p.source += "," + f[i];  // an unquoted comma in the source
   auto op = network::parse_collective_op(f[3]);
   if (!op) return Error{at + "collective = \"" + f[3] + "\": unknown"};
   p.point.op = *op;
@@ -135,40 +133,34 @@ std::string size_text(double bytes) {
 }  // namespace
 
 Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{path + ": cannot be read"};
-  std::vector<PublishedPoint> out;
+  auto table = read_csv_table(path);
+  if (!table) return table.error();
+  auto header_starts = [&](const std::vector<std::string>& names) {
+    return table->header.size() >= names.size() && std::equal(names.begin(), names.end(), table->header.begin());
+  };
   std::optional<Layout> layout;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    const std::string at = path + ":" + std::to_string(number) + ": ";
-    if (!layout) {
-      if (line.rfind("gpu,nodes,gpus_per_node,collective", 0) == 0) {
-        layout = Layout::published;
-      } else if (line.rfind("source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps", 0) == 0) {
-        layout = Layout::collected;
-      } else {
-        return Error{at + "header \"" + line.substr(0, 60) +
-                     "\": expected gpu,nodes,gpus_per_node,collective,... or source_url,platform,nccl_version,..."};
-      }
-      continue;
-    }
-    const auto fields = csv_fields(line);
-    if (!fields) return Error{at + "not a CSV row (a quoted field does not close)"};
-    auto p = *layout == Layout::published ? published_row(*fields, at) : collected_row(*fields, at);
+  if (header_starts({"gpu", "nodes", "gpus_per_node", "collective", "algorithm", "bytes", "busbw_GBps", "source"})) {
+    layout = Layout::published;
+  } else if (header_starts({"source_url", "platform", "nccl_version", "nodes", "gpus_per_node", "op", "bytes",
+                            "busbw_GBps", "algo_if_known"})) {
+    layout = Layout::collected;
+  } else {
+    return Error{path + ":" + std::to_string(table->header_line) +
+                 ": header: expected gpu,nodes,gpus_per_node,collective,... or source_url,platform,nccl_version,..."};
+  }
+  std::vector<PublishedPoint> out;
+  for (std::size_t r = 0; r < table->rows.size(); ++r) {
+    const std::string at = path + ":" + std::to_string(table->lines[r]) + ": ";
+    const auto& fields = table->rows[r];
+    auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
     if (!p) return p.error();
     if (!(p->busbw_bytes_per_s > 0) || !(p->point.size_bytes > 0) || p->point.nodes < 1) {
       return Error{at + "nodes, bytes and busbw_GBps must be positive"};
     }
     p->file = path;
-    p->line = number;
+    p->line = table->lines[r];
     out.push_back(std::move(*p));
   }
-  if (!layout) return Error{path + ": no header line"};
   return out;
 }
 
