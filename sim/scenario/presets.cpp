@@ -58,13 +58,9 @@ Expected<network::LinkTech> Presets::link(const std::string& name) const {
   return read_link(**table, name, name);
 }
 
-Expected<network::NodeType> Presets::node(const std::string& name) const {
-  const auto path = dir_ / "nodes.toml";
-  auto file = parse_toml_file(path);
-  if (!file) return file.error();
-  auto table = preset_table(*file, path, name, "node type");
-  if (!table) return table.error();
-  TableReader r(**table, name);
+Expected<network::NodeType> read_node(const toml::table& table, const std::string& name, const std::string& prefix,
+                                      const Presets& presets, const Overrides* overrides) {
+  TableReader r(table, prefix, overrides);
   network::NodeType n;
   n.name = name;
   r.string("description", "");
@@ -81,13 +77,22 @@ Expected<network::NodeType> Presets::node(const std::string& name) const {
   n.host_cpu = cpu == "intel" ? network::HostCpu::intel : (cpu == "amd" ? network::HostCpu::amd : network::HostCpu::other);
   if (!r.failed() && n.gpus % n.nics != 0) r.fail("nics", "GPUs per node (" + std::to_string(n.gpus) + ") must be a multiple of NICs");
   if (Status s = r.finish(); !s) return s.error();
-  auto nv = link(nvlink);
-  if (!nv) return nv.error();
-  auto pc = link(pcie);
-  if (!pc) return pc.error();
+  auto nv = presets.link(nvlink);
+  if (!nv) return Error{prefix + ".nvlink = \"" + nvlink + "\": " + nv.error().message};
+  auto pc = presets.link(pcie);
+  if (!pc) return Error{prefix + ".pcie = \"" + pcie + "\": " + pc.error().message};
   n.nvlink = *nv;
   n.pcie = *pc;
   return n;
+}
+
+Expected<network::NodeType> Presets::node(const std::string& name) const {
+  const auto path = dir_ / "nodes.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  auto table = preset_table(*file, path, name, "node type");
+  if (!table) return table.error();
+  return read_node(**table, name, name, *this);
 }
 
 Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const {

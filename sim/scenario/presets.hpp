@@ -41,6 +41,12 @@ private:
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const std::map<std::string, std::string>* overrides = nullptr);
 
+// Reads one node type table (keys as in calibration/nodes.toml: gpu, gpus, nics, nvlink, pcie, nic,
+// sm_arch, nvls, nccl_channels, host_cpu, description); its nvlink and pcie name links.toml presets.
+Expected<network::NodeType> read_node(const toml::table& table, const std::string& name, const std::string& prefix,
+                                      const Presets& presets,
+                                      const std::map<std::string, std::string>* overrides = nullptr);
+
 // The validated TOML reader of the calibration room (calibration/table/table_reader.hpp), by the
 // names the simulator's readers (presets, scenarios, models) spell unqualified.
 

@@ -156,12 +156,18 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
 
   // [cluster]
   TableReader cluster(*cluster_t, "cluster", &origins);
-  const std::string node_name = cluster.required_string("node_type");
+  // The node: a preset of calibration/nodes.toml (node_type) or described here ([cluster.node]).
+  const toml::table* node_t = cluster_t->get("node") != nullptr && cluster_t->get("node")->is_table()
+                                  ? cluster.table("node")
+                                  : nullptr;
+  if (node_t != nullptr && cluster.has("node_type")) cluster.fail("node_type", "give node_type or [cluster.node], not both");
+  const std::string node_name = node_t != nullptr ? "custom" : cluster.required_string("node_type");
   sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
   const std::string kernel_table = cluster.string("kernel_table", "auto");
   if (!cluster.failed() && kernel_table.empty()) cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
   if (Status s = cluster.finish(); !s) return s.error();
-  auto node = presets.node(node_name);
+  auto node = node_t != nullptr ? read_node(*node_t, "custom", "cluster.node", presets, &origins) : presets.node(node_name);
+  if (!node && node_t != nullptr) return node.error();
   if (!node) {
     return Error{origin_of(origins, cluster_t, "cluster", "node_type", path) + ": cluster.node_type = \"" + node_name +
                  "\": " + node.error().message};

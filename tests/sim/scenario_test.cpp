@@ -74,6 +74,29 @@ latency_us = 0.2
   EXPECT_DOUBLE_EQ(ok->cluster.fabric.link.effective_bw_bytes_per_s(), 90e9);
 }
 
+// A node described in the scenario ([cluster.node], keys as in calibration/nodes.toml) instead of
+// a preset: a one-GPU workstation; its links are presets by name. Both ways at once is an error.
+TEST(Scenario, NodeDescribedInTheScenario) {
+  const std::string node = R"([cluster.node]
+gpu = "h100-sxm5"
+gpus = 1
+nics = 1
+nvlink = "nvlink4"
+pcie = "pcie-gen5-x16"
+nic = "ib-ndr"
+)";
+  auto sc = load_scenario(scenario_file("workstation.toml", "[cluster]\nnodes = 2\n" + node), {"cluster.node.nvls=false"},
+                          kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_EQ(sc->cluster.node.gpus, 1);
+  EXPECT_EQ(sc->cluster.node.nics, 1);
+  EXPECT_EQ(sc->cluster.gpus(), 2);
+  EXPECT_EQ(sc->cluster.fabric.link.name, "ib-ndr");  // the node's nic, as for a preset
+  auto both = load_scenario(scenario_file("both.toml", "[cluster]\nnode_type = \"dgx-h100\"\n" + node), {}, kPresets);
+  ASSERT_FALSE(both);
+  EXPECT_NE(both.error().message.find("node_type or [cluster.node], not both"), std::string::npos) << both.error().message;
+}
+
 struct BadCase {
   const char* name;
   std::string text;
