@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 
 namespace commbound::sim {
@@ -95,6 +97,25 @@ nic = "ib-ndr"
   auto both = load_scenario(scenario_file("both.toml", "[cluster]\nnode_type = \"dgx-h100\"\n" + node), {}, kPresets);
   ASSERT_FALSE(both);
   EXPECT_NE(both.error().message.find("node_type or [cluster.node], not both"), std::string::npos) << both.error().message;
+}
+
+// Every example scenario loads with the presets it names (a preset file error would show here first).
+// The Blackwell nodes as their datasheets give them: DGX B200 8 GPUs of 180 GB, NVLink 5 at 900 GB/s
+// per direction; GB200 NVL72 72 GPUs in one NVLink domain.
+TEST(Scenario, EveryExampleLoads) {
+  for (const auto& entry : std::filesystem::directory_iterator("scenarios/examples")) {
+    auto sc = load_scenario(entry.path().string(), {}, kPresets);
+    EXPECT_TRUE(sc) << entry.path() << ": " << sc.error().message;
+  }
+  auto b200 = load_scenario("scenarios/examples/dgx-b200.toml", {}, kPresets);
+  ASSERT_TRUE(b200);
+  EXPECT_EQ(b200->cluster.node.gpus, 8);
+  EXPECT_DOUBLE_EQ(b200->cluster.node.nvlink.bw_bytes_per_s, 900e9);
+  EXPECT_DOUBLE_EQ(b200->training->gpu.memory_bytes, 180e9);
+  auto nvl72 = load_scenario("scenarios/examples/gb200-nvl72.toml", {}, kPresets);
+  ASSERT_TRUE(nvl72);
+  EXPECT_EQ(nvl72->cluster.node.gpus, 72);
+  EXPECT_EQ(nvl72->cluster.gpus(), 288);
 }
 
 struct BadCase {
