@@ -14,25 +14,38 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
     if (!sc->training) return Error{sc->path + ": run needs a [model] section (and optionally [training], [parallel])"};
     points.push_back(std::move(*sc));
   }
-  std::size_t done = 0;
+  std::vector<std::optional<Metrics>> kept(points.size());
+  std::vector<std::size_t> todo;  // the points still to simulate
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (options.finished) kept[i] = options.finished(i);
+    if (!kept[i]) todo.push_back(i);
+  }
+  std::size_t done = points.size() - todo.size();
+  Status stored = Ok{};
   const auto results = run_in_children(
-      points.size(), options.jobs,
-      [&](std::size_t i) -> Expected<std::string> {
-        auto run = simulate_training(points[i], options.training);
+      todo.size(), options.jobs,
+      [&](std::size_t k) -> Expected<std::string> {
+        auto run = simulate_training(points[todo[k]], options.training);
         if (!run) return run.error();
         if (options.after_run) {
           if (Status s = options.after_run(*run); !s) return s.error();
         }
         return nlohmann::json(run->metrics).dump();
       },
-      [&](std::size_t i, const Expected<std::string>&) {
+      [&](std::size_t k, const Expected<std::string>& result) {
+        const std::size_t i = todo[k];
+        if (result && options.on_point && stored) {
+          stored = options.on_point(i, {file.point_name(i), nlohmann::json::parse(*result).get<Metrics>()});
+        }
         if (options.progress) options.progress(++done, points.size(), file.point_name(i));
       });
-  std::vector<PointResult> rows;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (!results[i]) return Error{file.point_name(i) + ": " + results[i].error().message};
-    rows.push_back({file.point_name(i), nlohmann::json::parse(*results[i]).get<Metrics>()});
+  if (!stored) return stored.error();
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if (!results[k]) return Error{file.point_name(todo[k]) + ": " + results[k].error().message};
+    kept[todo[k]] = nlohmann::json::parse(*results[k]).get<Metrics>();
   }
+  std::vector<PointResult> rows;
+  for (std::size_t i = 0; i < points.size(); ++i) rows.push_back({file.point_name(i), *kept[i]});
   return rows;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct SweepOptions {
   std::function<Status(const TrainingRun&)> after_run;
   // Called in the parent as each point finishes (completion order): progress output.
   std::function<void(std::size_t done, std::size_t total, const std::string& name)> progress;
+  // A point already simulated (a resumed sweep): its metrics, not simulated again. Unset: none.
+  std::function<std::optional<Metrics>(std::size_t index)> finished;
+  // Called in the parent as each point is simulated, before any later one: keep it (on disk).
+  std::function<Status(std::size_t index, const PointResult& point)> on_point;
 };
 
 // Simulates every point of `file` and returns them in [sweep] order. The first failing point's

@@ -6,15 +6,23 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -234,6 +242,51 @@ TEST(Plot, DrawsTheFiguresOfAScalingSweepAndOfALayoutSweep) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out.rfind("commbound: " + bad + ":2: gpus = \"eight\": not a number", 0), 0u) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// A sweep interrupted as Ctrl-C does it (SIGINT to its process group) keeps the points it finished;
+// run again, it simulates only the others and leaves the kept files as they were.
+TEST(Sweep, ResumesAfterSigintWithoutRecomputingFinishedPoints) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "sweep_resume";
+  fs::remove_all(dir);
+  const std::string args = "sweep scenarios/paper/weak_scaling_7b.toml -j 1 --out-dir " + dir.string();
+  std::vector<std::string> argv_text = {COMMBOUND_BIN, "sweep", "scenarios/paper/weak_scaling_7b.toml", "-j", "1",
+                                        "--out-dir", dir.string()};
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, COMMBOUND_BIN, nullptr, &attr, argv.data(), environ), 0);
+  posix_spawnattr_destroy(&attr);
+  auto finished = [&] {
+    std::map<std::string, fs::file_time_type> kept;
+    if (!fs::is_directory(dir / "points")) return kept;
+    for (const auto& e : fs::directory_iterator(dir / "points")) {
+      if (e.path().extension() == ".json") kept[e.path().filename().string()] = fs::last_write_time(e.path());
+    }
+    return kept;
+  };
+  for (int i = 0; i < 6000 && finished().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  kill(-pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const auto kept = finished();
+  ASSERT_FALSE(kept.empty());
+  ASSERT_LT(kept.size(), 9u) << "the sweep finished before it could be interrupted";
+  EXPECT_FALSE(fs::exists(dir / "results.csv"));  // it did not get that far
+  const CliRun rerun = run(args);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.out;
+  EXPECT_NE(rerun.out.find(std::to_string(9 - kept.size()) + " simulated, " + std::to_string(kept.size()) + " kept"),
+            std::string::npos) << rerun.out;
+  for (const auto& [name, time] : kept) EXPECT_EQ(fs::last_write_time(dir / "points" / name), time) << name;
+  EXPECT_EQ(finished().size(), 9u);
+  std::ifstream results(dir / "results.csv");
+  EXPECT_EQ(std::count(std::istreambuf_iterator<char>(results), std::istreambuf_iterator<char>(), '\n'), 10);
 }
 
 TEST(Validation, H100WithinFifteenPercentAtOneGibAndAbove) { expect_validated(kExample); }
