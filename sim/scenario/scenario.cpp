@@ -3,6 +3,7 @@
 #include "calibration/table/table_reader.hpp"
 #include "sim/scenario/model.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -262,8 +263,34 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     } else {
       sw.keys.push_back(sweep.required_string("key"));
     }
+    // grid = "zip" (default): each value is one point, an array with one entry per key;
+    // "cartesian": values holds one array per key, and every combination is a point (first key outermost).
+    const std::string grid = sweep.choice("grid", "zip", {"zip", "cartesian"});
     const toml::array* values = sweep.required_array("values");
-    if (values != nullptr) {
+    toml::array combinations;
+    if (values != nullptr && grid == "cartesian" && sw.keys.size() > 1) {
+      const bool shaped = values->size() == sw.keys.size() &&
+                          std::all_of(values->begin(), values->end(), [](const toml::node& n) { return n.is_array(); });
+      if (!shaped) {
+        sweep.fail("values", "grid = \"cartesian\" needs one array of values per key (" + std::to_string(sw.keys.size()) + ")");
+      } else {
+        std::vector<toml::array> points(1);
+        for (const auto& axis : *values) {
+          std::vector<toml::array> grown;
+          for (const auto& point : points) {
+            for (const auto& v : *axis.as_array()) {
+              toml::array next = point;
+              next.push_back(v);
+              grown.push_back(std::move(next));
+            }
+          }
+          points = std::move(grown);
+        }
+        for (auto& point : points) combinations.push_back(std::move(point));
+        values = &combinations;
+      }
+    }
+    if (values != nullptr && !sweep.failed()) {
       for (const auto& v : *values) {
         toml::array point;
         if (sw.keys.size() == 1) {

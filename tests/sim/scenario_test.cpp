@@ -118,6 +118,27 @@ TEST(Scenario, EveryExampleLoads) {
   EXPECT_EQ(nvl72->cluster.gpus(), 288);
 }
 
+// [sweep] grid = "cartesian": every combination of the keys' values, the first key outermost;
+// values must then hold one array per key.
+TEST(Scenario, CartesianSweepRunsEveryCombination) {
+  const std::string head = "[cluster]\nnode_type = \"dgx-h100\"\n[sweep]\nkey = [\"cluster.nodes\", \"fabric.routing\"]\n"
+                           "grid = \"cartesian\"\n";
+  auto file = ScenarioFile::load(scenario_file("grid.toml", head + "values = [[1, 2, 4], [\"ecmp\", \"adaptive\"]]\n"), {},
+                                 kPresets);
+  ASSERT_TRUE(file) << file.error().message;
+  ASSERT_EQ(file->points(), 6u);
+  EXPECT_EQ(file->point_name(0), "cluster.nodes=1 fabric.routing=ecmp");
+  EXPECT_EQ(file->point_name(1), "cluster.nodes=1 fabric.routing=adaptive");
+  EXPECT_EQ(file->point_name(5), "cluster.nodes=4 fabric.routing=adaptive");
+  auto four = file->point(4);
+  ASSERT_TRUE(four) << four.error().message;
+  EXPECT_EQ(four->cluster.nodes, 4);
+  EXPECT_EQ(four->cluster.fabric.routing, network::Routing::ecmp);
+  auto bad = ScenarioFile::load(scenario_file("bad_grid.toml", head + "values = [[1, 2], 4]\n"), {}, kPresets);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("one array of values per key (2)"), std::string::npos) << bad.error().message;
+}
+
 struct BadCase {
   const char* name;
   std::string text;
