@@ -8,19 +8,15 @@
 
 namespace commbound {
 
-Status write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+Status replace_atomically(const std::filesystem::path& path,
+                          const std::function<Status(const std::filesystem::path& tmp)>& produce) {
   namespace fs = std::filesystem;
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
+  const fs::path tmp =
+      path.parent_path() / ("." + path.stem().string() + ".tmp" + std::to_string(::getpid()) + path.extension().string());
   std::error_code ec;
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return Error{path.string() + ": cannot write (" + std::strerror(errno) + ")"};
-    out << text;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Error{path.string() + ": write failed"};
-    }
+  if (Status made = produce(tmp); !made) {
+    fs::remove(tmp, ec);
+    return made;
   }
   fs::rename(tmp, path, ec);
   if (ec) {
@@ -29,6 +25,21 @@ Status write_file_atomically(const std::filesystem::path& path, const std::strin
     return Error{path.string() + ": cannot move into place: " + why};
   }
   return Ok{};
+}
+
+Status write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
+  return replace_atomically(path, [&](const std::filesystem::path& tmp) -> Status {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return Error{path.string() + ": cannot write (" + std::strerror(errno) + ")"};
+    write(out);
+    out.flush();
+    if (!out) return Error{path.string() + ": write failed"};
+    return Ok{};
+  });
+}
+
+Status write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  return write_file_atomically(path, [&](std::ostream& out) { out << text; });
 }
 
 }  // namespace commbound

@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-
 namespace commbound::sim {
 namespace {
 
 constexpr double kBytesPerGB = 1e9;
 constexpr double kUsPerSecond = 1e6;
+
+}  // namespace
 
 std::string size_label(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -19,8 +20,6 @@ std::string size_label(double bytes) {
   }
   return bytes == static_cast<long>(bytes) ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
 }
-
-}  // namespace
 
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title) {

@@ -14,6 +14,9 @@ namespace commbound::sim {
 
 enum class Format { table, csv, json };
 
+// A size as people read it: "64 MiB", "1 GiB", "1.50 GiB" (binary units, as nccl-tests' sizes).
+std::string size_label(double bytes);
+
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title);
 

@@ -1,12 +1,9 @@
 #include "sim/report/output.hpp"
 
-#include <unistd.h>
+#include "calibration/base/atomic_write.hpp"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -23,28 +20,8 @@ Status write_output(const std::string& path, bool force, const std::function<voi
     std::cout.flush();
     return Ok{};
   }
-  namespace fs = std::filesystem;
-  const fs::path target(path);
   if (Status ok = check_writable(path, force); !ok) return ok;
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(getpid()));
-  {
-    std::ofstream out(tmp);
-    if (!out) return Error{path + ": cannot write (" + std::strerror(errno) + ")"};
-    write(out);
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return Error{path + ": write failed"};
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error{path + ": cannot move into place: " + ec.message()};
-  }
-  return Ok{};
+  return write_file_atomically(path, write);
 }
 
 namespace {

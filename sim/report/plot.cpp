@@ -1,13 +1,14 @@
 #include "sim/report/plot.hpp"
 
+#include "calibration/base/atomic_write.hpp"
 #include "sim/report/output.hpp"
 
 #include <fmt/format.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -82,32 +83,20 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
 
 namespace {
 
-// Runs `script` (which writes `tmp`) through gnuplot and moves `tmp` to `path`.
-Status run_gnuplot(const std::string& script, const std::filesystem::path& tmp, const std::string& path) {
-  namespace fs = std::filesystem;
-  FILE* pipe = popen("gnuplot >/dev/null", "w");
-  if (!pipe) return Error{path + ": cannot start gnuplot (install Debian's gnuplot-nox)"};
-  std::fwrite(script.data(), 1, script.size(), pipe);
-  const int status = pclose(pipe);
-  std::error_code ec;
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fs::exists(tmp)) {
-    fs::remove(tmp, ec);
-    const bool missing = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
-    return Error{path + (missing ? ": gnuplot not found (install Debian's gnuplot-nox)" : ": gnuplot failed")};
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error{path + ": cannot move into place: " + ec.message()};
-  }
-  return Ok{};
-}
-
-// The file gnuplot writes before it is moved to `path`: beside it, hidden, same extension.
-std::filesystem::path temporary_beside(const std::string& path) {
-  const std::filesystem::path target(path);
-  return target.parent_path() /
-         ("." + target.stem().string() + ".tmp" + std::to_string(getpid()) + target.extension().string());
+// Draws `path` by running the script `script_for(tmp)` through gnuplot into a temporary beside it.
+Status run_gnuplot(const std::string& path, const std::function<std::string(const std::string& output)>& script_for) {
+  return replace_atomically(path, [&](const std::filesystem::path& tmp) -> Status {
+    FILE* pipe = popen("gnuplot >/dev/null", "w");
+    if (!pipe) return Error{path + ": cannot start gnuplot (install Debian's gnuplot-nox)"};
+    const std::string script = script_for(tmp.string());
+    std::fwrite(script.data(), 1, script.size(), pipe);
+    const int status = pclose(pipe);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(tmp)) {
+      const bool missing = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
+      return Error{path + (missing ? ": gnuplot not found (install Debian's gnuplot-nox)" : ": gnuplot failed")};
+    }
+    return Ok{};
+  });
 }
 
 }  // namespace
@@ -115,15 +104,13 @@ std::filesystem::path temporary_beside(const std::string& path) {
 Status render_plot(const BarPlot& plot, const std::string& path, bool force) {
   if (Status ok = check_writable(path, force); !ok) return ok;
   if (plot.categories.empty() || plot.stacks.empty()) return Error{path + ": nothing to plot"};
-  const auto tmp = temporary_beside(path);
-  return run_gnuplot(gnuplot_script(plot, tmp.string()), tmp, path);
+  return run_gnuplot(path, [&](const std::string& output) { return gnuplot_script(plot, output); });
 }
 
 Status render_plot(const LinePlot& plot, const std::string& path, bool force) {
   if (Status ok = check_writable(path, force); !ok) return ok;
   if (plot.series.empty()) return Error{path + ": nothing to plot"};
-  const auto tmp = temporary_beside(path);
-  return run_gnuplot(gnuplot_script(plot, tmp.string()), tmp, path);
+  return run_gnuplot(path, [&](const std::string& output) { return gnuplot_script(plot, output); });
 }
 
 }  // namespace commbound::sim

@@ -1,8 +1,10 @@
 #include "sim/report/validation.hpp"
 
+#include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include <algorithm>
 #include <cctype>
@@ -99,12 +101,7 @@ Expected<PublishedPoint> collected_row(const std::vector<std::string>& f, const 
   return p;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double median(std::vector<double> v) { return v.empty() ? 0 : gsl_stats_median(v.data(), 1, v.size()); }
 
 BandSummary summary_of(const std::string& nodes, const std::string& family, const std::string& size,
                        const std::vector<double>& errors) {
@@ -118,16 +115,6 @@ int band_order(const std::string& band) {
   static const std::vector<std::string> order = {"1", "2-4", "8-32", "64+", "AllReduce", "AllGather/ReduceScatter",
                                                  "SendRecv", "< 32 MiB", "32 MiB - 1 GiB", "> 1 GiB"};
   return static_cast<int>(std::find(order.begin(), order.end(), band) - order.begin());
-}
-
-std::string size_text(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && bytes >= 1024) {
-    bytes /= 1024;
-    ++u;
-  }
-  return fmt::format("{:g} {}", bytes, units[u]);
 }
 
 }  // namespace
@@ -339,7 +326,7 @@ void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>
   for (const ValidationRow& r : rows) {
     const auto& p = r.published;
     out << fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {}/{} | {}{} ({}:{}) |\n", p.nodes_text,
-                       network::to_string(p.point.op), p.published_algorithm, size_text(p.point.size_bytes),
+                       network::to_string(p.point.op), p.published_algorithm, size_label(p.point.size_bytes),
                        p.busbw_bytes_per_s / 1e9, r.simulated.bus_bw_bytes_per_s / 1e9, 100 * r.error(),
                        network::to_string(r.simulated.result.choice.algorithm),
                        network::to_string(r.simulated.result.choice.protocol), r.excluded.empty() ? "" : "**excluded** ",
