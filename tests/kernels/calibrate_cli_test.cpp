@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace {
@@ -20,13 +19,6 @@ std::filesystem::path temp(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / name;
   std::ofstream(path) << text;
   return path;
-}
-
-std::string read(const std::filesystem::path& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 TEST(CalibrateCli, HelpTeachesBothModes) {
@@ -47,7 +39,7 @@ TEST(CalibrateCli, ExistingOutputIsNotOverwrittenWithoutForce) {
   const Result r = run("--quick --out " + out.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find(out.string() + " exists; pass --force"), std::string::npos) << r.out;
-  EXPECT_EQ(read(out), "# mine\n");
+  EXPECT_EQ(commbound::testing::file_text(out), "# mine\n");
   std::filesystem::remove(out);
 }
 

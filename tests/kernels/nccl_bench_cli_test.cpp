@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace {
@@ -21,13 +20,6 @@ using Result = commbound::testing::CommandRun;
 Result run(const std::string& args) { return commbound::testing::run_command(std::string(COMMBOUND_NCCL_BENCH_BIN) + " " + args); }
 
 long lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
-
-std::string read(const std::filesystem::path& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 TEST(NcclBenchCli, HelpTeachesConventionsAndTheFit) {
   const Result r = run("--help");
@@ -66,7 +58,7 @@ TEST(NcclBenchCli, ExistingOutputIsNotOverwrittenWithoutForce) {
   const Result r = run("--gpus 1 -b 1M -e 1M --out " + out.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find(out.string() + " exists; pass --force"), std::string::npos) << r.out;
-  EXPECT_EQ(read(out), "# mine\n");
+  EXPECT_EQ(commbound::testing::file_text(out), "# mine\n");
   std::filesystem::remove(out);
 }
 
@@ -81,7 +73,7 @@ TEST(NcclBenchCli, RunsWithAGpuOrSaysThereIsNone) {
     EXPECT_FALSE(std::filesystem::exists(out));  // nothing half-written
   } else {
     EXPECT_EQ(r.exit_code, 0) << r.out;
-    const std::string text = read(out);
+    const std::string text = commbound::testing::file_text(out);
     EXPECT_NE(text.find("# Collective test starting: all_reduce_perf"), std::string::npos) << text;
     EXPECT_NE(text.find("     1048576        262144     float     sum      -1"), std::string::npos) << text;
     EXPECT_NE(text.find("# Out of bounds values : 0 OK"), std::string::npos) << text;

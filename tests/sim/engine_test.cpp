@@ -72,12 +72,18 @@ TrainingSpec four_stage_pipeline(int virtual_stages) {
   return t;
 }
 
-// One GPU (no data or tensor parallel peers): no collective has anyone to talk to, so the
-// iteration is exactly the sum of its compute ops' times.
-TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
+// A DGX H100 node cut down to one GPU and its NIC.
+network::ClusterSpec one_gpu_node() {
   network::ClusterSpec spec = testing::dgx_h100(1);
   spec.node.gpus = 1;
   spec.node.nics = 1;
+  return spec;
+}
+
+// One GPU (no data or tensor parallel peers): no collective has anyone to talk to, so the
+// iteration is exactly the sum of its compute ops' times.
+TEST(Engine, OneGpuIterationIsTheSumOfItsOps) {
+  const network::ClusterSpec spec = one_gpu_node();
   const TrainingSpec t = fsdp_7b(1);
   const Program program = build_program(t);
   const CostModel cost(t.gpu);
@@ -94,9 +100,7 @@ CostModel h100_table_cost(const TrainingSpec& t) {
 }
 
 TEST(Jitter, OneGpuWaitsForNobody) {
-  network::ClusterSpec spec = testing::dgx_h100(1);
-  spec.node.gpus = 1;
-  spec.node.nics = 1;
+  const network::ClusterSpec spec = one_gpu_node();
   const TrainingSpec t = fsdp_7b(1);
   const Program program = build_program(t);
   const CostModel cost = h100_table_cost(t);

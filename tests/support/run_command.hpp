@@ -1,11 +1,15 @@
 // Runs a command line as a user would from a shell and keeps what it printed (stdout and stderr
-// together) with its exit code: how the CLI tests meet commbound and its tools.
+// together) with its exit code, and reads back the files it wrote: how the CLI tests meet
+// commbound and its tools.
 #pragma once
 
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace commbound::testing {
@@ -24,6 +28,14 @@ inline CommandRun run_command(const std::string& command) {
   const int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// What a tool wrote to `path` ("" when it wrote nothing there).
+inline std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace commbound::testing
