@@ -385,7 +385,18 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   const bool has_local = tr.has("local_batch");
   const long global = tr.integer("global_batch", 0, 1, 1L << 40);
   const long local = tr.integer("local_batch", 2, 1, 1L << 30);
-  t.activation_checkpointing = tr.boolean("activation_checkpointing", false);
+  // activation_checkpointing: "none" | "selective" | "selective_op" | "full"; the boolean of
+  // earlier scenarios still reads (true = "full", false = "none").
+  const toml::node* recompute = training_t != nullptr ? training_t->get("activation_checkpointing") : nullptr;
+  if (recompute != nullptr && recompute->is_boolean()) {
+    t.recompute = tr.boolean("activation_checkpointing", false) ? Recompute::full : Recompute::none;
+  } else {
+    const std::string r = tr.choice("activation_checkpointing", "none", {"none", "selective", "selective_op", "full"});
+    t.recompute = r == "full"           ? Recompute::full
+                  : r == "selective"    ? Recompute::selective
+                  : r == "selective_op" ? Recompute::selective_op
+                                        : Recompute::none;
+  }
   t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 0, 0, 100));
   t.attention_kernel = tr.choice("attention_kernel", "commbound", {"commbound", "cudnn"});
   // A table that has attention rows must have some of the chosen kernel: pricing one kernel's

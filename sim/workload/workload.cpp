@@ -121,8 +121,8 @@ private:
       if (l + inflight <= hi) deps.push_back(done[static_cast<std::size_t>(l + inflight)]);
       const int params = dp_->gather_backward(w_, "layer" + std::to_string(l), tag, layer_bytes_, deps);
       if (params >= 0) start = w_.sync("layer" + std::to_string(l) + ".bwd.wait_params" + tag, {x, params});
-      // Full activation checkpointing: only the layer's input was kept; replay its forward first.
-      if (t_.activation_checkpointing) start = w_.layer(l, tag + ".recompute", false, start);
+      // Activation recomputation: replay what the layer did not keep of its forward first.
+      start = w_.recompute(l, tag, start);
       x = w_.layer(l, tag, true, start);
       done[static_cast<std::size_t>(l)] = x;
       if (mb == t_.micro_batches - 1) dp_->reduce_layer(w_, l, l == lo, layer_bytes_, x);
