@@ -21,8 +21,9 @@ Expected<nlohmann::json> read_json_file(const std::string& path) {
   int code = Z_OK;
   const char* message = gzerror(file.get(), &code);
   if (code != Z_OK && code != Z_STREAM_END) {
-    return Error{path + ": truncated or corrupt gzip after " + std::to_string(text.size()) + " bytes (zlib: " +
-                 (message != nullptr ? message : "error") + ")"};
+    std::string reason = message != nullptr ? message : "error";
+    if (reason.rfind(path + ": ", 0) == 0) reason = reason.substr(path.size() + 2);  // zlib names the file too
+    return Error{path + ": truncated or corrupt gzip after " + std::to_string(text.size()) + " bytes (zlib: " + reason + ")"};
   }
   try {
     return nlohmann::json::parse(text);
