@@ -123,7 +123,14 @@ public:
 
   Expected<KinetoTrace> read(std::optional<long> step) {
     trace_.path = path_;
-    auto doc = internal::read_json_file(path_);
+    // Events (objects with "ph") the replay does not read are left out as they are parsed.
+    auto doc = internal::read_json_file(path_, [](int depth, const json& object) {
+      if (depth > 2 || !object.is_object() || !object.contains("ph")) return true;
+      const std::string cat = field<std::string>(object, "cat").value_or("");
+      return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_runtime" ||
+             cat == "cuda_driver" || cat == "cuda_sync" ||
+             field<std::string>(object, "name").value_or("").rfind("ProfilerStep#", 0) == 0;
+    });
     if (!doc) return doc.error();
     const json* events = &*doc;
     if (doc->is_object()) {

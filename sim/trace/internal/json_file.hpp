@@ -6,12 +6,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 namespace commbound::sim::internal {
 
-// The document at `path`. Errors name the file: cannot be read, truncated or corrupt gzip, not
-// JSON (with the byte offset where parsing stopped).
-Expected<nlohmann::json> read_json_file(const std::string& path);
+// Decides, as each object is parsed, whether to keep it (true) or leave it out of the document
+// (false): `depth` is its nesting (the root is 0). A profiler trace's events are mostly CPU ops
+// the replay does not read; leaving them out keeps a large trace's document small.
+using KeepObject = std::function<bool(int depth, const nlohmann::json& object)>;
+
+// The document at `path` (every object kept unless `keep` says otherwise). Errors name the file:
+// cannot be read, truncated or corrupt gzip, not JSON (with the byte offset where parsing stopped).
+Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObject& keep = {});
 
 }  // namespace commbound::sim::internal
