@@ -63,6 +63,7 @@ public:
   Builder(const KinetoTrace& trace, const TraceWorkload& workload) : trace_(trace), workload_(workload) {}
 
   Expected<TraceProgram> build() {
+    if (trace_.ops.empty()) return Error{workload_.origin + ": " + trace_.path + ": no GPU activity to replay"};
     if (Status s = map_groups(); !s) return s.error();
     if (Status s = map_streams(); !s) return s.error();
     std::map<long, int> last_on_stream;      // trace stream -> program index of its last op
