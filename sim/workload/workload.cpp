@@ -178,6 +178,26 @@ const char* to_string(StreamId s) {
   return "?";
 }
 
+const char* to_string(GroupKind g) {
+  switch (g) {
+    case GroupKind::data_parallel: return "data_parallel";
+    case GroupKind::shard: return "shard";
+    case GroupKind::replica: return "replica";
+    case GroupKind::tensor_parallel: return "tensor_parallel";
+    case GroupKind::pipeline_next: return "pipeline_next";
+    case GroupKind::pipeline_prev: return "pipeline_prev";
+    case GroupKind::context_next: return "context_next";
+  }
+  return "?";
+}
+
+std::optional<GroupKind> parse_group_kind(const std::string& name) {
+  for (GroupKind g : kGroupKinds) {
+    if (name == to_string(g)) return g;
+  }
+  return std::nullopt;
+}
+
 Program build_program(const TrainingSpec& t, int stage) { return StageBuilder(t, stage).build(); }
 
 std::vector<Program> build_programs(const TrainingSpec& t) {
