@@ -1,14 +1,40 @@
 #include "sim/scenario/resolved_scenario.hpp"
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace commbound::sim {
 namespace {
 
-// The units a scenario file writes (scenario.cpp and presets.cpp read them back into SI).
-constexpr double kUsPerSecond = 1e6;
-constexpr double kGBPerByte = 1e-9;
-constexpr double kMBPerByte = 1e-6;
+// The units a scenario file writes: scenario.cpp and presets.cpp read them back into SI by
+// multiplying with these.
+constexpr double kSecondsPerUs = 1e-6;
+constexpr double kBytesPerGB = 1e9;
+constexpr double kBytesPerMB = 1e6;
+
+// The value a file writes in a unit of `si_per_unit` for a reader's `value * si_per_unit` to give
+// `si` back exactly: the shortest decimal that does (1.7 us, not 1.6999999999999997), else the
+// nearest double that does. Dividing alone can miss by an ulp, which a second round trip doubles.
+double in_file_unit(double si, double si_per_unit) {
+  const double guess = si / si_per_unit;
+  for (int digits = 1; digits <= 17; ++digits) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text - 1, guess, std::chars_format::general, digits).ptr;
+    *end = '\0';
+    const double v = std::strtod(text, nullptr);
+    if (v * si_per_unit == si) return v;
+  }
+  double below = guess, above = guess;
+  for (int step = 0; step < 4; ++step) {
+    below = std::nextafter(below, -HUGE_VAL);
+    above = std::nextafter(above, HUGE_VAL);
+    if (below * si_per_unit == si) return below;
+    if (above * si_per_unit == si) return above;
+  }
+  return guess;
+}
 
 const char* host_cpu_name(network::HostCpu cpu) {
   switch (cpu) {
@@ -31,9 +57,9 @@ const char* strategy_name(Strategy s) {
 // A link technology as [fabric.link] (or a links.toml entry) writes it.
 toml::table link_table(const network::LinkTech& link) {
   return toml::table{{"name", link.name},
-                     {"bandwidth_GBps", link.bw_bytes_per_s * kGBPerByte},
+                     {"bandwidth_GBps", in_file_unit(link.bw_bytes_per_s, kBytesPerGB)},
                      {"efficiency", link.efficiency},
-                     {"latency_us", link.latency_s * kUsPerSecond}};
+                     {"latency_us", in_file_unit(link.latency_s, kSecondsPerUs)}};
 }
 
 toml::table node_table(const network::NodeType& node) {
@@ -67,7 +93,7 @@ toml::table resolved_scenario(const Scenario& sc) {
                                    {"levels", f.levels},
                                    {"ecmp_seed", static_cast<int64_t>(f.ecmp_seed)},
                                    {"sharp", f.sharp},
-                                   {"switch_latency_us", f.switch_latency_s * kUsPerSecond}});
+                                   {"switch_latency_us", in_file_unit(f.switch_latency_s, kSecondsPerUs)}});
   const NcclOptions& o = sc.nccl_options;
   toml::table nccl{{"release", sc.nccl.release},
                    {"algorithm", o.algorithm ? network::to_string(*o.algorithm) : "auto"},
@@ -101,7 +127,7 @@ toml::table resolved_scenario(const Scenario& sc) {
                                      {"sequence_parallel", t.sequence_parallel},
                                      {"virtual_stages", t.virtual_stages},
                                      {"max_inflight_allgathers", t.max_inflight_allgathers},
-                                     {"ddp_bucket_MB", t.ddp_bucket_bytes * kMBPerByte}});
+                                     {"ddp_bucket_MB", in_file_unit(t.ddp_bucket_bytes, kBytesPerMB)}});
   return doc;
 }
 
