@@ -35,7 +35,8 @@ struct SweepArgs {
   std::string slice;              // hidden: "K/N", the points i with i % N == K (an array task's share)
 };
 
-// The scenario with every point validated, and the manifest of its sweep.
+// The scenario with every point validated (a bad [sweep] value fails before any file is written),
+// and the manifest of its sweep.
 struct LoadedSweep {
   sim::ScenarioFile file;
   sim::SweepManifest manifest;
@@ -51,6 +52,7 @@ Expected<LoadedSweep> load_sweep(const SweepArgs& a) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   sim::SweepManifest manifest{a.scenario.scenario, a.scenario.sets, a.scenario.calibration, {}};
   for (std::size_t i = 0; i < file->points(); ++i) {
+    if (auto p = file->point(i); !p) return p.error();
     const std::string name = file->point_name(i);
     manifest.points.push_back({name, sim::sweep_fingerprint(text, a.scenario.sets, name)});
   }
@@ -157,10 +159,7 @@ int emit_slurm(const SweepArgs& a) {
   }
   auto sweep = load_sweep(a);
   if (!sweep) return fail(sweep.error().message);
-  const std::size_t points = sweep->manifest.points.size();
-  for (std::size_t i = 0; i < points; ++i) {  // a bad point fails here, not in a task hours later
-    if (auto p = sweep->file.point(i); !p) return fail(p.error().message);
-  }
+  const std::size_t points = sweep->manifest.points.size();  // each validated: none fails in a task hours later
   const std::size_t tasks = a.tasks > 0 ? std::min<std::size_t>(a.tasks, points) : points;
   const sim::SweepFolder folder(dir);
   if (Status s = folder.prepare(true); !s) return fail(s.error().message);
