@@ -24,15 +24,18 @@ mkdir -p "$work"/munge "$work"/state "$work"/spool "$work"/log || skip "cannot c
 chmod 700 "$work"/munge
 head -c 1024 /dev/urandom > "$work"/munge/munge.key && chmod 600 "$work"/munge/munge.key
 
+# A process that is running (a zombie has exited: only its parent can reap it).
+alive() { [ -e "/proc/$1" ] && ! grep -qE '^[0-9]+ \(.*\) Z' "/proc/$1/stat" 2> /dev/null; }
 stop() {
   if [ -f "$work"/slurm.conf ]; then
     SLURM_CONF="$work"/slurm.conf timeout 10 scontrol shutdown > /dev/null 2>&1
   fi
+  [ -f "$work"/munge/munged.pid ] && kill "$(cat "$work"/munge/munged.pid)" 2> /dev/null
   for pidfile in "$work"/slurmctld.pid "$work"/slurmd.pid "$work"/munge/munged.pid; do
     [ -f "$pidfile" ] || continue
     pid=$(cat "$pidfile")
-    for _ in $(seq 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2> /dev/null && kill -9 "$pid" 2> /dev/null
+    for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && kill -9 "$pid" 2> /dev/null
   done
 }
 trap stop EXIT
