@@ -24,13 +24,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Array tasks --emit writes at most: Slurm's default MaxArraySize is 1001 (indices 0-1000; slurm.conf(5)),
+// and a larger --array is refused at submission.
+constexpr std::size_t kMaxArrayTasks = 1000;
+
 struct SweepArgs {
   ScenarioArgs scenario;
   std::string out_dir;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool force = false;
   std::vector<std::string> emit;  // {"slurm", DIR}
-  int tasks = 0;                  // --emit: array tasks (0: one per point)
+  int tasks = 0;                  // --emit: array tasks (0: one per point, at most kMaxArrayTasks)
   std::string collect;            // --collect DIR
   std::string slice;              // hidden: "K/N", the points i with i % N == K (an array task's share)
 };
@@ -160,7 +164,7 @@ int emit_slurm(const SweepArgs& a) {
   auto sweep = load_sweep(a);
   if (!sweep) return fail(sweep.error().message);
   const std::size_t points = sweep->manifest.points.size();  // each validated: none fails in a task hours later
-  const std::size_t tasks = a.tasks > 0 ? std::min<std::size_t>(a.tasks, points) : points;
+  const std::size_t tasks = std::min<std::size_t>(a.tasks > 0 ? a.tasks : kMaxArrayTasks, points);
   const sim::SweepFolder folder(dir);
   if (Status s = folder.prepare(true); !s) return fail(s.error().message);
   std::error_code ec;
@@ -171,7 +175,9 @@ int emit_slurm(const SweepArgs& a) {
   std::string command = shell_quoted(fs::read_symlink("/proc/self/exe").string()) + " sweep " +
                         shell_quoted(fs::absolute(a.scenario.scenario).string());
   for (const auto& s : a.scenario.sets) command += " --set " + shell_quoted(s);
-  if (!a.scenario.calibration.empty()) command += " --calibration " + shell_quoted(fs::absolute(a.scenario.calibration).string());
+  if (!a.scenario.calibration.empty()) {
+    command += " --calibration " + shell_quoted(fs::absolute(a.scenario.calibration).string());
+  }
   command += " --out-dir " + shell_quoted(dir.string()) + " -j 1 --slice \"${SLURM_ARRAY_TASK_ID}/" +
              std::to_string(tasks) + "\"";
   const std::string script = fmt::format(
@@ -258,15 +264,19 @@ Examples:
 )");
   add_scenario_args(*cmd, a->scenario);
   cmd->get_option("scenario")->required(false);
-  CLI::Option* out = cmd->add_option("--out-dir", a->out_dir, "the sweep's folder (created; an earlier sweep's is resumed)")
-                         ->type_name("DIR");
+  CLI::Option* out =
+      cmd->add_option("--out-dir", a->out_dir, "the sweep's folder (created; an earlier sweep's is resumed)")
+          ->type_name("DIR");
   cmd->add_option("-j,--jobs", a->jobs, "points simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
-  CLI::Option* emit = cmd->add_option("--emit", a->emit, "write a Slurm job array for the sweep into DIR instead of running it")
-                          ->expected(2)->type_name("slurm DIR")->excludes(out);
-  cmd->add_option("--tasks", a->tasks, "--emit: array tasks, each simulating every N-th point (default: one per point)")
+  CLI::Option* emit =
+      cmd->add_option("--emit", a->emit, "write a Slurm job array for the sweep into DIR instead of running it")
+          ->expected(2)->type_name("slurm DIR")->excludes(out);
+  cmd->add_option("--tasks", a->tasks,
+                  "--emit: array tasks, each simulating every N-th point (default: one per point, at most 1000)")
       ->check(CLI::Range(1, 1 << 20))->needs(emit);
-  cmd->add_option("--collect", a->collect, "merge the finished points of a sweep folder into its results; list the missing")
+  cmd->add_option("--collect", a->collect,
+                  "merge the finished points of a sweep folder into its results; list the missing")
       ->type_name("DIR")->excludes(out)->excludes(emit);
   cmd->add_option("--slice", a->slice, "simulate only the points i with i % N == K (what an array task runs)")
       ->type_name("K/N")->needs(out)->group("");
