@@ -2,6 +2,8 @@
 // scenario), the sweep folder filled by slices as a job array's tasks fill it, --collect, and a
 // real Slurm job array on a one-node cluster started on this machine (tests/sim/slurm_one_node.sh;
 // the test skips, saying why, only where Slurm cannot start).
+#include "calibration/base/child_process.hpp"
+#include "sim/pipeline.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/resolved_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -67,28 +69,46 @@ values = [["fsdp", 1, "ib-ndr", "auto", "auto", "adaptive"],
           ["hsdp", 2, "roce-400g", "ring", "auto", "ecmp"],
           ["ddp", 1, "ib-hdr", "tree", "roofline", "adaptive"]]
 )";
-const char* kCustom = R"([cluster]
-nodes = 2
+// Every key away from its default (cp and the NCCL release excepted: this release is the only one
+// shipped, and CP is exercised by the shipped cp_vs_tp), so that a key the writer left out reads
+// back as its default and shows in expect_same().
+const char* kCustom = R"(description = "every key set"
+[cluster]
+nodes = 4
+kernel_table = "roofline"
 [cluster.node]
+name = "my-node"
 gpu = "h100-sxm5"
 gpus = 4
 nics = 2
 nvlink = "nvlink4"
 pcie = "pcie-gen5-x16"
-nic = "ib-ndr"
+sm_arch = 80
+nvls = true
+nccl_channels = 8
+nic = "ib-hdr"
 host_cpu = "amd"
 [fabric]
 topology = "fat-tree"
+routing = "ecmp"
 oversubscription = 2.0
+switch_radix = 8
+levels = 2
+ecmp_seed = 7
+sharp = true
 switch_latency_us = 0.3
 [fabric.link]
+name = "my-link"
 bandwidth_GBps = 25
 efficiency = 0.9
 latency_us = 1.7
 [nccl]
+algorithm = "ring"
 protocol = "Simple"
+fidelity = "step"
 jitter = "off"
 [model]
+name = "my-model"
 layers = 4
 hidden = 1024
 heads = 8
@@ -99,10 +119,94 @@ vocab = 32000
 seq_len = 1024
 global_batch = 16
 micro_batch = 1
+activation_checkpointing = "selective_op"
+warmup_iterations = 1
+attention_kernel = "cudnn"
 [parallel]
 strategy = "hsdp"
-hsdp_shard = 4
+zero_stage = 3
+hsdp_shard = 2
+tp = 2
+pp = 2
+virtual_stages = 2
+sequence_parallel = true
+max_inflight_allgathers = 3
+ddp_bucket_MB = 50
 )";
+
+void expect_same_link(const network::LinkTech& a, const network::LinkTech& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.bw_bytes_per_s, b.bw_bytes_per_s) << a.name;
+  EXPECT_EQ(a.latency_s, b.latency_s) << a.name;
+  EXPECT_EQ(a.efficiency, b.efficiency) << a.name;
+}
+
+// Every field resolve() fills, compared exactly: what `b`, loaded from `a`'s resolved document,
+// must reproduce.
+void expect_same(const Scenario& a, const Scenario& b) {
+  EXPECT_EQ(a.description, b.description);
+  const network::NodeType &na = a.cluster.node, &nb = b.cluster.node;
+  EXPECT_EQ(a.cluster.nodes, b.cluster.nodes);
+  EXPECT_EQ(na.name, nb.name);
+  EXPECT_EQ(na.gpu, nb.gpu);
+  EXPECT_EQ(na.gpus, nb.gpus);
+  EXPECT_EQ(na.nics, nb.nics);
+  expect_same_link(na.nvlink, nb.nvlink);
+  expect_same_link(na.pcie, nb.pcie);
+  EXPECT_EQ(na.sm_arch, nb.sm_arch);
+  EXPECT_EQ(na.nvls, nb.nvls);
+  EXPECT_EQ(na.nccl_channels, nb.nccl_channels);
+  EXPECT_EQ(na.host_cpu, nb.host_cpu);
+  EXPECT_EQ(na.nic, nb.nic);
+  const network::FabricSpec &fa = a.cluster.fabric, &fb = b.cluster.fabric;
+  EXPECT_EQ(fa.topology, fb.topology);
+  expect_same_link(fa.link, fb.link);
+  EXPECT_EQ(fa.routing, fb.routing);
+  EXPECT_EQ(fa.oversubscription, fb.oversubscription);
+  EXPECT_EQ(fa.switch_radix, fb.switch_radix);
+  EXPECT_EQ(fa.levels, fb.levels);
+  EXPECT_EQ(fa.switch_latency_s, fb.switch_latency_s);
+  EXPECT_EQ(fa.ecmp_seed, fb.ecmp_seed);
+  EXPECT_EQ(fa.sharp, fb.sharp);
+  EXPECT_EQ(fa.fit.has_value(), fb.fit.has_value());
+  if (fa.fit && fb.fit) EXPECT_EQ(fa.fit->name, fb.fit->name);
+  EXPECT_EQ(a.nccl.release, b.nccl.release);
+  EXPECT_EQ(a.nccl_options.algorithm, b.nccl_options.algorithm);
+  EXPECT_EQ(a.nccl_options.protocol, b.nccl_options.protocol);
+  EXPECT_EQ(a.nccl_options.fidelity, b.nccl_options.fidelity);
+  EXPECT_EQ(a.nccl_options.jitter, b.nccl_options.jitter);
+  EXPECT_EQ(a.kernel_table_setting, b.kernel_table_setting);
+  EXPECT_EQ(a.kernel_table == nullptr, b.kernel_table == nullptr);
+  EXPECT_EQ(a.training.has_value(), b.training.has_value());
+  if (!a.training || !b.training) return;
+  const TrainingSpec &ta = *a.training, &tb = *b.training;
+  EXPECT_EQ(ta.model.name, tb.model.name);
+  EXPECT_EQ(ta.model.layers, tb.model.layers);
+  EXPECT_EQ(ta.model.hidden, tb.model.hidden);
+  EXPECT_EQ(ta.model.heads, tb.model.heads);
+  EXPECT_EQ(ta.model.kv_heads, tb.model.kv_heads);
+  EXPECT_EQ(ta.model.ffn, tb.model.ffn);
+  EXPECT_EQ(ta.model.vocab, tb.model.vocab);
+  EXPECT_EQ(ta.gpu.name, tb.gpu.name);
+  EXPECT_EQ(ta.seq_len, tb.seq_len);
+  EXPECT_EQ(ta.global_batch, tb.global_batch);
+  EXPECT_EQ(ta.micro_batch, tb.micro_batch);
+  EXPECT_EQ(ta.micro_batches, tb.micro_batches);
+  EXPECT_EQ(ta.recompute, tb.recompute);
+  EXPECT_EQ(ta.strategy, tb.strategy);
+  EXPECT_EQ(ta.zero_stage, tb.zero_stage);
+  EXPECT_EQ(ta.hsdp_shard, tb.hsdp_shard);
+  EXPECT_EQ(ta.dp, tb.dp);
+  EXPECT_EQ(ta.tp, tb.tp);
+  EXPECT_EQ(ta.pp, tb.pp);
+  EXPECT_EQ(ta.cp, tb.cp);
+  EXPECT_EQ(ta.sequence_parallel, tb.sequence_parallel);
+  EXPECT_EQ(ta.virtual_stages, tb.virtual_stages);
+  EXPECT_EQ(ta.max_inflight_allgathers, tb.max_inflight_allgathers);
+  EXPECT_EQ(ta.ddp_bucket_bytes, tb.ddp_bucket_bytes);
+  EXPECT_EQ(ta.warmup_iterations, tb.warmup_iterations);
+  EXPECT_EQ(ta.attention_kernel, tb.attention_kernel);
+}
 
 // A resolved scenario states every value the point ran with, so loading it back must give the same
 // scenario: the emulator is deterministic (jitter is an expected wait or draws from a fixed seed), hence bit-identical
@@ -122,13 +226,47 @@ TEST(ResolvedScenario, LoadsBackToTheSameMetricsAndResolvesToItself) {
       auto again = ScenarioFile::load(path.string(), {}, presets);
       ASSERT_TRUE(again) << again.error().message << "\n" << resolved;
       EXPECT_EQ(again->points(), 1u);  // one point: no [sweep]
+      expect_same(*point, again->scenario());
       EXPECT_EQ(resolved_scenario_toml(again->scenario(), "test"), resolved) << name << " point " << i;
-      EXPECT_EQ(again->scenario().cluster.node.name, point->cluster.node.name);
-      EXPECT_EQ(again->scenario().cluster.fabric.link.name, point->cluster.fabric.link.name);
       const std::vector<nlohmann::json> metrics = simulate(*again);
       ASSERT_EQ(metrics.size(), 1u);
       EXPECT_EQ(metrics[0], expected[i]) << name << " point " << i << ": " << file->point_name(i);
     }
+  }
+}
+
+// The metrics of one scenario, simulated in a child process (one SimGrid engine per process).
+nlohmann::json metrics_of(const Scenario& scenario) {
+  auto text = run_in_child([&]() -> Expected<std::string> {
+    auto run = simulate_training(scenario);
+    if (!run) return run.error();
+    return nlohmann::json(run->metrics).dump();
+  });
+  EXPECT_TRUE(text) << text.error().message;
+  return text ? nlohmann::json::parse(*text) : nlohmann::json();
+}
+
+// The same for every scenario shipped (their first [sweep] point: the smallest in each), which
+// between them use every node preset, custom nodes, fabric fits, SHARP, pipelines and HSDP.
+TEST(ResolvedScenario, EveryShippedScenarioLoadsBackToTheSameMetrics) {
+  const Presets presets(default_calibration_dir());
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator("scenarios")) {
+    if (e.path().extension() == ".toml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 14u);
+  for (const fs::path& path : files) {
+    auto file = ScenarioFile::load(path.string(), {}, presets);
+    ASSERT_TRUE(file) << file.error().message;
+    auto point = file->point(0);
+    ASSERT_TRUE(point) << point.error().message;
+    const std::string resolved = resolved_scenario_toml(*point, path.string());
+    auto again = ScenarioFile::load(temp_file("shipped_resolved.toml", resolved).string(), {}, presets);
+    ASSERT_TRUE(again) << path << ": " << again.error().message << "\n" << resolved;
+    EXPECT_EQ(resolved_scenario_toml(again->scenario(), path.string()), resolved) << path;
+    expect_same(*point, again->scenario());
+    if (point->training) EXPECT_EQ(metrics_of(again->scenario()), metrics_of(*point)) << path;
   }
 }
 
