@@ -16,11 +16,14 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
   }
   std::vector<std::optional<Metrics>> kept(points.size());
   std::vector<std::size_t> todo;  // the points still to simulate
+  std::vector<std::size_t> included;
   for (std::size_t i = 0; i < points.size(); ++i) {
+    if (options.include && !options.include(i)) continue;
+    included.push_back(i);
     if (options.finished) kept[i] = options.finished(i);
     if (!kept[i]) todo.push_back(i);
   }
-  std::size_t done = points.size() - todo.size();
+  std::size_t done = included.size() - todo.size();
   Status stored = Ok{};
   const auto results = run_in_children(
       todo.size(), options.jobs,
@@ -35,9 +38,9 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
       [&](std::size_t k, const Expected<std::string>& result) {
         const std::size_t i = todo[k];
         if (result && options.on_point && stored) {
-          stored = options.on_point(i, {file.point_name(i), nlohmann::json::parse(*result).get<Metrics>()});
+          stored = options.on_point(i, {file.point_name(i), nlohmann::json::parse(*result).get<Metrics>(), points[i]});
         }
-        if (options.progress) options.progress(++done, points.size(), file.point_name(i));
+        if (options.progress) options.progress(++done, included.size(), file.point_name(i));
       });
   if (!stored) return stored.error();
   for (std::size_t k = 0; k < results.size(); ++k) {
@@ -45,7 +48,7 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
     kept[todo[k]] = nlohmann::json::parse(*results[k]).get<Metrics>();
   }
   std::vector<PointResult> rows;
-  for (std::size_t i = 0; i < points.size(); ++i) rows.push_back({file.point_name(i), *kept[i]});
+  for (std::size_t i : included) rows.push_back({file.point_name(i), *kept[i], points[i]});
   return rows;
 }
 

@@ -22,6 +22,7 @@ namespace commbound::sim {
 struct PointResult {
   std::string name;  // the [sweep] point's "key=value ..." (the file's stem without a [sweep])
   Metrics metrics;
+  Scenario scenario;  // the point's validated scenario (resolved_scenario.hpp writes it back)
 };
 
 struct SweepOptions {
@@ -36,10 +37,13 @@ struct SweepOptions {
   std::function<std::optional<Metrics>(std::size_t index)> finished;
   // Called in the parent as each point is simulated, before any later one: keep it (on disk).
   std::function<Status(std::size_t index, const PointResult& point)> on_point;
+  // The points this run simulates or keeps, e.g. one slice of a job array. Unset: every point.
+  std::function<bool(std::size_t index)> include;
 };
 
-// Simulates every point of `file` and returns them in [sweep] order. The first failing point's
-// error (validation, platform, or a crashed child) fails the whole sweep.
+// Simulates every point of `file` (those `include`d) and returns them in [sweep] order. Every point
+// is validated, included or not. The first failing point's error (validation, platform, or a
+// crashed child) fails the whole sweep.
 Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const SweepOptions& options);
 
 }  // namespace commbound::sim

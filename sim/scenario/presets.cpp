@@ -40,7 +40,7 @@ Expected<network::LinkTech> read_link(const toml::table& table, const std::strin
                                       const Overrides* overrides) {
   TableReader r(table, prefix, overrides);
   network::LinkTech t;
-  t.name = name;
+  t.name = r.string("name", name);  // a resolved scenario's [fabric.link] keeps its preset's name
   r.string("description", "");
   t.bw_bytes_per_s = r.required_number("bandwidth_GBps", 1e-3, 1e6) * kBytesPerGB;
   t.efficiency = r.required_number("efficiency", 0.01, 1.0);
@@ -62,7 +62,7 @@ Expected<network::NodeType> read_node(const toml::table& table, const std::strin
                                       const Presets& presets, const Overrides* overrides) {
   TableReader r(table, prefix, overrides);
   network::NodeType n;
-  n.name = name;
+  n.name = r.string("name", name);  // a resolved scenario's [cluster.node] keeps its preset's name
   r.string("description", "");
   n.gpu = r.required_string("gpu");
   n.gpus = static_cast<int>(r.integer("gpus", 8, 1, 1024));

@@ -199,6 +199,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
   const std::string kernel_table = cluster.string("kernel_table", "auto");
   if (!cluster.failed() && kernel_table.empty()) cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
+  sc.kernel_table_setting = kernel_table;
   if (Status s = cluster.finish(); !s) return s.error();
   auto node = node_t != nullptr ? read_node(*node_t, "custom", "cluster.node", presets, &origins) : presets.node(node_name);
   if (!node && node_t != nullptr) return node.error();

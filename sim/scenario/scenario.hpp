@@ -69,6 +69,7 @@ struct Scenario {
   // missing calibration/<gpu>.toml of "auto").
   std::shared_ptr<const calibration::KernelTable> kernel_table;
   std::string roofline_reason;
+  std::string kernel_table_setting = "auto";  // [cluster] kernel_table as given: "auto", "roofline" or a file
   std::optional<Sweep> sweep;
 };
 

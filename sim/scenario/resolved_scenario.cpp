@@ -1,0 +1,146 @@
+#include "sim/scenario/resolved_scenario.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace commbound::sim {
+namespace {
+
+// The units a scenario file writes: scenario.cpp and presets.cpp read them back into SI by
+// multiplying with these.
+constexpr double kSecondsPerUs = 1e-6;
+constexpr double kBytesPerGB = 1e9;
+constexpr double kBytesPerMB = 1e6;
+
+// The value a file writes in a unit of `si_per_unit` for a reader's `value * si_per_unit` to give
+// `si` back exactly: the shortest decimal that does (1.7 us, not 1.6999999999999997), else the
+// nearest double that does. Dividing alone can miss by an ulp, which a second round trip doubles.
+double in_file_unit(double si, double si_per_unit) {
+  const double guess = si / si_per_unit;
+  for (int digits = 1; digits <= 17; ++digits) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text - 1, guess, std::chars_format::general, digits).ptr;
+    *end = '\0';
+    const double v = std::strtod(text, nullptr);
+    if (v * si_per_unit == si) return v;
+  }
+  double below = guess, above = guess;
+  for (int step = 0; step < 4; ++step) {
+    below = std::nextafter(below, -HUGE_VAL);
+    above = std::nextafter(above, HUGE_VAL);
+    if (below * si_per_unit == si) return below;
+    if (above * si_per_unit == si) return above;
+  }
+  return guess;
+}
+
+const char* host_cpu_name(network::HostCpu cpu) {
+  switch (cpu) {
+    case network::HostCpu::intel: return "intel";
+    case network::HostCpu::amd: return "amd";
+    case network::HostCpu::other: return "other";
+  }
+  return "other";
+}
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::ddp: return "ddp";
+    case Strategy::fsdp: return "fsdp";
+    case Strategy::hsdp: return "hsdp";
+  }
+  return "fsdp";
+}
+
+// A link technology as [fabric.link] (or a links.toml entry) writes it.
+toml::table link_table(const network::LinkTech& link) {
+  return toml::table{{"name", link.name},
+                     {"bandwidth_GBps", in_file_unit(link.bw_bytes_per_s, kBytesPerGB)},
+                     {"efficiency", link.efficiency},
+                     {"latency_us", in_file_unit(link.latency_s, kSecondsPerUs)}};
+}
+
+toml::table node_table(const network::NodeType& node) {
+  return toml::table{{"name", node.name},
+                     {"gpu", node.gpu},
+                     {"gpus", node.gpus},
+                     {"nics", node.nics},
+                     {"nvlink", node.nvlink.name},
+                     {"pcie", node.pcie.name},
+                     {"sm_arch", node.sm_arch},
+                     {"nvls", node.nvls},
+                     {"nccl_channels", node.nccl_channels},
+                     {"nic", node.nic},
+                     {"host_cpu", host_cpu_name(node.host_cpu)}};
+}
+
+}  // namespace
+
+toml::table resolved_scenario(const Scenario& sc) {
+  const network::FabricSpec& f = sc.cluster.fabric;
+  toml::table doc;
+  if (!sc.description.empty()) doc.insert("description", sc.description);
+  doc.insert("cluster", toml::table{{"nodes", sc.cluster.nodes},
+                                    {"kernel_table", sc.kernel_table_setting},
+                                    {"node", node_table(sc.cluster.node)}});
+  doc.insert("fabric", toml::table{{"topology", network::to_string(f.topology)},
+                                   {"link", link_table(f.link)},
+                                   {"routing", network::to_string(f.routing)},
+                                   {"oversubscription", f.oversubscription},
+                                   {"switch_radix", f.switch_radix},
+                                   {"levels", f.levels},
+                                   {"ecmp_seed", static_cast<int64_t>(f.ecmp_seed)},
+                                   {"sharp", f.sharp},
+                                   {"switch_latency_us", in_file_unit(f.switch_latency_s, kSecondsPerUs)}});
+  const NcclOptions& o = sc.nccl_options;
+  toml::table nccl{{"release", sc.nccl.release},
+                   {"algorithm", o.algorithm ? network::to_string(*o.algorithm) : "auto"},
+                   {"protocol", o.protocol ? network::to_string(*o.protocol) : "auto"},
+                   {"fidelity", network::to_string(o.fidelity)},
+                   {"jitter", o.jitter ? "on" : "off"}};
+  if (f.fit) nccl.insert("fit", f.fit->name);
+  doc.insert("nccl", std::move(nccl));
+  if (!sc.training) return doc;
+
+  const TrainingSpec& t = *sc.training;
+  doc.insert("model", toml::table{{"name", t.model.name},
+                                  {"layers", t.model.layers},
+                                  {"hidden", t.model.hidden},
+                                  {"heads", t.model.heads},
+                                  {"kv_heads", t.model.kv_heads},
+                                  {"ffn", t.model.ffn},
+                                  {"vocab", t.model.vocab}});
+  doc.insert("training", toml::table{{"seq_len", t.seq_len},
+                                     {"global_batch", t.global_batch},
+                                     {"micro_batch", t.micro_batch},
+                                     {"activation_checkpointing", to_string(t.recompute)},
+                                     {"warmup_iterations", t.warmup_iterations},
+                                     {"attention_kernel", t.attention_kernel}});
+  doc.insert("parallel", toml::table{{"strategy", strategy_name(t.strategy)},
+                                     {"zero_stage", t.zero_stage},
+                                     {"hsdp_shard", t.hsdp_shard},
+                                     {"tp", t.tp},
+                                     {"pp", t.pp},
+                                     {"cp", t.cp},
+                                     {"sequence_parallel", t.sequence_parallel},
+                                     {"virtual_stages", t.virtual_stages},
+                                     {"max_inflight_allgathers", t.max_inflight_allgathers},
+                                     {"ddp_bucket_MB", in_file_unit(t.ddp_bucket_bytes, kBytesPerMB)}});
+  return doc;
+}
+
+std::string resolved_scenario_toml(const Scenario& scenario, const std::string& comment) {
+  std::ostringstream out;
+  out << "# " << comment << "\n" << toml::toml_formatter(resolved_scenario(scenario)) << "\n";
+  return out.str();
+}
+
+std::string resolved_scenario_json(const Scenario& scenario) {
+  std::ostringstream out;
+  out << toml::json_formatter(resolved_scenario(scenario));
+  return out.str();
+}
+
+}  // namespace commbound::sim
