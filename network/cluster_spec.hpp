@@ -90,7 +90,6 @@ struct ClusterSpec {
   int gpus() const { return node.gpus * nodes; }
 };
 
-const char* to_string(NvlinkTopology t);
 const char* to_string(Topology t);
 const char* to_string(Routing r);
 

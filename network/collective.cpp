@@ -50,8 +50,6 @@ const char* to_string(Protocol p) {
 
 const char* to_string(Fidelity f) { return f == Fidelity::fluid ? "fluid" : "step"; }
 
-const char* to_string(NvlinkTopology t) { return t == NvlinkTopology::mesh ? "mesh" : "switch"; }
-
 std::string NodeType::nvlink_topology_problem() const {
   if (nvlink_topology != NvlinkTopology::mesh) return "";
   if (gpus > kMaxMeshGpus) {
