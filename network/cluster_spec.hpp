@@ -22,19 +22,40 @@ struct LinkTech {
 
 enum class HostCpu { intel, amd, other };
 
-// A DGX-like node: GPUs on one NVSwitch, each GPU with a PCIe path to a NIC.
+// How a node's GPUs reach each other over NVLink.
+//   nvswitch: every GPU's NVLink goes to the NVSwitch (DGX/HGX 8-GPU): one link per GPU at `nvlink`.
+//   mesh: no switch; every pair of GPUs is wired directly (HGX H100 4-GPU) with an even share of
+//         each GPU's NVLink links, so one link per pair at nvlink / (gpus - 1) per direction.
+enum class NvlinkTopology { nvswitch, mesh };
+
+// The largest node a full NVLink mesh is modelled for: NCCL's rings over a mesh are every directed
+// Hamiltonian cycle of its GPUs, (gpus - 1)! of them (network/internal/ring.cpp), 6 for 4 GPUs.
+inline constexpr int kMaxMeshGpus = 4;
+
+// A DGX-like node: GPUs on one NVSwitch (or a direct NVLink mesh), each GPU with a PCIe path to a NIC.
 struct NodeType {
   std::string name;
   std::string gpu;            // GPU preset name, e.g. "h100-sxm5"
   int gpus = 8;
   int nics = 8;               // NICs on the compute fabric; NIC k serves rail k
-  LinkTech nvlink;            // per GPU to the NVSwitch, per direction
+  LinkTech nvlink;            // per GPU, all its NVLink links together, per direction
+  NvlinkTopology nvlink_topology = NvlinkTopology::nvswitch;
   LinkTech pcie;              // GPU <-> NIC
   int sm_arch = 90;           // 80 Ampere, 90 Hopper: selects NCCL's per-arch constants
   bool nvls = false;          // NVSwitch with in-switch reduction (NVLink SHARP)
   int nccl_channels = 16;     // channels NCCL runs per collective on this node type
   HostCpu host_cpu = HostCpu::intel;  // selects NCCL's netOverhead (1 us Intel, 2 us AMD)
   std::string nic;            // the NICs' link technology as shipped (the fabric's default link)
+
+  // The effective rate per direction of one GPU-to-GPU link of a mesh (the GPU's NVLink split
+  // evenly over its gpus - 1 peers), or of a GPU's link to the NVSwitch.
+  double nvlink_link_bw_bytes_per_s() const {
+    const double peers = nvlink_topology == NvlinkTopology::mesh && gpus > 1 ? gpus - 1 : 1;
+    return nvlink.effective_bw_bytes_per_s() / peers;
+  }
+  // Why this node cannot be built as described (empty when it can): a mesh holds at most
+  // kMaxMeshGpus GPUs and has no switch to reduce in (NVLink SHARP).
+  std::string nvlink_topology_problem() const;
 };
 
 enum class Topology { single_switch, fat_tree, rail_optimized };

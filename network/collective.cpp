@@ -50,6 +50,16 @@ const char* to_string(Protocol p) {
 
 const char* to_string(Fidelity f) { return f == Fidelity::fluid ? "fluid" : "step"; }
 
+std::string NodeType::nvlink_topology_problem() const {
+  if (nvlink_topology != NvlinkTopology::mesh) return "";
+  if (gpus > kMaxMeshGpus) {
+    return "a direct NVLink mesh is modelled for up to " + std::to_string(kMaxMeshGpus) + " GPUs per node, not " +
+           std::to_string(gpus);
+  }
+  if (nvls) return "a direct NVLink mesh has no NVSwitch, so no NVLink SHARP (set nvls = false)";
+  return "";
+}
+
 const char* to_string(Topology t) {
   switch (t) {
     case Topology::single_switch: return "single-switch";

@@ -10,6 +10,9 @@ NcclTuner::NcclTuner(const NodeType& node, const FabricSpec& fabric, const NcclC
     : node_(node), fabric_(fabric), nccl_(nccl) {}
 
 std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoice& choice) const {
+  // NCCL searches an NVLS graph only where the topology holds an NVSwitch (search.cc, ncclTopoCompute:
+  // "if (graph->pattern == NCCL_TOPO_PATTERN_NVLS && (system->nodes[NVS].count == 0 || ...)) return").
+  auto no_nvswitch = [&] { return "node type " + node_.name + " has a direct NVLink mesh, no NVSwitch"; };
   if (shape.op == CollectiveOp::send_recv) {
     return choice.algorithm == Algorithm::ring ? "" : "SendRecv is point to point (use ring)";
   }
@@ -20,6 +23,7 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
       return shape.op == CollectiveOp::all_reduce ? "" : "NCCL's Tree runs AllReduce only";
     case Algorithm::nvls:
       if (shape.op != CollectiveOp::all_reduce) return "this model runs NVLS for AllReduce only";
+      if (node_.nvlink_topology == NvlinkTopology::mesh) return no_nvswitch();
       if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
       if (shape.nodes != 1 && !fabric_.sharp) {
         return "NVLS across nodes needs in-network reduction in the fabric (NCCL's CollNet: [fabric] sharp = true)";
@@ -28,6 +32,7 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
       return "";
     case Algorithm::nvls_tree:
       if (shape.op != CollectiveOp::all_reduce) return "NVLSTree runs AllReduce only";
+      if (node_.nvlink_topology == NvlinkTopology::mesh) return no_nvswitch();
       if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
       if (shape.nodes < 2) return "NVLSTree spans nodes (NVLS inside one)";
       if (choice.protocol != Protocol::simple) return "NVLSTree runs the Simple protocol only";
@@ -95,7 +100,8 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
   const int regime = nodes == 1 ? 0 : (nodes == 2 ? 1 : 2);
   // NCCL's busBw = nChannels x per-channel bandwidth of the searched graph: intra-node, the GPU's
   // NVLink; inter-node, the node's NICs (every channel leaves through its own rail). Intra is used
-  // up to two nodes, inter beyond (tuning.cc).
+  // up to two nodes, inter beyond (tuning.cc). On a mesh node the GPU's NVLink too: NCCL's ring
+  // search spreads its channels over rings that use every pair's links (internal/ring.cpp).
   const double bw_intra = node_.nvlink.effective_bw_bytes_per_s();
   const double bw_inter = fabric_.link.effective_bw_bytes_per_s() * node_.nics;
   const double bus = nodes <= 2 ? bw_intra : bw_inter;

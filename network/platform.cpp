@@ -59,6 +59,7 @@ std::string check_spec(const ClusterSpec& spec) {
   if (spec.nodes < 1) return "nodes must be at least 1";
   if (spec.node.gpus < 1 || spec.node.nics < 1) return "a node needs at least one GPU and one NIC";
   if (spec.node.gpus % spec.node.nics != 0) return "GPUs per node must be a multiple of NICs per node";
+  if (std::string why = spec.node.nvlink_topology_problem(); !why.empty()) return why;
   if (spec.fabric.topology != Topology::single_switch && spec.fabric.switch_radix < 4) return "switch radix below 4";
   return "";
 }
@@ -148,10 +149,15 @@ Status Platform::export_xml(std::ostream& out, int max_hosts) const {
   std::vector<int> node;             // node of each host
   std::vector<bool> switch_endpoint;  // NVLS endpoints only talk to their own node's GPUs
   for (int n = 0; n < spec_.nodes; ++n) {
-    for (int g = 0; g <= spec_.node.gpus; ++g) {
-      hosts.push_back(g < spec_.node.gpus ? zone_->gpu_host(n, g) : zone_->nvswitch_host(n));
+    for (int g = 0; g < spec_.node.gpus; ++g) {
+      hosts.push_back(zone_->gpu_host(n, g));
       node.push_back(n);
-      switch_endpoint.push_back(g == spec_.node.gpus);
+      switch_endpoint.push_back(false);
+    }
+    if (sg4::Host* sw = zone_->nvswitch_host(n); sw != nullptr) {
+      hosts.push_back(sw);
+      node.push_back(n);
+      switch_endpoint.push_back(true);
     }
   }
   if (static_cast<int>(hosts.size()) > max_hosts) {

@@ -2,7 +2,8 @@
 //
 // Creating a Platform starts the SimGrid engine with the pure max-min network model (CM02, no
 // TCP factors: see shared/reference/simgrid-notes.md) and builds the cluster described by a
-// ClusterSpec: per node, GPUs on an NVSwitch (split-duplex NVLink at the preset's effective rate),
+// ClusterSpec: per node, GPUs on an NVSwitch (split-duplex NVLink at the preset's effective rate)
+// or, on a mesh node, one split-duplex NVLink per GPU pair (NodeType::nvlink_link_bw_bytes_per_s),
 // a PCIe path from each GPU to its rail's NIC, and the scale-out fabric (single switch, fat-tree
 // or rail-optimized; ECMP or adaptive routing). Rank r is GPU r % gpus of node r / gpus.
 #pragma once
@@ -46,6 +47,7 @@ public:
   int node_of(int rank) const { return rank / spec_.node.gpus; }
   int local_of(int rank) const { return rank % spec_.node.gpus; }
   simgrid::s4u::Host* gpu(int rank) const;
+  // The node's NVSwitch as NVLS's endpoint; nullptr on a mesh node (NvlinkTopology::mesh).
   simgrid::s4u::Host* nvswitch(int node) const;
 
   // NCCL's class of the hop between two ranks: NVLink inside a node, network across nodes.

@@ -1,15 +1,37 @@
 #!/usr/bin/env bash
-# Regenerates docs/figures/<scenario>/ for every scenario of scenarios/paper and scenarios/studies:
-# runs it (`commbound run --format csv`) and draws its figures (`commbound plot`).
-#   docs/figures/update.sh [BUILD_DIR]      (default: build, as `make` builds)
+# Regenerates docs/figures/:
+#   scenarios    docs/figures/<scenario>/ for every scenario of scenarios/paper and scenarios/studies:
+#                runs it (`commbound run --format csv`) and draws its figures (`commbound plot`);
+#   collectives  docs/figures/collectives/ (the AllGather and AllReduce of `make demo`: 1 GiB on 1 to
+#                256 DGX H100 nodes) and docs/figures/{allgather,allreduce}_by_size/ (64 KiB to 2 GiB
+#                on 1, 8, 64 and 256 nodes): `commbound collective --format csv`, then `commbound plot`.
+#   docs/figures/update.sh [BUILD_DIR] [all|scenarios|collectives]   (default: build, as `make` builds; all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-build}/bin/commbound"
+what="${2:-all}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-for scenario in scenarios/paper/*.toml scenarios/studies/*.toml; do
-  name="$(basename "$scenario" .toml)"
-  echo "== $name" >&2
-  "$bin" run "$scenario" --format csv --out "$tmp/$name.csv"
-  "$bin" plot "$tmp/$name.csv" --out-dir "docs/figures/$name" --title "$name" --force
-done
+if [[ "$what" == all || "$what" == scenarios ]]; then
+  for scenario in scenarios/paper/*.toml scenarios/studies/*.toml; do
+    name="$(basename "$scenario" .toml)"
+    echo "== $name" >&2
+    "$bin" run "$scenario" --format csv --out "$tmp/$name.csv"
+    "$bin" plot "$tmp/$name.csv" --out-dir "docs/figures/$name" --title "$name" --force
+  done
+fi
+if [[ "$what" == all || "$what" == collectives ]]; then
+  demo=scenarios/examples/dgx-h100-ib-ndr.toml  # the Makefile's DEMO_SCENARIO
+  echo "== collectives" >&2
+  for op in allgather allreduce; do
+    "$bin" collective "$demo" --op "$op" --nodes 1:256 --bytes 1G --format csv --out "$tmp/demo-$op.csv"
+    "$bin" collective "$demo" --op "$op" --nodes 1,8,64,256 --bytes 64K,512K,4M,32M,256M,2G --format csv \
+      --out "$tmp/$op-by-size.csv"
+    "$bin" plot "$tmp/$op-by-size.csv" --out-dir "docs/figures/${op}_by_size" --force \
+      --title "$op on DGX H100 + IB NDR (rail-optimized, adaptive)"
+  done
+  # One CSV, one header: AllGather's rows, then AllReduce's.
+  { cat "$tmp/demo-allgather.csv"; tail -n +2 "$tmp/demo-allreduce.csv"; } > "$tmp/demo.csv"
+  "$bin" plot "$tmp/demo.csv" --out-dir docs/figures/collectives --force \
+    --title "1 GiB on DGX H100 + IB NDR (rail-optimized, adaptive)"
+fi

@@ -72,7 +72,11 @@ TreePlan plan_tree(const ClusterSpec& spec) {
 }
 
 FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, int segment_slots)
-    : NetZoneImpl("cluster"), spec_(spec), geometry_(geometry), hosts_per_node_(spec.node.gpus + 1) {
+    : NetZoneImpl("cluster"),
+      spec_(spec),
+      geometry_(geometry),
+      mesh_(spec.node.nvlink_topology == NvlinkTopology::mesh),
+      hosts_per_node_(spec.node.gpus + (mesh_ ? 0 : 1)) {
   sg4::NetZone* zone = get_iface();
   const NodeType& node = spec_.node;
   for (int n = 0; n < spec_.nodes; ++n) {
@@ -80,7 +84,7 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, in
     for (int g = 0; g < node.gpus; ++g) {
       gpu_hosts_.push_back(zone->create_host(prefix + ".gpu" + std::to_string(g), kHostSpeedFlopsPerS));
     }
-    nvswitch_hosts_.push_back(zone->create_host(prefix + ".nvswitch", kHostSpeedFlopsPerS));
+    if (!mesh_) nvswitch_hosts_.push_back(zone->create_host(prefix + ".nvswitch", kHostSpeedFlopsPerS));
   }
   segment_base_id_ = static_cast<unsigned long>(spec_.nodes) * hosts_per_node_;
   for (int j = 0; j < segment_slots; ++j) {
@@ -91,8 +95,14 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, in
     const std::string prefix = "n" + std::to_string(n);
     for (int g = 0; g < node.gpus; ++g) {
       const std::string gpu = prefix + ".gpu" + std::to_string(g);
-      nvlink_.push_back(make_duplex(gpu + ".nvlink", node.nvlink.effective_bw_bytes_per_s(), node.nvlink.latency_s));
+      if (!mesh_) nvlink_.push_back(make_duplex(gpu + ".nvlink", node.nvlink_link_bw_bytes_per_s(), node.nvlink.latency_s));
       pcie_.push_back(make_duplex(gpu + ".pcie", node.pcie.effective_bw_bytes_per_s(), node.pcie.latency_s));
+    }
+    for (int a = 0; mesh_ && a < node.gpus; ++a) {  // in mesh_pair() order
+      for (int b = a + 1; b < node.gpus; ++b) {
+        nvlink_.push_back(make_duplex(prefix + ".nvlink" + std::to_string(a) + "-" + std::to_string(b),
+                                      node.nvlink_link_bw_bytes_per_s(), node.nvlink.latency_s));
+      }
     }
     for (int k = 0; k < node.nics; ++k) {
       nic_.push_back(make_duplex(prefix + ".nic" + std::to_string(k), spec_.fabric.nic_bw_bytes_per_s(), 0));
@@ -172,6 +182,26 @@ void FabricZone::build_fabric() {
   }
 }
 
+int FabricZone::mesh_pair(int node, int a, int b) const {
+  const int gpus = spec_.node.gpus;
+  const int lo = std::min(a, b);
+  const int hi = std::max(a, b);
+  // Pairs (lo, hi) in row order: rows 0..lo-1 hold (gpus - 1) + ... + (gpus - lo) pairs.
+  return node * gpus * (gpus - 1) / 2 + lo * (2 * gpus - lo - 1) / 2 + (hi - lo - 1);
+}
+
+template <class Visit>
+void FabricZone::walk_nvlink(int node, int a, int b, Visit&& visit) const {
+  const int gpus = spec_.node.gpus;
+  if (mesh_) {
+    const Duplex& link = nvlink_[mesh_pair(node, a, b)];
+    visit(a < b ? link.up : link.down);
+    return;
+  }
+  if (a != gpus) visit(nvlink_[node * gpus + a].up);
+  if (b != gpus) visit(nvlink_[node * gpus + b].down);
+}
+
 int FabricZone::leaf_of(int nic) const {
   const TreeGeometry& g = geometry_;
   if (g.levels == 1) {
@@ -229,15 +259,10 @@ void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit)
   const int sl = static_cast<int>(src_id) % hosts_per_node_;
   const int dn = static_cast<int>(dst_id) / hosts_per_node_;
   const int dl = static_cast<int>(dst_id) % hosts_per_node_;
-  const bool src_is_switch = sl == gpus;
+  const bool src_is_switch = sl == gpus;  // never on a mesh node, whose hosts are its GPUs
   const bool dst_is_switch = dl == gpus;
   if (sn == dn) {
-    if (!src_is_switch) {
-      visit(nvlink_[sn * gpus + sl].up);
-    }
-    if (!dst_is_switch) {
-      visit(nvlink_[dn * gpus + dl].down);
-    }
+    walk_nvlink(sn, sl, dl, visit);
     return;
   }
   COMMBOUND_CHECK(!src_is_switch && !dst_is_switch, "NVLS endpoints talk to their own node only");
@@ -245,17 +270,11 @@ void FabricZone::walk(unsigned long src_id, unsigned long dst_id, Visit&& visit)
   // that NIC relays it over NVLink when the sender sits on another rail.
   const int rail = dl * nics / gpus;
   const int relay = rail * gpus / nics;
-  if (relay != sl) {
-    visit(nvlink_[sn * gpus + sl].up);
-    visit(nvlink_[sn * gpus + relay].down);
-  }
+  if (relay != sl) walk_nvlink(sn, sl, relay, visit);
   visit(pcie_[sn * gpus + relay].up);
   walk_fabric(sn * nics + rail, dn * nics + rail, visit);
   visit(pcie_[dn * gpus + relay].down);
-  if (relay != dl) {
-    visit(nvlink_[dn * gpus + relay].up);
-    visit(nvlink_[dn * gpus + dl].down);
-  }
+  if (relay != dl) walk_nvlink(dn, relay, dl, visit);
 }
 
 std::shared_ptr<const SegmentRoute> FabricZone::segment_route(

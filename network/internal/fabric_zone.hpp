@@ -59,7 +59,10 @@ public:
   FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, int segment_slots);
 
   simgrid::s4u::Host* gpu_host(int node, int local) const { return gpu_hosts_[node * spec_.node.gpus + local]; }
-  simgrid::s4u::Host* nvswitch_host(int node) const { return nvswitch_hosts_[node]; }
+  // The node's NVSwitch (NVLS's reduction endpoint); nullptr on a mesh node, which has none.
+  simgrid::s4u::Host* nvswitch_host(int node) const {
+    return nvswitch_hosts_.empty() ? nullptr : nvswitch_hosts_[node];
+  }
 
   simgrid::s4u::Host* segment_src(int slot) const { return segment_hosts_[2 * slot]; }
   simgrid::s4u::Host* segment_dst(int slot) const { return segment_hosts_[2 * slot + 1]; }
@@ -107,14 +110,21 @@ private:
   void walk(unsigned long src_id, unsigned long dst_id, Visit&& visit) const;
   template <class Visit>
   void walk_fabric(int src_nic, int dst_nic, Visit&& visit) const;
+  // NVLink from local host `a` to local host `b` of `node` (either may be the NVSwitch host).
+  template <class Visit>
+  void walk_nvlink(int node, int a, int b, Visit&& visit) const;
   int leaf_of(int nic) const;
+  // Index in nvlink_ of the mesh link between local GPUs a != b of `node`.
+  int mesh_pair(int node, int a, int b) const;
 
   ClusterSpec spec_;
   TreeGeometry geometry_;
+  bool mesh_;            // the nodes' GPUs are wired pairwise (NvlinkTopology::mesh), with no NVSwitch host
   int hosts_per_node_;
   std::vector<simgrid::s4u::Host*> gpu_hosts_;
   std::vector<simgrid::s4u::Host*> nvswitch_hosts_;
-  std::vector<Duplex> nvlink_;   // per GPU: UP = GPU -> NVSwitch
+  std::vector<Duplex> nvlink_;   // NVSwitch: per GPU, UP = GPU -> NVSwitch. Mesh: per node, per GPU pair
+                                 // a < b in mesh_pair() order, UP = a -> b
   std::vector<Duplex> pcie_;     // per GPU: UP = GPU -> NIC
   std::vector<Duplex> nic_;      // per NIC: UP = NIC -> leaf switch
   std::vector<Hop> leaf_xbar_;   // per leaf: the switch traversal (latency only)

@@ -60,15 +60,39 @@ void run_ring_steps(const Platform& platform, const std::vector<RingLane>& lanes
 
 }  // namespace
 
+std::vector<std::vector<int>> mesh_cycles(std::vector<int> node_ranks) {
+  std::vector<std::vector<int>> cycles;
+  if (node_ranks.size() < 3) return {node_ranks};
+  std::sort(node_ranks.begin() + 1, node_ranks.end());
+  do {
+    cycles.push_back(node_ranks);
+  } while (std::next_permutation(node_ranks.begin() + 1, node_ranks.end()));
+  return cycles;
+}
+
 std::vector<RingGroup> build_rings(const Platform& platform, const std::vector<int>& ranks, bool merge) {
   const auto nodes = by_node(platform, ranks);
-  const int groups = rail_groups(platform, static_cast<int>(nodes.size()));
+  const NodeType& node = platform.spec().node;
+  const bool mesh = node.nvlink_topology == NvlinkTopology::mesh;
+  const int channels = node.nccl_channels;
   std::vector<RingGroup> rings;
-  for (auto [g, channels] : group_slots(groups, platform.spec().node.nccl_channels, merge)) {
+  if (mesh && nodes.size() == 1) {
+    const auto cycles = mesh_cycles(nodes.front());
+    const int groups = std::min(static_cast<int>(cycles.size()), channels);
+    for (auto [g, c] : group_slots(groups, channels, merge)) rings.push_back({cycles[g], c});
+    return rings;
+  }
+  const int groups = rail_groups(platform, static_cast<int>(nodes.size()));
+  for (auto [g, c] : group_slots(groups, channels, merge)) {
     RingGroup ring;
-    ring.channels = channels;
+    ring.channels = c;
     for (const auto& n : nodes) {
-      for (int r : rotate_to_rail(platform, n, g)) ring.order.push_back(r);
+      std::vector<int> order = rotate_to_rail(platform, n, g);
+      // On a mesh, odd rails cross the node the other way round, so that the rails' rings share
+      // each direction of each pair's link between half of them (the way NCCL's search balances
+      // its channels over the links) instead of all crowding one direction.
+      if (mesh && g % 2 == 1) std::reverse(order.begin() + 1, order.end());
+      ring.order.insert(ring.order.end(), order.begin(), order.end());
     }
     rings.push_back(std::move(ring));
   }

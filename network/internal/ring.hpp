@@ -29,8 +29,17 @@ struct RingGroup {
   double channels = 1;
 };
 
+// Every directed Hamiltonian cycle through one mesh node's ranks, each starting at the first rank:
+// (m - 1)! cycles for m ranks. Each ordered pair of ranks is next to each other in the same number
+// of them ((m - 2)!), so channels spread evenly over them load both directions of every pair's link
+// equally: what NCCL's ring search ends with on a full NVLink mesh, where it keeps adding rings
+// while any link has bandwidth left (search.cc, sameChannels = 0).
+std::vector<std::vector<int>> mesh_cycles(std::vector<int> node_ranks);
+
 // The rings NCCL builds over `ranks`: one per rail group (one per channel when !merge), each
-// visiting the nodes in first-seen order and, inside a node, starting at the rail's GPU.
+// visiting the nodes in first-seen order and, inside a node, starting at the rail's GPU (on a mesh
+// node, odd rails cross it in reverse). Inside one mesh node: one per mesh_cycles() cycle, at most
+// one per channel.
 std::vector<RingGroup> build_rings(const Platform& platform, const std::vector<int>& ranks, bool merge);
 
 // The longest sum of `steps` consecutive hop latencies around a ring whose hop i costs

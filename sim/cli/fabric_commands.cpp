@@ -89,6 +89,9 @@ int run_platform(const PlatformArgs& a) {
   std::cout << "platform: " << cl.nodes << " x " << nd.name << " = " << cl.gpus() << " GPUs (" << nd.gpu << ")\n"
             << "  NVLink  " << nd.nvlink.name << ": " << nd.nvlink.effective_bw_bytes_per_s() / 1e9
             << " GB/s per GPU per direction (" << nd.nvlink.bw_bytes_per_s / 1e9 << " x " << nd.nvlink.efficiency << ")"
+            << (nd.nvlink_topology == network::NvlinkTopology::mesh
+                    ? fmt::format(", direct mesh (no NVSwitch): {:g} GB/s per GPU pair", nd.nvlink_link_bw_bytes_per_s() / 1e9)
+                    : std::string(", NVSwitch"))
             << (nd.nvls ? ", NVLS" : "") << "\n"
             << "  PCIe    " << nd.pcie.name << ": " << nd.pcie.effective_bw_bytes_per_s() / 1e9 << " GB/s\n"
             << "  NICs    " << nd.nics << " per node, " << cl.fabric.link.name << ": "

@@ -1,11 +1,13 @@
 // commbound plot: a `run` results file (CSV) in, its figures (PNG or SVG, through gnuplot) out.
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
+#include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 #include "sim/report/output.hpp"
 #include "sim/report/plot.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -16,6 +18,8 @@
 
 namespace commbound::cli {
 namespace {
+
+constexpr double kBytesPerGB = 1e9;  // GB/s as nccl-tests prints them
 
 struct PlotArgs {
   std::string results, out_dir, format = "png", title;
@@ -91,9 +95,106 @@ sim::BarPlot breakdown(const std::string& title, const std::vector<Point>& point
   return plot;
 }
 
+using Figures = std::vector<std::pair<std::string, std::variant<sim::LinePlot, sim::BarPlot>>>;
+
+// The lines of a collective figure: one per key, in the order the keys first appear, each point
+// sorted by x, each titled by its key and the algorithms NCCL ran along it ("allgather, 1 GiB (ring)").
+struct CollectiveLines {
+  std::vector<std::string> keys;
+  std::map<std::string, sim::PlotSeries> series;
+  std::map<std::string, std::vector<std::string>> algorithms;
+
+  void add(const std::string& key, const sim::CollectiveCsvRow& row, double x) {
+    auto [it, fresh] = series.try_emplace(key, sim::PlotSeries{key, {}, "linespoints"});
+    if (fresh) keys.push_back(key);
+    it->second.points.emplace_back(x, row.busbw_bytes_per_s / kBytesPerGB);
+    auto& algos = algorithms[key];
+    if (std::find(algos.begin(), algos.end(), row.algorithm) == algos.end()) algos.push_back(row.algorithm);
+  }
+  std::vector<sim::PlotSeries> sorted() const {
+    std::vector<sim::PlotSeries> out;
+    for (const std::string& k : keys) {
+      out.push_back(series.at(k));
+      out.back().title = fmt::format("{} ({})", k, fmt::join(algorithms.at(k), ", "));
+      std::sort(out.back().points.begin(), out.back().points.end());
+    }
+    return out;
+  }
+};
+
+// A collective CSV's figures (what `commbound collective --format csv` writes), in nccl-tests'
+// bus bandwidth: busbw_vs_nodes (log2 node axis), one line per op and size, when the file holds
+// several node counts; busbw_vs_size (log2 size axis), one line per op and node count, when it
+// holds several sizes.
+Figures collective_figures(const std::vector<sim::CollectiveCsvRow>& rows, const std::string& title) {
+  std::set<std::string> ops;
+  std::set<int> node_counts;
+  std::set<double> sizes;
+  std::set<int> gpus_per_node;
+  for (const auto& r : rows) {
+    ops.insert(r.op);
+    node_counts.insert(r.nodes);
+    sizes.insert(r.size_bytes);
+    gpus_per_node.insert(r.ranks / r.nodes);
+  }
+  const std::string y_label = "busbw (GB/s, as nccl-tests)";
+  auto op_prefix = [&](const sim::CollectiveCsvRow& r) { return ops.size() > 1 ? r.op + ", " : std::string(); };
+  Figures figures;
+  if (node_counts.size() > 1) {
+    CollectiveLines lines;
+    for (const auto& r : rows) lines.add(op_prefix(r) + sim::size_label(r.size_bytes), r, r.nodes);
+    const std::string x_label =
+        gpus_per_node.size() == 1 ? fmt::format("nodes ({} GPUs each)", *gpus_per_node.begin()) : "nodes";
+    figures.emplace_back("busbw_vs_nodes", sim::LinePlot{title + ": bus bandwidth by node count", x_label, y_label,
+                                                         false, true, false, lines.sorted()});
+  }
+  if (sizes.size() > 1) {
+    CollectiveLines lines;
+    for (const auto& r : rows) {
+      lines.add(op_prefix(r) + fmt::format("{} node{} ({} GPUs)", r.nodes, r.nodes == 1 ? "" : "s", r.ranks), r,
+                r.size_bytes);
+    }
+    figures.emplace_back("busbw_vs_size", sim::LinePlot{title + ": bus bandwidth by size", "size (bytes, as nccl-tests)",
+                                                        y_label, true, false, false, lines.sorted()});
+  }
+  return figures;
+}
+
+// Draws `figures` into a.out_dir as NAME.FORMAT: every target is checked before the first is drawn.
+int draw(const PlotArgs& a, const Figures& figures) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(a.out_dir, ec);
+  if (ec || !fs::is_directory(a.out_dir)) return fail(a.out_dir + ": cannot create the folder");
+  auto path = [&](const std::string& name) { return (fs::path(a.out_dir) / (name + "." + a.format)).string(); };
+  for (const auto& [name, figure] : figures) {
+    if (Status ok = sim::check_writable(path(name), a.force); !ok) return fail(ok.error().message);
+  }
+  for (const auto& [name, figure] : figures) {
+    const Status drawn = std::visit([&](const auto& f) { return sim::render_plot(f, path(name), a.force); }, figure);
+    if (!drawn) return fail(drawn.error().message);
+    fmt::print("wrote {}\n", path(name));
+  }
+  return 0;
+}
+
+int run_collective_plot(const PlotArgs& a, const sim::CsvTable& table, const std::string& title) {
+  auto rows = sim::read_collective_csv(table);
+  if (!rows) return fail(rows.error().message);
+  const Figures figures = collective_figures(*rows, title);
+  if (figures.empty()) {
+    return fail(a.results + ": one node count and one size: nothing to draw a line through (give --nodes or " +
+                "--bytes several values)");
+  }
+  return draw(a, figures);
+}
+
 int run_plot(const PlotArgs& a) {
   auto table = sim::read_csv_table(a.results);
   if (!table) return fail(table.error().message);
+  namespace fs = std::filesystem;
+  const std::string title = a.title.empty() ? fs::path(a.results).stem().string() : a.title;
+  if (sim::is_collective_csv(*table)) return run_collective_plot(a, *table, title);
   for (const char* needed : {"scenario", "gpus", "oom", "tokens_per_s", "compute_s", "exposed_comm_s"}) {
     if (table->column(needed) < 0) {
       return fail(a.results + ": no column " + needed + " (plot reads what `commbound run --format csv` writes)");
@@ -103,14 +204,8 @@ int run_plot(const PlotArgs& a) {
   auto points = read_points(*table, oom_rows);
   if (!points) return fail(points.error().message);
   if (points->empty()) return fail(a.results + ": no simulated point to plot (every row is out of memory)");
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(a.out_dir, ec);
-  if (ec || !fs::is_directory(a.out_dir)) return fail(a.out_dir + ": cannot create the folder");
-  const std::string title = a.title.empty() ? fs::path(a.results).stem().string() : a.title;
-  auto path = [&](const std::string& name) { return (fs::path(a.out_dir) / (name + "." + a.format)).string(); };
 
-  std::vector<std::pair<std::string, std::variant<sim::LinePlot, sim::BarPlot>>> figures;
+  Figures figures;
   std::set<double> gpu_counts;
   for (const Point& p : *points) gpu_counts.insert(p.gpus);
   if (gpu_counts.size() == points->size() && points->size() > 1) {  // a scaling sweep: one point per GPU count
@@ -138,14 +233,7 @@ int run_plot(const PlotArgs& a) {
     figures.emplace_back("per_gpu", per_gpu);
   }
   figures.emplace_back("breakdown", breakdown(title, *points));
-  for (const auto& [name, figure] : figures) {
-    if (Status ok = sim::check_writable(path(name), a.force); !ok) return fail(ok.error().message);
-  }
-  for (const auto& [name, figure] : figures) {
-    const Status drawn = std::visit([&](const auto& f) { return sim::render_plot(f, path(name), a.force); }, figure);
-    if (!drawn) return fail(drawn.error().message);
-    fmt::print("wrote {}\n", path(name));
-  }
+  if (int status = draw(a, figures); status != 0) return status;
   if (oom_rows > 0) fmt::print("{} out-of-memory row(s) not plotted\n", oom_rows);
   return 0;
 }
@@ -154,7 +242,7 @@ int run_plot(const PlotArgs& a) {
 
 void add_plot_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<PlotArgs>();
-  CLI::App* cmd = app.add_subcommand("plot", "figures of a run's results (PNG or SVG through gnuplot)");
+  CLI::App* cmd = app.add_subcommand("plot", "figures of a run's or a collective's results (PNG or SVG through gnuplot)");
   cmd->footer(R"(Reads what `commbound run SCENARIO --format csv --out RESULTS.csv` wrote and draws, into --out-dir:
   a scaling sweep (one point per GPU count): throughput (global tokens/s against GPUs, beside the
     ideal line linear from the smallest run), per_gpu (tokens/s per GPU), mfu, power (W per GPU),
@@ -162,14 +250,21 @@ void add_plot_command(CLI::App& app, int& exit_code) {
   points of one scale (layouts, models, sequence lengths): per_gpu, one bar per point;
   always: breakdown, stacked bars of each point's iteration: compute alone, communication
     overlapped with compute, communication exposed, idle (pipeline bubble, waits).
-Out-of-memory rows are left out and counted. Existing figures are not replaced without --force.
+Out-of-memory rows are left out and counted.
+A collective CSV (`commbound collective ... --format csv`, recognised by its header) gets nccl-tests'
+bus bandwidth (GB/s): busbw_vs_nodes, one line per op and size, against nodes on a log2 axis (when it
+holds several node counts); busbw_vs_size, one line per op and node count, against the size on a
+log2 axis (when it holds several sizes). Rows of several runs may be concatenated under one header.
+Existing figures are not replaced without --force.
 
 Example:
   commbound run scenarios/paper/weak_scaling_7b.toml --format csv --out weak.csv
   commbound plot weak.csv --out-dir figures/weak --format svg
+  commbound collective scenarios/examples/dgx-h100-ib-ndr.toml --op allgather --nodes 1:64 --bytes 1M:1G \
+    --format csv --out ag.csv && commbound plot ag.csv --out-dir figures/ag
 docs/figures/ holds every paper and study scenario's figures (docs/figures/update.sh).
 )");
-  cmd->add_option("results", a->results, "a results CSV of `commbound run --format csv`")->required()->type_name("CSV");
+  cmd->add_option("results", a->results, "a results CSV of `commbound run --format csv` or `commbound collective --format csv`")->required()->type_name("CSV");
   cmd->add_option("--out-dir", a->out_dir, "the folder for the figures (created when missing)")->required()->type_name("DIR");
   cmd->add_option("--format", a->format, "png (default) | svg")->check(CLI::IsMember({"png", "svg"}));
   cmd->add_option("--title", a->title, "the figures' title (default: the results file's name)");

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <utility>
+
 namespace commbound::sim {
 namespace {
 
@@ -25,7 +28,8 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
                              const std::string& title) {
   using network::to_string;
   if (format == Format::csv) {
-    out << "op,nodes,ranks,bytes,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,fidelity\n";
+    for (std::size_t c = 0; c < collective_csv_columns().size(); ++c) out << (c ? "," : "") << collective_csv_columns()[c];
+    out << "\n";
     for (const auto& r : rows) {
       out << fmt::format("{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{},{}\n", to_string(r.op), r.nodes, r.ranks, r.size_bytes,
                          r.result.time_s * kUsPerSecond, r.alg_bw_bytes_per_s / kBytesPerGB,
@@ -65,6 +69,41 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
                        to_string(r.result.choice.algorithm), to_string(r.result.choice.protocol),
                        to_string(r.result.fidelity));
   }
+}
+
+const std::vector<std::string>& collective_csv_columns() {
+  static const std::vector<std::string> columns = {"op",         "nodes",      "ranks",     "bytes",    "time_us",
+                                                   "algbw_GBps", "busbw_GBps", "algorithm", "protocol", "fidelity"};
+  return columns;
+}
+
+bool is_collective_csv(const CsvTable& table) { return table.header == collective_csv_columns(); }
+
+Expected<std::vector<CollectiveCsvRow>> read_collective_csv(const CsvTable& table) {
+  std::vector<CollectiveCsvRow> rows;
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    double nodes = 0, ranks = 0, bytes = 0, busbw_gbps = 0;
+    struct Field {
+      const char* name;
+      double* value;
+      bool zero_allowed;  // busbw of one rank is 0: (n-1)/n of the algorithm bandwidth
+    };
+    const Field fields[] = {
+        {"nodes", &nodes, false}, {"ranks", &ranks, false}, {"bytes", &bytes, false}, {"busbw_GBps", &busbw_gbps, true}};
+    for (const auto& [name, field, zero_allowed] : fields) {
+      auto v = table.number(r, name);
+      if (!v) return v.error();
+      if (!std::isfinite(*v) || *v < 0 || (*v == 0 && !zero_allowed)) {
+        return Error{table.path + ":" + std::to_string(table.lines[r]) + ": " + name + " = \"" +
+                     table.rows[r][static_cast<std::size_t>(table.column(name))] + "\": must be a " +
+                     (zero_allowed ? "non-negative" : "positive") + " number"};
+      }
+      *field = *v;
+    }
+    rows.push_back({table.rows[r][0], static_cast<int>(nodes), static_cast<int>(ranks), bytes,
+                    busbw_gbps * kBytesPerGB, table.rows[r][static_cast<std::size_t>(table.column("algorithm"))]});
+  }
+  return rows;
 }
 
 }  // namespace commbound::sim

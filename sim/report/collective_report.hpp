@@ -4,7 +4,9 @@
 // GB/s are 1e9 bytes per second, as nccl-tests prints them.
 #pragma once
 
+#include "calibration/base/expected.hpp"
 #include "network/nccl_tests.hpp"
+#include "sim/report/csv_table.hpp"
 
 #include <ostream>
 #include <string>
@@ -19,5 +21,23 @@ std::string size_label(double bytes);
 
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title);
+
+// The CSV's columns, in order: its header line, by which a collective CSV is recognised.
+const std::vector<std::string>& collective_csv_columns();
+bool is_collective_csv(const CsvTable& table);
+
+// One row of a collective CSV read back: what its figures need.
+struct CollectiveCsvRow {
+  std::string op;        // allgather, reducescatter, allreduce, sendrecv
+  int nodes = 0;
+  int ranks = 0;
+  double size_bytes = 0;
+  double busbw_bytes_per_s = 0;
+  std::string algorithm;
+};
+
+// The rows of a collective CSV (is_collective_csv(table)); a field that is not a positive number
+// is an error naming the file, line, column and value.
+Expected<std::vector<CollectiveCsvRow>> read_collective_csv(const CsvTable& table);
 
 }  // namespace commbound::sim

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -53,9 +54,15 @@ std::string gnuplot_script(const LinePlot& plot, const std::string& output) {
     s << "EOD\n";
   }
   s << "plot ";
+  // gnuplot's default palette has 8 colours: lines past the 8th repeat them, so they change their
+  // points (squares, then triangles) and dashes to stay apart.
+  constexpr int kColours = 8;
+  constexpr int kPointTypes[] = {7, 5, 9};
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
-    s << (i ? ", " : "") << "$d" << i << " using 1:2 with " << plot.series[i].style << " lw 2 pt 7 title "
-      << quoted(plot.series[i].title);
+    const std::size_t cycle = std::min<std::size_t>(i / kColours, 2);
+    s << (i ? ", " : "") << "$d" << i << " using 1:2 with " << plot.series[i].style << " lw 2 pt " << kPointTypes[cycle];
+    if (cycle > 0) s << " dt " << cycle + 1;
+    s << " title " << quoted(plot.series[i].title);
   }
   s << "\n";
   return s.str();

@@ -69,6 +69,9 @@ Expected<network::NodeType> read_node(const toml::table& table, const std::strin
   n.nics = static_cast<int>(r.integer("nics", 8, 1, 1024));
   const std::string nvlink = r.required_string("nvlink");
   const std::string pcie = r.required_string("pcie");
+  n.nvlink_topology = r.choice("nvlink_topology", "switch", {"switch", "mesh"}) == "mesh"
+                          ? network::NvlinkTopology::mesh
+                          : network::NvlinkTopology::nvswitch;
   n.sm_arch = static_cast<int>(r.integer("sm_arch", 90, 60, 200));
   n.nvls = r.boolean("nvls", false);
   n.nccl_channels = static_cast<int>(r.integer("nccl_channels", 16, 1, 64));
@@ -76,6 +79,9 @@ Expected<network::NodeType> read_node(const toml::table& table, const std::strin
   const std::string cpu = r.choice("host_cpu", "intel", {"intel", "amd", "other"});
   n.host_cpu = cpu == "intel" ? network::HostCpu::intel : (cpu == "amd" ? network::HostCpu::amd : network::HostCpu::other);
   if (!r.failed() && n.gpus % n.nics != 0) r.fail("nics", "GPUs per node (" + std::to_string(n.gpus) + ") must be a multiple of NICs");
+  if (!r.failed()) {
+    if (std::string why = n.nvlink_topology_problem(); !why.empty()) r.fail("nvlink_topology", why);
+  }
   if (Status s = r.finish(); !s) return s.error();
   auto nv = presets.link(nvlink);
   if (!nv) return Error{prefix + ".nvlink = \"" + nvlink + "\": " + nv.error().message};

@@ -41,8 +41,9 @@ private:
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const std::map<std::string, std::string>* overrides = nullptr);
 
-// Reads one node type table (keys as in calibration/nodes.toml: gpu, gpus, nics, nvlink, pcie, nic,
-// sm_arch, nvls, nccl_channels, host_cpu, description); its nvlink and pcie name links.toml presets.
+// Reads one node type table (keys as in calibration/nodes.toml: gpu, gpus, nics, nvlink,
+// nvlink_topology ("switch", the default, or "mesh"), pcie, nic, sm_arch, nvls, nccl_channels,
+// host_cpu, description); its nvlink and pcie name links.toml presets.
 Expected<network::NodeType> read_node(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const Presets& presets,
                                       const std::map<std::string, std::string>* overrides = nullptr);

@@ -279,6 +279,78 @@ TEST(CollectiveRunner, SingleNodeAllGatherLiesInThePublishedRange) {
   EXPECT_LE(busbw_gbps, 370.0);
 }
 
+// Ring AllGather on one HGX H100 4-GPU node (a direct NVLink mesh, 123.6 GB/s per pair and
+// direction: 450 GB/s x 0.824 / 3). NCCL's rings there are the 6 directed Hamiltonian cycles of 4
+// GPUs, 2 of its 12 channels each; every pair link direction lies on 2 of them, so each ring moves
+// at 123.6 / 2 = 61.8 GB/s and the 6 together at B = 370.8 GB/s, the GPU's whole NVLink. S = 1 GiB:
+// 3/4 x S / B = 805.3e6 / 370.8e9 = 2.1718 ms of bandwidth, plus Ring/Simple base + 3 NVLink hops
+// (no route latency inside a node). One ring alone (every channel on 0->1->2->3->0) would take 3x
+// as long on the bandwidth side: the test fails if the rings do not spread over the mesh.
+TEST(CollectiveRunner, MeshRingAllGatherMatchesTheHandWorkedTime) {
+  const ClusterSpec spec = testing::hgx_h100_4gpu(1);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const NcclConstants nccl = testing::nccl_2_30_7();
+  CollectiveRunner runner(**platform, nccl);
+  ASSERT_NEAR(spec.node.nvlink_link_bw_bytes_per_s(), 123.6e9, 1e3);
+  const double size = 1073741824.0;
+  double fluid_s = 0;
+  double step_s = 0;
+  const CollectiveCall call{CollectiveOp::all_gather, first(4), size};
+  (*platform)->run([&] {
+    fluid_s = runner.run(call, {Algorithm::ring, Protocol::simple}, Fidelity::fluid).time_s;
+    step_s = runner.run(call, {Algorithm::ring, Protocol::simple}, Fidelity::step).time_s;
+  });
+  const double bandwidth_s = 0.75 * size / 370.8e9;
+  ASSERT_NEAR(bandwidth_s, 2.1718e-3, 1e-7);
+  const double latency_s =
+      nccl.base(Algorithm::ring, Protocol::simple) + 3 * nccl.hop(Algorithm::ring, HopClass::nvlink, Protocol::simple);
+  const double expected_s = bandwidth_s + latency_s;
+  EXPECT_NEAR(fluid_s, expected_s, 0.01 * expected_s);
+  EXPECT_NEAR(step_s, expected_s, 0.01 * expected_s);
+}
+
+// Across HGX 4-GPU nodes each rail's ring crosses every node; odd rails cross it the other way round,
+// so each direction of each pair link carries 2 rails' rings (2 x 48 = 96 GB/s < 123.6) and the
+// NICs (48 GB/s each; PCIe 51.84) bound the ring: 4 rails x 48 = 192 GB/s per node. 2 nodes, 8 ranks,
+// S = 8 GiB: 7/8 x S / 192e9 = 39.15 ms; the ~0.1 ms of hop latency is inside the 1% tolerance.
+// Were all 4 rails' rings to run the same way round, each link direction would carry 4 of them
+// (192 > 123.6 GB/s): NVLink-bound at 123.6 GB/s per node, 1.55x slower.
+TEST(CollectiveRunner, MeshNodesRingIsNicBound) {
+  const ClusterSpec spec = testing::hgx_h100_4gpu(2);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  const double size = 8589934592.0;
+  double time_s = 0;
+  (*platform)->run([&] {
+    time_s = runner.run({CollectiveOp::all_gather, first(8), size}, {Algorithm::ring, Protocol::simple},
+                        Fidelity::fluid).time_s;
+  });
+  const double expected_s = 7.0 / 8.0 * size / (4 * 48e9);
+  EXPECT_NEAR(time_s, expected_s, 0.01 * expected_s);
+}
+
+// No NVSwitch, no NVLS: NCCL searches no NVLS graph on a node without one (search.cc), so the tuner
+// never offers NVLS or NVLSTree on a mesh node, for any size, on one node or many, even with SHARP
+// in the fabric and even if the node were (wrongly) flagged nvls.
+TEST(NcclTuner, NeverChoosesNvlsOnAMeshNode) {
+  ClusterSpec spec = testing::hgx_h100_4gpu(8);
+  spec.fabric.sharp = true;
+  spec.node.nvls = true;
+  const NcclTuner tuner(spec.node, spec.fabric, testing::nccl_2_30_7());
+  for (int nodes : {1, 2, 8}) {
+    for (double size = 1024; size <= 8589934592.0; size *= 8) {
+      const Algorithm a = tuner.choose({CollectiveOp::all_reduce, 4 * nodes, nodes, size}).algorithm;
+      EXPECT_NE(a, Algorithm::nvls) << nodes << " nodes, " << size << " B";
+      EXPECT_NE(a, Algorithm::nvls_tree) << nodes << " nodes, " << size << " B";
+    }
+  }
+  EXPECT_EQ(tuner.unsupported({CollectiveOp::all_reduce, 4, 1, 1}, {Algorithm::nvls, Protocol::simple}),
+            "node type hgx-h100-4gpu has a direct NVLink mesh, no NVSwitch");
+  EXPECT_NE(tuner.unsupported({CollectiveOp::all_reduce, 8, 2, 1}, {Algorithm::nvls_tree, Protocol::simple}), "");
+}
+
 // SendRecv between two nodes' GPU 0: one message through PCIe, NIC, leaf switch, NIC, PCIe.
 TEST(CollectiveRunner, SendRecvIsOneMessage) {
   const ClusterSpec spec = testing::dgx_h100(2);

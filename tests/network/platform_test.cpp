@@ -123,14 +123,17 @@ TEST(Platform, ExportsSimgridXml) {
   EXPECT_FALSE((*p)->export_xml(big, 10));
 }
 
-// The exported XML, loaded by SimGrid's own parser (in this process, after a child wrote it: one
-// engine per process), routes n0.gpu3 -> n1.gpu5 over the same links as our zone.
-TEST(Platform, ExportedXmlLoadsWithTheSameRoutes) {
+// What SimGrid's own parser makes of the XML that `spec`'s platform exports (loaded in this process
+// after a child wrote it: one engine per process): the route from host `src` to host `dst` by link
+// name, and the number of hosts.
+struct LoadedExport {
+  Links route;
+  std::size_t hosts = 0;
+};
+LoadedExport load_exported(const ClusterSpec& spec, const std::string& src, const std::string& dst) {
   const std::string path = ::testing::TempDir() + "commbound_export_test.xml";
-  const Links expected = {"n0.gpu3.nvlink_UP", "n0.gpu5.nvlink_DOWN", "n0.gpu5.pcie_UP", "n0.nic5_UP",
-                          "fabric.leaf_hop", "n1.nic5_DOWN", "n1.gpu5.pcie_DOWN"};
   const auto exported = run_in_child([&]() -> Expected<std::string> {
-    auto p = Platform::create(testing::dgx_h100(2));
+    auto p = Platform::create(spec);
     if (!p) return p.error();
     std::ofstream out(path);
     if (Status s = (*p)->export_xml(out, 100); !s) return s.error();
@@ -138,7 +141,7 @@ TEST(Platform, ExportedXmlLoadsWithTheSameRoutes) {
     if (!out.good()) return Error{"cannot write " + path};
     return std::string();
   });
-  ASSERT_TRUE(exported) << exported.error().message;
+  EXPECT_TRUE(exported) << exported.error().message;
   int argc = 1;
   char name[] = "test";
   char* argv[] = {name, nullptr};
@@ -146,11 +149,52 @@ TEST(Platform, ExportedXmlLoadsWithTheSameRoutes) {
   engine.load_platform(path);
   std::vector<simgrid::s4u::Link*> links;
   double latency_s = 0;
-  engine.host_by_name("n0.gpu3")->route_to(engine.host_by_name("n1.gpu5"), links, &latency_s);
-  Links names;
-  for (auto* l : links) names.push_back(l->get_name());
-  EXPECT_EQ(names, expected);
+  engine.host_by_name(src)->route_to(engine.host_by_name(dst), links, &latency_s);
+  LoadedExport loaded;
+  for (auto* l : links) loaded.route.push_back(l->get_name());
+  loaded.hosts = engine.get_host_count();
   std::remove(path.c_str());
+  return loaded;
+}
+
+// The exported XML routes n0.gpu3 -> n1.gpu5 over the same links as our zone.
+TEST(Platform, ExportedXmlLoadsWithTheSameRoutes) {
+  const Links expected = {"n0.gpu3.nvlink_UP", "n0.gpu5.nvlink_DOWN", "n0.gpu5.pcie_UP", "n0.nic5_UP",
+                          "fabric.leaf_hop", "n1.nic5_DOWN", "n1.gpu5.pcie_DOWN"};
+  EXPECT_EQ(load_exported(testing::dgx_h100(2), "n0.gpu3", "n1.gpu5").route, expected);
+}
+
+// HGX H100 4-GPU: no NVSwitch. GPUs 1 and 3 talk over the one link of their pair, each way on its
+// own direction; across nodes PXN relays over the pair link to the destination rail's GPU.
+TEST(Platform, MeshNodeRoutesEachPairOverItsOwnLink) {
+  auto p = Platform::create(testing::hgx_h100_4gpu(2));
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ((*p)->route_links(1, 3), (Links{"n0.nvlink1-3:UP"}));
+  EXPECT_EQ((*p)->route_links(3, 1), (Links{"n0.nvlink1-3:DOWN"}));
+  EXPECT_EQ((*p)->route_links(0, 2), (Links{"n0.nvlink0-2:UP"}));
+  EXPECT_EQ((*p)->route_links(3, 4 + 1),
+            (Links{"n0.nvlink1-3:DOWN", "n0.gpu1.pcie:UP", "n0.nic1:UP", "fabric.leaf_hop", "n1.nic1:DOWN",
+                   "n1.gpu1.pcie:DOWN"}));
+  EXPECT_EQ((*p)->nvswitch(0), nullptr);
+}
+
+// Per pair: 450 GB/s x 0.824 (NCCL's H100 NVLink efficiency) / 3 peers = 123.6 GB/s per direction.
+TEST(Platform, MeshPairLinkCarriesAThirdOfTheGpusNvlink) {
+  auto p = Platform::create(testing::hgx_h100_4gpu(1));
+  ASSERT_TRUE(p) << p.error().message;
+  simgrid::s4u::Link* pair = simgrid::s4u::Link::by_name("n0.nvlink0-3_UP");
+  ASSERT_NE(pair, nullptr);
+  EXPECT_NEAR(pair->get_bandwidth(), 123.6e9, 1e3);
+}
+
+// The mesh exported as XML (no NVSwitch host, six pair links per node) loads in SimGrid's own
+// parser and routes n0.gpu3 -> n1.gpu1 as our zone does.
+TEST(Platform, MeshExportedXmlLoadsWithTheSameRoutes) {
+  const Links expected = {"n0.nvlink1-3_DOWN", "n0.gpu1.pcie_UP", "n0.nic1_UP", "fabric.leaf_hop", "n1.nic1_DOWN",
+                          "n1.gpu1.pcie_DOWN"};
+  const LoadedExport loaded = load_exported(testing::hgx_h100_4gpu(2), "n0.gpu3", "n1.gpu1");
+  EXPECT_EQ(loaded.route, expected);
+  EXPECT_EQ(loaded.hosts, 8u);  // 2 nodes x 4 GPUs, no NVSwitch host
 }
 
 }  // namespace

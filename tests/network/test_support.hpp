@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace commbound::testing {
 
 // Tests run from the source tree (ctest's WORKING_DIRECTORY), so the shipped data is ./calibration.
@@ -18,12 +20,13 @@ inline network::NcclConstants nccl_2_30_7() {
   return c ? *c : network::NcclConstants{};
 }
 
-// `nodes` DGX H100 nodes on an IB NDR fabric of the given shape.
-inline network::ClusterSpec dgx_h100(int nodes, network::Topology topology = network::Topology::rail_optimized,
-                                     network::Routing routing = network::Routing::adaptive) {
+// `nodes` nodes of the node type `node_type` (calibration/nodes.toml) on an IB NDR fabric of the given shape.
+inline network::ClusterSpec preset_cluster(const std::string& node_type, int nodes,
+                                           network::Topology topology = network::Topology::rail_optimized,
+                                           network::Routing routing = network::Routing::adaptive) {
   const sim::Presets presets = shipped_presets();
   network::ClusterSpec spec;
-  auto node = presets.node("dgx-h100");
+  auto node = presets.node(node_type);
   auto link = presets.link("ib-ndr");
   if (!node || !link) ADD_FAILURE() << "presets missing";
   spec.node = *node;
@@ -33,6 +36,17 @@ inline network::ClusterSpec dgx_h100(int nodes, network::Topology topology = net
   spec.fabric.link = *link;
   spec.fabric.switch_latency_s = link->latency_s;
   return spec;
+}
+
+// `nodes` DGX H100 nodes on an IB NDR fabric of the given shape.
+inline network::ClusterSpec dgx_h100(int nodes, network::Topology topology = network::Topology::rail_optimized,
+                                     network::Routing routing = network::Routing::adaptive) {
+  return preset_cluster("dgx-h100", nodes, topology, routing);
+}
+
+// `nodes` HGX H100 4-GPU nodes (a direct NVLink mesh, no NVSwitch) on an IB NDR fabric.
+inline network::ClusterSpec hgx_h100_4gpu(int nodes, network::Topology topology = network::Topology::rail_optimized) {
+  return preset_cluster("hgx-h100-4gpu", nodes, topology);
 }
 
 }  // namespace commbound::testing

@@ -262,6 +262,33 @@ TEST(Plot, DrawsTheFiguresOfAScalingSweepAndOfALayoutSweep) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
+// commbound plot on a collective CSV (recognised by its header): with two node counts and two sizes
+// it draws both figures, busbw against nodes (a line per size) and against size (a line per node
+// count), as PNG; a row whose busbw is not a number is one line naming file and line, exit 2, and
+// no figure.
+TEST(Plot, DrawsBothFiguresOfACollectiveCsv) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "collective_plots";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string csv = (dir / "ag.csv").string();
+  const CliRun sim = run("collective " + kExample + " --op allgather --nodes 1,2 --bytes 1M,1G --format csv --out " + csv);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out;
+  const CliRun r = run("plot " + csv + " --out-dir " + (dir / "figures").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(pngs_in(dir / "figures"), 2);
+  EXPECT_TRUE(fs::exists(dir / "figures" / "busbw_vs_nodes.png"));
+  EXPECT_TRUE(fs::exists(dir / "figures" / "busbw_vs_size.png"));
+  const std::string bad = temp_file("bad_collective.csv",
+                                    "op,nodes,ranks,bytes,time_us,algbw_GBps,busbw_GBps,algorithm,protocol,fidelity\n"
+                                    "allgather,1,8,1048576,20.0,52.4,45.9,ring,LL,fluid\n"
+                                    "allgather,2,16,1048576,40.0,26.2,fast,ring,LL,fluid\n");
+  const CliRun b = run("plot " + bad + " --out-dir " + (dir / "bad").string());
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_EQ(b.out, "commbound: " + bad + ":3: busbw_GBps = \"fast\": not a number\n");
+  EXPECT_FALSE(fs::exists(dir / "bad" / "busbw_vs_nodes.png"));
+}
+
 // A sweep interrupted as Ctrl-C does it (SIGINT to its process group) keeps the points it finished;
 // run again, it simulates only the others and leaves the kept files as they were.
 TEST(Sweep, ResumesAfterSigintWithoutRecomputingFinishedPoints) {

@@ -116,6 +116,32 @@ TEST(Scenario, EveryExampleLoads) {
   ASSERT_TRUE(nvl72);
   EXPECT_EQ(nvl72->cluster.node.gpus, 72);
   EXPECT_EQ(nvl72->cluster.gpus(), 288);
+  // HGX H100 4-GPU: 18 NVLink 4 links per GPU, 6 to each of its 3 peers: 150 GB/s per pair and
+  // direction before NCCL's 0.824 efficiency, no NVSwitch and so no NVLS.
+  auto hgx = load_scenario("scenarios/examples/hgx-h100-4gpu.toml", {}, kPresets);
+  ASSERT_TRUE(hgx);
+  EXPECT_EQ(hgx->cluster.node.nvlink_topology, network::NvlinkTopology::mesh);
+  EXPECT_NEAR(hgx->cluster.node.nvlink_link_bw_bytes_per_s(), 150e9 * 0.824, 1e3);
+  EXPECT_FALSE(hgx->cluster.node.nvls);
+  auto workstation = load_scenario("scenarios/examples/workstation-1gpu.toml", {}, kPresets);
+  ASSERT_TRUE(workstation);
+  EXPECT_EQ(workstation->cluster.node.name, "workstation-1gpu");
+  EXPECT_EQ(workstation->cluster.gpus(), 1);
+}
+
+// A mesh node is modelled up to 4 GPUs and has no switch to reduce in: either mistake is one error
+// naming the key.
+TEST(Scenario, MeshNodeRejectsNvlsAndMoreThanFourGpus) {
+  const std::string node = "[cluster.node]\ngpu = \"h100-sxm5\"\nnvlink = \"nvlink4\"\npcie = \"pcie-gen5-x16\"\n"
+                           "nic = \"ib-ndr\"\nnvlink_topology = \"mesh\"\n";
+  auto nvls = load_scenario(scenario_file("mesh-nvls.toml", "[cluster]\n" + node + "gpus = 4\nnics = 4\nnvls = true\n"),
+                            {}, kPresets);
+  ASSERT_FALSE(nvls);
+  EXPECT_NE(nvls.error().message.find("nvlink_topology"), std::string::npos) << nvls.error().message;
+  EXPECT_NE(nvls.error().message.find("no NVSwitch"), std::string::npos) << nvls.error().message;
+  auto big = load_scenario(scenario_file("mesh-8.toml", "[cluster]\n" + node + "gpus = 8\nnics = 8\n"), {}, kPresets);
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("up to 4 GPUs"), std::string::npos) << big.error().message;
 }
 
 // [sweep] grid = "cartesian": every combination of the keys' values, the first key outermost;
