@@ -68,6 +68,7 @@ toml::table node_table(const network::NodeType& node) {
                      {"gpus", node.gpus},
                      {"nics", node.nics},
                      {"nvlink", node.nvlink.name},
+                     {"nvlink_topology", node.nvlink_topology == network::NvlinkTopology::mesh ? "mesh" : "switch"},
                      {"pcie", node.pcie.name},
                      {"sm_arch", node.sm_arch},
                      {"nvls", node.nvls},
@@ -128,6 +129,16 @@ toml::table resolved_scenario(const Scenario& sc) {
                                      {"virtual_stages", t.virtual_stages},
                                      {"max_inflight_allgathers", t.max_inflight_allgathers},
                                      {"ddp_bucket_MB", in_file_unit(t.ddp_bucket_bytes, kBytesPerMB)}});
+  if (sc.workload) {
+    const TraceWorkload& w = *sc.workload;
+    toml::table workload{{"trace", w.path},  // absolute (read_workload): points/ is elsewhere
+                         {"collectives", w.simulate_collectives ? "simulate" : "measured"}};
+    if (w.step) workload.insert("step", static_cast<int64_t>(*w.step));
+    toml::table groups;
+    for (const auto& g : w.groups) groups.insert(g.trace_group, g.kind);
+    if (!groups.empty()) workload.insert("groups", std::move(groups));
+    doc.insert("workload", std::move(workload));
+  }
   return doc;
 }
 

@@ -147,7 +147,8 @@ Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides&
     const fs::path file = fs::path(trace).is_absolute() ? fs::path(trace) : fs::path(path).parent_path() / trace;
     if (!fs::is_regular_file(file)) r.fail("trace", "no such file (relative to the scenario file's folder): " + file.string());
     if (!r.failed() && t.pp > 1) r.fail("trace", "a trace is one rank's program: it replays with parallel.pp = 1");
-    w.path = file.lexically_normal().string();
+    // Absolute, so that a resolved copy of this scenario (docs/sweeps.md) finds it from anywhere.
+    w.path = fs::weakly_canonical(file).string();
     w.origin = origin_of(origins, &table, "workload", "trace", path);
   }
   if (Status s = r.finish(); !s) return s.error();

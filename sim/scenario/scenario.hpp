@@ -41,7 +41,7 @@ struct Sweep {
 // [workload]: replay a PyTorch profiler trace of one rank instead of building the model's program
 // (sim/trace/, docs/traces.md). [model] still gives the FLOPs (MFU) and the memory model.
 struct TraceWorkload {
-  std::string path;          // the trace file (.json or .json.gz), resolved against the scenario file's folder
+  std::string path;          // the trace file (.json or .json.gz), absolute (given relative to the scenario file's folder)
   std::string origin;        // "file:line" of workload.trace (errors about the trace and its groups name it)
   std::optional<long> step;  // ProfilerStep#N to replay; unset: the trace's first
   bool simulate_collectives = true;  // collectives = "simulate" (on the fabric) | "measured" (traced durations)
