@@ -46,7 +46,9 @@ public:
     // The root unit's gradients (embedding, LM head) are reduced after the stage's last backward.
     if (root_bytes_ > 0) dp_->reduce_root(w_, root_bytes_, last_compute_);
     optimizer();
-    return w_.take();
+    Program p = w_.take();
+    p.outer_step_begin = outer_step_begin_;
+    return p;
   }
 
 private:
@@ -145,6 +147,9 @@ private:
     const int first = w_.size();
     w_.run("optimizer.", calibration::LlamaRecipe::optimizer(local_params), deps, false);
     for (int i = first; i < w_.size(); ++i) w_.op(i).kind = OpKind::optimizer;
+    const int outer = w_.size();
+    dp_->outer_step(w_, local_params, outer - 1);
+    if (w_.size() > outer) outer_step_begin_ = outer;
   }
 
   const TrainingSpec& t_;
@@ -159,6 +164,7 @@ private:
   const double boundary_bytes_;
   std::unique_ptr<internal::DataParallelPass> dp_;
   int last_compute_ = -1;
+  int outer_step_begin_ = -1;
 };
 
 }  // namespace

@@ -29,13 +29,14 @@ private:
 };
 
 // FSDP over all replicas, or (replica_groups > 1) HSDP: FSDP over a shard group of `shard_ranks`,
-// each reduced shard then all-reduced over the replica group.
-class FsdpPass final : public DataParallelPass {
+// each reduced shard then all-reduced over the replica group. DiLoCo's inner step is FSDP over a
+// shard group without that all-reduce (`replica_allreduce` false).
+class FsdpPass : public DataParallelPass {
 public:
-  FsdpPass(int zero_stage, bool hsdp, int shard_ranks, int replica_groups)
+  FsdpPass(int zero_stage, bool hsdp, int shard_ranks, int replica_groups, bool replica_allreduce = true)
       : zero_stage_(zero_stage),
         shard_kind_(hsdp ? GroupKind::shard : GroupKind::data_parallel),
-        hsdp_(hsdp),
+        hsdp_(hsdp && replica_allreduce),
         shard_ranks_(shard_ranks),
         replica_groups_(replica_groups) {}
 
@@ -74,8 +75,38 @@ private:
   const int zero_stage_;
   const GroupKind shard_kind_;
   const bool hsdp_;
+
+protected:
   const int shard_ranks_;
   const int replica_groups_;
+};
+
+// DiLoCo (Douillard et al. 2023, arXiv 2311.08105, Algorithm 1): each island runs FSDP on its own
+// data for H inner steps; then every rank forms the pseudo-gradient of its shard (anchor minus
+// local parameters), the islands average it with one all-reduce over the replica group (the ranks
+// holding the same shard in every island), and the outer optimizer (Nesterov momentum) updates the
+// anchor, which becomes the next inner start. The pseudo-gradient travels in fp32: it is the
+// difference of fp32 master weights after H small steps, ~1e-3 of the weights, and bf16's 8-bit
+// mantissa would round most of it away (the paper keeps the outer step in full precision).
+class DilocoPass final : public FsdpPass {
+public:
+  DilocoPass(int zero_stage, int island_ranks, int islands)
+      : FsdpPass(zero_stage, true, island_ranks, islands, false) {}
+
+  void outer_step(ProgramWriter& w, double local_params, int after) override {
+    int start = after;
+    if (replica_groups_ > 1) {
+      start = w.collective("outer.pseudo_gradient.allreduce", StreamId::reduce_scatter, CollectiveOp::all_reduce,
+                           GroupKind::replica, local_params * kFp32Bytes, {after});
+    }
+    // The outer Nesterov update reads the averaged pseudo-gradient, the momentum and the anchor and
+    // writes the momentum, the anchor and the local parameters: a fused fp32 elementwise pass over
+    // the shard like AdamW's (which reads gradient, parameters and two moments and writes three),
+    // so it is priced as the recipe's optimizer over the same shard.
+    const int first = w.size();
+    w.run("outer.optimizer.", calibration::LlamaRecipe::optimizer(local_params), {start}, false);
+    for (int i = first; i < w.size(); ++i) w.op(i).kind = OpKind::optimizer;
+  }
 };
 
 }  // namespace
@@ -83,6 +114,7 @@ private:
 std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t) {
   if (t.replicas() < 2) return std::make_unique<DataParallelPass>();
   if (!t.sharded()) return std::make_unique<DdpPass>(t.ddp_bucket_bytes);
+  if (t.strategy == Strategy::diloco) return std::make_unique<DilocoPass>(t.zero_stage, t.shard_ranks(), t.diloco_islands);
   const bool hsdp = t.strategy == Strategy::hsdp;
   return std::make_unique<FsdpPass>(t.zero_stage, hsdp, t.hsdp_shard, t.replicas() / t.hsdp_shard);
 }

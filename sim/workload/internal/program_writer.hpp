@@ -13,6 +13,7 @@
 namespace commbound::sim::internal {
 
 inline constexpr double kBf16Bytes = 2;
+inline constexpr double kFp32Bytes = 4;
 
 class ProgramWriter {
 public:
