@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -65,8 +66,14 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
   std::ostringstream s;
   s << preamble(output, plot.title, plot.y_label)
     << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-    << "set boxwidth 0.7\nset yrange [0:*]\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n"
-    << "set rmargin 14\nset bmargin 9\n"
+    << "set boxwidth 0.7\nset yrange [0:*]\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n";
+  // Labels slant down to the right at 30 degrees: a label of n characters reaches about 0.25 n
+  // lines down and 0.7 n character widths right of its bar (read off rendered figures); the
+  // margins leave that room (at least 9 lines and 14 characters, as before).
+  std::size_t longest = 0;
+  for (const std::string& c : plot.categories) longest = std::max(longest, c.size());
+  s << fmt::format("set rmargin {}\nset bmargin {}\n", std::max(14, static_cast<int>(0.7 * longest)),
+                   std::max(9, static_cast<int>(0.25 * longest) + 2))
     << "$bars << EOD\n";
   for (std::size_t c = 0; c < plot.categories.size(); ++c) {
     s << std::quoted(plot.categories[c]);
