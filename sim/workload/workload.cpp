@@ -144,11 +144,9 @@ private:
     const double local_params = stage_params / t_.tp / t_.shard_ranks();
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
-    const int first = w_.size();
-    w_.run("optimizer.", calibration::LlamaRecipe::optimizer(local_params), deps, false);
-    for (int i = first; i < w_.size(); ++i) w_.op(i).kind = OpKind::optimizer;
+    const int last = w_.optimizer("optimizer.", local_params, std::move(deps));
     const int outer = w_.size();
-    dp_->outer_step(w_, local_params, outer - 1);
+    dp_->outer_step(w_, local_params, last);
     if (w_.size() > outer) outer_step_begin_ = outer;
   }
 

@@ -28,15 +28,21 @@ private:
   double bucket_bytes_ = 0;
 };
 
-// FSDP over all replicas, or (replica_groups > 1) HSDP: FSDP over a shard group of `shard_ranks`,
-// each reduced shard then all-reduced over the replica group. DiLoCo's inner step is FSDP over a
-// shard group without that all-reduce (`replica_allreduce` false).
+// Where FSDP shards the model and what follows each reduce-scatter.
+enum class Sharding {
+  all_replicas,                // FSDP: one shard group of every replica
+  shard_group_then_allreduce,  // HSDP: each reduced shard then all-reduced over the replica group
+  shard_group_only,            // DiLoCo's inner step: nothing leaves the shard group (the island)
+};
+
+// FSDP over all replicas, or over shard groups of `shard_ranks` (HSDP, DiLoCo's islands), of which
+// there are `replica_groups`.
 class FsdpPass : public DataParallelPass {
 public:
-  FsdpPass(int zero_stage, bool hsdp, int shard_ranks, int replica_groups, bool replica_allreduce = true)
+  FsdpPass(int zero_stage, Sharding sharding, int shard_ranks, int replica_groups)
       : zero_stage_(zero_stage),
-        shard_kind_(hsdp ? GroupKind::shard : GroupKind::data_parallel),
-        hsdp_(hsdp && replica_allreduce),
+        shard_kind_(sharding == Sharding::all_replicas ? GroupKind::data_parallel : GroupKind::shard),
+        hsdp_(sharding == Sharding::shard_group_then_allreduce),
         shard_ranks_(shard_ranks),
         replica_groups_(replica_groups) {}
 
@@ -91,7 +97,7 @@ protected:
 class DilocoPass final : public FsdpPass {
 public:
   DilocoPass(int zero_stage, int island_ranks, int islands)
-      : FsdpPass(zero_stage, true, island_ranks, islands, false) {}
+      : FsdpPass(zero_stage, Sharding::shard_group_only, island_ranks, islands) {}
 
   void outer_step(ProgramWriter& w, double local_params, int after) override {
     int start = after;
@@ -103,9 +109,7 @@ public:
     // writes the momentum, the anchor and the local parameters: a fused fp32 elementwise pass over
     // the shard like AdamW's (which reads gradient, parameters and two moments and writes three),
     // so it is priced as the recipe's optimizer over the same shard.
-    const int first = w.size();
-    w.run("outer.optimizer.", calibration::LlamaRecipe::optimizer(local_params), {start}, false);
-    for (int i = first; i < w.size(); ++i) w.op(i).kind = OpKind::optimizer;
+    w.optimizer("outer.optimizer.", local_params, {start});
   }
 };
 
@@ -115,8 +119,8 @@ std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t)
   if (t.replicas() < 2) return std::make_unique<DataParallelPass>();
   if (!t.sharded()) return std::make_unique<DdpPass>(t.ddp_bucket_bytes);
   if (t.strategy == Strategy::diloco) return std::make_unique<DilocoPass>(t.zero_stage, t.shard_ranks(), t.diloco_islands);
-  const bool hsdp = t.strategy == Strategy::hsdp;
-  return std::make_unique<FsdpPass>(t.zero_stage, hsdp, t.hsdp_shard, t.replicas() / t.hsdp_shard);
+  const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
+  return std::make_unique<FsdpPass>(t.zero_stage, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
 }
 
 }  // namespace commbound::sim::internal
