@@ -118,6 +118,25 @@ TEST(Scenario, EveryExampleLoads) {
   EXPECT_EQ(nvl72->cluster.gpus(), 288);
 }
 
+// Every point of every study's sweep is a valid scenario (docs/figures/update.sh runs them all):
+// e.g. nvl72_vs_8gpu pairs each node type with its own node counts at equal GPU counts, and the
+// diloco study's islands divide its 2048 replicas.
+TEST(Scenario, EveryStudyPointLoads) {
+  for (const auto& entry : std::filesystem::directory_iterator("scenarios/studies")) {
+    auto file = ScenarioFile::load(entry.path().string(), {}, kPresets);
+    ASSERT_TRUE(file) << entry.path() << ": " << file.error().message;
+    for (std::size_t i = 0; i < file->points(); ++i) {
+      auto point = file->point(i);
+      EXPECT_TRUE(point) << entry.path() << " point " << i << ": " << point.error().message;
+    }
+  }
+  auto nvl72 = ScenarioFile::load("scenarios/studies/nvl72_vs_8gpu.toml", {}, kPresets);
+  ASSERT_TRUE(nvl72);
+  for (std::size_t i = 0; i + 4 < 8; ++i) {  // rack i against DGX B200 point i + 4: the same GPUs
+    EXPECT_EQ(nvl72->point(i)->cluster.gpus(), nvl72->point(i + 4)->cluster.gpus()) << i;
+  }
+}
+
 // [sweep] grid = "cartesian": every combination of the keys' values, the first key outermost;
 // values must then hold one array per key.
 TEST(Scenario, CartesianSweepRunsEveryCombination) {
