@@ -92,8 +92,8 @@ protected:
 // local parameters), the islands average it with one all-reduce over the replica group (the ranks
 // holding the same shard in every island), and the outer optimizer (Nesterov momentum) updates the
 // anchor, which becomes the next inner start. The pseudo-gradient travels in fp32: it is the
-// difference of fp32 master weights after H small steps, ~1e-3 of the weights, and bf16's 8-bit
-// mantissa would round most of it away (the paper keeps the outer step in full precision).
+// difference of two fp32 copies of the weights, averaged into fp32 weights; bf16 (8 significant
+// bits) would round each island's part before the sum (docs/studies.md, study 7).
 class DilocoPass final : public FsdpPass {
 public:
   DilocoPass(int zero_stage, int island_ranks, int islands)
