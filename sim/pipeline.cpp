@@ -1,5 +1,6 @@
 #include "sim/pipeline.hpp"
 
+#include "sim/trace/trace_program.hpp"
 #include "sim/workload/layout.hpp"
 #include "sim/workload/memory_model.hpp"
 
@@ -15,7 +16,15 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
   if (!sc.training) return Error{sc.path + ": a training run needs a [model] section (and optionally [training], [parallel])"};
   const TrainingSpec& t = *sc.training;
   TrainingRun run;
-  run.stages = build_programs(t);
+  std::string trace_description;
+  if (sc.workload) {
+    auto traced = load_trace_program(*sc.workload);
+    if (!traced) return traced.error();
+    run.stages = {std::move(traced->program)};
+    trace_description = traced->description;
+  } else {
+    run.stages = build_programs(t);
+  }
   const Layout layout(t.dp, t.tp, t.pp, t.cp);
   for (int r = 0; r < layout.world(); ++r) run.stage_of.push_back(layout.coords(r).pp);
   const MemoryUse memory = memory_per_gpu(t, sc.cluster.node.nccl_channels);
@@ -36,6 +45,11 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
   auto timeline = simulate(sc.cluster, sc.nccl, t, run.stages, cost, engine);
   if (!timeline) return Error{sc.path + ": " + timeline.error().message};
   run.metrics = compute_metrics(t, run.stages, run.stage_of, *timeline, memory, cost);
+  if (sc.workload) {
+    run.metrics.cost_model_source = "trace";
+    run.metrics.cost_model_table = sc.workload->path;
+    run.metrics.cost_model_description = trace_description;
+  }
   run.timeline = std::move(*timeline);
   return run;
 }

@@ -1,6 +1,7 @@
 // Pipeline: one training point, from its scenario to its metrics, as one library call.
 //
-//   Scenario --> workload (build_programs) --> memory model --> cost model --> engine --> metrics
+//   Scenario --> workload (build_programs, or a replayed profiler trace: sim/trace/)
+//            --> memory model --> cost model --> engine --> metrics
 //
 // `commbound run`, the sweep runner, the benches and the tests all call simulate_training; a
 // layout that does not fit in GPU memory is not simulated (its metrics say oom, with the breakdown).

@@ -486,8 +486,13 @@ void KernelTable::write(std::ostream& out, const std::vector<std::string>& comme
 
 KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, const std::string& source_path,
                                 const std::string& date) const {
-  const double compute = from.peak_flops_per_s / to.peak_flops_per_s;  // time ratio of compute-bound kernels
-  const double memory = from.hbm_bytes_per_s / to.hbm_bytes_per_s;     // time ratio of memory-bound kernels
+  const bool achievable_compute = to.achievable_gemm_flops_per_s > 0;
+  const bool achievable_memory = to.achievable_copy_bytes_per_s > 0;
+  // Time ratios of compute-bound and memory-bound kernels.
+  const double compute = achievable_compute ? device().gemm_flops_per_s / to.achievable_gemm_flops_per_s
+                                            : from.peak_flops_per_s / to.peak_flops_per_s;
+  const double memory = achievable_memory ? device().copy_bytes_per_s / to.achievable_copy_bytes_per_s
+                                          : from.hbm_bytes_per_s / to.hbm_bytes_per_s;
   const double watts = to.tdp_w / from.tdp_w;
   auto short_fmt = [](double v) {
     char buf[32];
@@ -509,12 +514,21 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
   p.derived_from = source_path + " (" + source.gpu + ", " + source.date + ")";
   const std::string dtype_note =
       from.peak_dtype == to.peak_dtype ? "" : " (" + to.name + " has no " + from.peak_dtype + ": its " + to.peak_dtype + " tensor peak)";
-  p.derivation = "GEMM and attention times x " + short_fmt(compute) + " (" + from.name + " " + peak_name(from) + " / " +
-                 to.name + " " + peak_name(to) + dtype_note + "), memory-bound times x " + short_fmt(memory) +
-                 " (HBM " + short_fmt(from.hbm_bytes_per_s / kBytesPerGB) + " / " +
-                 short_fmt(to.hbm_bytes_per_s / kBytesPerGB) + " GB/s), power x " + short_fmt(watts) + " (TDP " +
-                 short_fmt(to.tdp_w) + " / " + short_fmt(from.tdp_w) +
-                 " W, crude), contention copied; datasheet figures from calibration/gpus.toml";
+  const std::string compute_why =
+      achievable_compute ? from.name + " measured GEMM " + short_fmt(device().gemm_flops_per_s / kFlopsPerTFLOP) +
+                               " TFLOP/s ([device]) / " + to.name + " achievable GEMM " +
+                               short_fmt(to.achievable_gemm_flops_per_s / kFlopsPerTFLOP) + " TFLOP/s"
+                         : from.name + " " + peak_name(from) + " / " + to.name + " " + peak_name(to) + dtype_note;
+  const std::string memory_why =
+      achievable_memory ? "measured copy " + short_fmt(device().copy_bytes_per_s / kBytesPerGB) + " / achievable copy " +
+                              short_fmt(to.achievable_copy_bytes_per_s / kBytesPerGB) + " GB/s"
+                        : "HBM " + short_fmt(from.hbm_bytes_per_s / kBytesPerGB) + " / " +
+                              short_fmt(to.hbm_bytes_per_s / kBytesPerGB) + " GB/s";
+  p.derivation = "GEMM and attention times x " + short_fmt(compute) + " (" + compute_why + "), memory-bound times x " +
+                 short_fmt(memory) + " (" + memory_why + "), power x " + short_fmt(watts) + " (TDP " +
+                 short_fmt(to.tdp_w) + " / " + short_fmt(from.tdp_w) + " W, crude), contention copied; " +
+                 (achievable_compute || achievable_memory ? "achievable rates from " + to.achievable_source + ", " : "") +
+                 "datasheet figures from calibration/gpus.toml";
   g.provenance_ = p;
   g.device_ = TableDevice{device().copy_bytes_per_s / memory, device().gemm_flops_per_s / compute};
   for (GemmRow r : gemms_) {

@@ -162,9 +162,18 @@ public:
   // (from HBM / to HBM), [device] likewise, [power] watts x (to TDP / from TDP), [contention]
   // copied. `source_path` names this table in the new provenance; `date` is today's. Always-on
   // checks: this table has [provenance] and [device].
+  //
+  // With the target's published achievable rates (`to.achievable_*` > 0: a sustained cuBLAS GEMM
+  // rate, an achieved HBM copy rate, with `to.achievable_source` naming where they come from),
+  // the ratios are this table's own measured [device] rates over the target's achievable ones
+  // instead: each row keeps its efficiency relative to its own GPU's best GEMM (or copy), and the
+  // source GPU's distance from its datasheet peak (its clocks under its power limit, its memory
+  // system) no longer carries over to the target.
   struct Datasheet {
     std::string name, description, peak_dtype;
     double peak_flops_per_s = 0, hbm_bytes_per_s = 0, memory_bytes = 0, tdp_w = 0;
+    double achievable_gemm_flops_per_s = 0, achievable_copy_bytes_per_s = 0;  // 0: unknown (datasheet ratios)
+    std::string achievable_source;
   };
   KernelTable derive(const Datasheet& from, const Datasheet& to, const std::string& source_path,
                      const std::string& date) const;

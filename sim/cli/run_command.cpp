@@ -34,6 +34,10 @@ compute is the datasheet roofline (a lower bound: MFU is then an upper bound). [
 attention_kernel = "commbound" | "cudnn" picks the table's attention rows. Every report states its
 sources and counts the ops priced by fallback (docs/metrics.md).
 
+With [workload] trace = "FILE" the iteration is a PyTorch profiler trace's step replayed instead
+of the model's program: kernels at their measured durations, collectives re-simulated on this
+fabric (collectives = "simulate") or kept as traced ("measured"); see docs/traces.md.
+
 With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
 keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]]. Points run in
 parallel child processes (-j).

@@ -2,6 +2,7 @@
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "calibration/table/kernel_table.hpp"
+#include "calibration/table/table_reader.hpp"
 #include "sim/workload/memory_model.hpp"
 #include "sim/report/output.hpp"
 #include "sim/workload/shape_set.hpp"
@@ -67,9 +68,32 @@ std::string today() {
 }
 
 struct DeriveArgs {
-  std::string from, from_gpu, gpu, out, calibration;
+  std::string from, from_gpu, gpu, out, calibration, achievable;
   bool force = false;
 };
+
+// The target GPU's published achievable rates (calibration/reference/<gpu>-achievable.toml):
+// [gemm] achievable_TFLOPs and [memory] copy_GBps, each table with its `source`.
+Status read_achievable(const std::string& path, calibration::KernelTable::Datasheet& to) {
+  auto doc = calibration::parse_toml_file(path);
+  if (!doc) return doc.error();
+  calibration::TableReader top(*doc, "");
+  const toml::table* gemm = top.table("gemm");
+  const toml::table* memory = top.table("memory");
+  top.string("description", "");
+  if (Status s = top.finish(); !s) return Error{path + ": " + s.error().message};
+  const toml::table empty;
+  calibration::TableReader g(gemm != nullptr ? *gemm : empty, "gemm");
+  to.achievable_gemm_flops_per_s = g.number("achievable_TFLOPs", 0, 1, 1e6) * 1e12;
+  g.string("source", "");
+  if (Status s = g.finish(); !s) return Error{path + ": " + s.error().message};
+  calibration::TableReader m(memory != nullptr ? *memory : empty, "memory");
+  to.achievable_copy_bytes_per_s = m.number("copy_GBps", 0, 1, 1e7) * 1e9;
+  m.string("source", "");
+  if (Status s = m.finish(); !s) return Error{path + ": " + s.error().message};
+  to.achievable_source = path;
+  return Ok{};
+}
 
 int run_derive_table(DeriveArgs a) {
   if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
@@ -92,7 +116,11 @@ int run_derive_table(DeriveArgs a) {
     return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
                                     g.memory_bytes, g.tdp_w};
   };
-  const calibration::KernelTable derived = source->derive(datasheet(*from_spec), datasheet(*to_spec), a.from, today());
+  calibration::KernelTable::Datasheet to = datasheet(*to_spec);
+  if (!a.achievable.empty()) {
+    if (Status ok = read_achievable(a.achievable, to); !ok) return fail(ok.error().message);
+  }
+  const calibration::KernelTable derived = source->derive(datasheet(*from_spec), to, a.from, today());
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
     o << "# DERIVED, NOT MEASURED: " << to_spec->description << " kernel times scaled from " << a.from
       << " by `commbound derive-table`\n# (see [provenance] derivation). Replace it with a measurement "
@@ -135,6 +163,9 @@ void add_derive_table_command(CLI::App& app, int& exit_code) {
 ...) from a MEASURED table of another GPU, by datasheet ratios (calibration/gpus.toml):
   GEMM and attention times   x source dense peak / target dense peak (bf16; V100: fp16 tensor)
   memory-bound times         x source HBM bandwidth / target HBM bandwidth
+With --achievable FILE (the target's published sustained GEMM and copy rates, sources beside
+them), GEMM and attention times x the source table's measured GEMM rate ([device] gemm_TFLOPs) /
+the target's achievable one, memory-bound times x measured copy / achievable copy instead.
   [device]                   copy_GBps and gemm_TFLOPs scaled the same way
   [power]                    watts x target TDP / source TDP (crude: power does not scale so)
   [contention]               copied
@@ -146,6 +177,10 @@ generations; measure on the real GPU (commbound-calibrate) when one is available
   cmd->add_option("--from-gpu", a->from_gpu, "its GPU in calibration/gpus.toml (default: the file's name, e.g. h100-sxm5)")
       ->type_name("NAME");
   cmd->add_option("--gpu", a->gpu, "the target GPU in calibration/gpus.toml")->type_name("NAME")->required();
+  cmd->add_option("--achievable", a->achievable,
+                  "the target's published achievable GEMM and copy rates, with sources "
+                  "(e.g. calibration/reference/a100-achievable.toml): scale by them instead of datasheet peaks")
+      ->type_name("FILE");
   cmd->add_option("--out", a->out, "write there instead of standard output (never overwrites without --force)")->type_name("FILE");
   cmd->add_flag("--force", a->force, "allow --out to replace an existing file");
   cmd->add_option("--calibration", a->calibration, "where gpus.toml is (default: the calibration/ shipped with commbound)")

@@ -24,6 +24,7 @@ CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::Kern
     : gpu_(gpu), table_(std::move(table)), attention_kernel_(std::move(attention_kernel)) {}
 
 Priced CostModel::price(const Op& op) const {
+  if (op.fixed_s) return {*op.fixed_s, Match::exact, 0.0};  // measured: its own time, no spread to draw from
   if (!table_) {
     return {std::max(op.flops / gpu_.peak_flops_per_s, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
   }
@@ -31,6 +32,7 @@ Priced CostModel::price(const Op& op) const {
 }
 
 double CostModel::contention_factor(const Op& op) const {
+  if (op.fixed_s) return 1.0;  // a measured duration already holds whatever ran beside it
   if (!table_ || !table_->contention()) return gpu_.comm_contention_factor;
   // Memory-bound kernels lose SMs and HBM bandwidth to NCCL like GEMMs do; the GEMM factor is the
   // measured slowdown closest to theirs (1 would claim they lose nothing).
@@ -52,7 +54,7 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
   CostSummary s;
   for (const Program& p : stages) {
     for (const Op& op : p.ops) {
-      if (std::holds_alternative<std::monostate>(op.kernel)) continue;
+      if (std::holds_alternative<std::monostate>(op.kernel) || op.fixed_s) continue;
       const Priced priced = price(op);
       if (table_ && priced.match == Match::exact) {
         ++s.exact_ops;

@@ -195,7 +195,7 @@ private:
       for (int d : op.deps) done_[rank][static_cast<std::size_t>(d)]->wait();
       double start_s = sg4::Engine::get_clock();
       network::CollectiveChoice choice;
-      if (op.kind == OpKind::collective) {
+      if (op.kind == OpKind::collective && !op.fixed_s) {
         ++comm_active_[rank];
         const std::vector<int>& group = group_of(rank, op.group);
         if (group.size() > 1) {
@@ -223,7 +223,8 @@ private:
         --comm_active_[rank];
       } else {
         // Contention: a compute op that starts while this GPU runs a communication kernel is
-        // slowed by the cost model's factor for its whole duration (an approximation).
+        // slowed by the cost model's factor for its whole duration (an approximation). A measured
+        // op (a collective or host gap too) takes its measured time.
         const double factor = comm_active_[rank] > 0 ? cost_.contention_factor(op) : 1.0;
         const calibration::Priced priced = cost_.price(op);
         double seconds = priced.seconds * factor;

@@ -85,6 +85,7 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
   for (const Span& s : timeline.spans) {
     const Program& program = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(s.rank)])];
     const Op& op = program.ops[static_cast<std::size_t>(s.op)];
+    if (op.kind == OpKind::host) continue;  // the GPU waited for the CPU: neither compute nor communication
     const bool collective = op.kind == OpKind::collective;
     auto& [compute, comm] = per_rank[s.rank];
     (collective ? comm : compute).emplace_back(s.start_s, s.end_s);

@@ -25,6 +25,7 @@ std::string cost_csv(const Metrics& m) {
 std::string cost_note(const Metrics& m) {
   const CostSummary& c = m.cost_summary;
   if (m.cost_model_source == "roofline") return "every compute op by the datasheet roofline (no kernel table)";
+  if (m.cost_model_source == "trace") return "every compute op at its duration in the replayed trace";
   std::string note = std::to_string(c.exact_ops) + " compute ops exact from " + m.cost_model_table + ", " +
                      std::to_string(c.fallback_ops) + " by fallback";
   std::string kinds;
@@ -133,8 +134,10 @@ void write_trace(std::ostream& out, const std::vector<Program>& stages, const st
                       {"args", {{"name", "rank " + std::to_string(r) + " (stage " +
                                              std::to_string(stage_of[static_cast<std::size_t>(r)]) + ")"}}}});
     for (int s = 0; s < kStreams; ++s) {
+      const auto& labels = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(r)])].stream_labels;
+      const auto label = labels.find(static_cast<StreamId>(s));
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", s},
-                        {"args", {{"name", to_string(static_cast<StreamId>(s))}}}});
+                        {"args", {{"name", label != labels.end() ? label->second : to_string(static_cast<StreamId>(s))}}}});
     }
   }
   for (const Span& sp : timeline.spans) {
@@ -142,7 +145,9 @@ void write_trace(std::ostream& out, const std::vector<Program>& stages, const st
     const Op& op = program.ops[static_cast<std::size_t>(sp.op)];
     nlohmann::json e{{"name", op.name}, {"ph", "X"}, {"pid", sp.rank}, {"tid", static_cast<int>(sp.stream)},
                      {"ts", (sp.start_s - timeline.start_s) * 1e6}, {"dur", (sp.end_s - sp.start_s) * 1e6}};
-    if (op.kind == OpKind::collective) {
+    if (op.fixed_s) {
+      e["args"] = {{"measured", true}};
+    } else if (op.kind == OpKind::collective) {
       e["args"] = {{"bytes", op.size_bytes},
                    {"algorithm", network::to_string(sp.choice.algorithm)},
                    {"protocol", network::to_string(sp.choice.protocol)}};

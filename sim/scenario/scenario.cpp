@@ -132,6 +132,38 @@ Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const s
   return TableOrReason{shared};
 }
 
+// [workload]: trace (a file, relative to the scenario file's folder), step, collectives, groups.
+Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides& origins, const std::string& path,
+                                      const TrainingSpec& t) {
+  namespace fs = std::filesystem;
+  TableReader r(table, "workload", &origins);
+  TraceWorkload w;
+  const std::string trace = r.required_string("trace");
+  const long step = r.integer("step", -1, 0, 1L << 40);  // -1: not given
+  if (step >= 0) w.step = step;
+  w.simulate_collectives = r.choice("collectives", "simulate", {"simulate", "measured"}) == "simulate";
+  const toml::table* groups = r.table("groups");
+  if (!r.failed()) {
+    const fs::path file = fs::path(trace).is_absolute() ? fs::path(trace) : fs::path(path).parent_path() / trace;
+    if (!fs::is_regular_file(file)) r.fail("trace", "no such file (relative to the scenario file's folder): " + file.string());
+    if (!r.failed() && t.pp > 1) r.fail("trace", "a trace is one rank's program: it replays with parallel.pp = 1");
+    w.path = file.lexically_normal().string();
+    w.origin = origin_of(origins, &table, "workload", "trace", path);
+  }
+  if (Status s = r.finish(); !s) return s.error();
+  if (groups != nullptr) {
+    for (const auto& [key, value] : *groups) {
+      const std::string name(key.str());
+      if (!value.is_string()) {
+        return Error{where(value, path) + ": workload.groups." + name +
+                     ": expected a group kind name (a string: \"data_parallel\", \"tensor_parallel\", ...)"};
+      }
+      w.groups.push_back({name, value.value_or<std::string>(""), origin_of(origins, groups, "workload.groups", name, path)});
+    }
+  }
+  return w;
+}
+
 }  // namespace
 
 // Validates the parsed (and overridden) document into a Scenario.
@@ -149,8 +181,9 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   const toml::table* training_t = top.table("training");
   const toml::table* parallel_t = top.table("parallel");
   const toml::table* sweep_t = top.table("sweep");
-  if (!top.failed() && (training_t != nullptr || parallel_t != nullptr) && model_t == nullptr) {
-    top.fail(training_t != nullptr ? "training" : "parallel", "needs a [model] section");
+  const toml::table* workload_t = top.table("workload");
+  if (!top.failed() && (training_t != nullptr || parallel_t != nullptr || workload_t != nullptr) && model_t == nullptr) {
+    top.fail(training_t != nullptr ? "training" : parallel_t != nullptr ? "parallel" : "workload", "needs a [model] section");
   }
   if (!top.failed() && cluster_t == nullptr) top.fail("cluster", "missing table [cluster]");
   if (Status s = top.finish(); !s) return s.error();
@@ -395,7 +428,18 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   const bool has_local = tr.has("local_batch");
   const long global = tr.integer("global_batch", 0, 1, 1L << 40);
   const long local = tr.integer("local_batch", 2, 1, 1L << 30);
-  t.activation_checkpointing = tr.boolean("activation_checkpointing", false);
+  // activation_checkpointing: "none" | "selective" | "selective_op" | "full"; the boolean of
+  // earlier scenarios still reads (true = "full", false = "none").
+  const toml::node* recompute = training_t != nullptr ? training_t->get("activation_checkpointing") : nullptr;
+  if (recompute != nullptr && recompute->is_boolean()) {
+    t.recompute = tr.boolean("activation_checkpointing", false) ? Recompute::full : Recompute::none;
+  } else {
+    const std::string r = tr.choice("activation_checkpointing", "none", {"none", "selective", "selective_op", "full"});
+    t.recompute = r == "full"           ? Recompute::full
+                  : r == "selective"    ? Recompute::selective
+                  : r == "selective_op" ? Recompute::selective_op
+                                        : Recompute::none;
+  }
   t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 0, 0, 100));
   t.attention_kernel = tr.choice("attention_kernel", "commbound", {"commbound", "cudnn"});
   // A table that has attention rows must have some of the chosen kernel: pricing one kernel's
@@ -428,6 +472,11 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   t.micro_batch = static_cast<int>(micro);
   t.micro_batches = static_cast<int>(per_replica / micro);
   sc.training = t;
+  if (workload_t != nullptr) {
+    auto workload = read_workload(*workload_t, origins, path, t);
+    if (!workload) return workload.error();
+    sc.workload = std::move(*workload);
+  }
   return sc;
 }
 

@@ -1,7 +1,8 @@
 // Scenario: one validated scenario file (plus --set overrides), in SI units.
 //
 // Sections: [cluster], [fabric], [nccl] (the hardware and NCCL); [model], [training], [parallel]
-// (a training iteration, optional: present together); [sweep] (one key over a list of values).
+// (a training iteration, optional: present together); [workload] (replay a profiler trace,
+// with a [model]); [sweep] (one key over a list of values).
 // Every problem is reported as "file:line: key = value: reason" (or "--set key=value: ...").
 #pragma once
 
@@ -37,6 +38,24 @@ struct Sweep {
   std::vector<std::string> names;   // per point: "key=value key=value", the row's name
 };
 
+// [workload]: replay a PyTorch profiler trace of one rank instead of building the model's program
+// (sim/trace/, docs/traces.md). [model] still gives the FLOPs (MFU) and the memory model.
+struct TraceWorkload {
+  std::string path;          // the trace file (.json or .json.gz), resolved against the scenario file's folder
+  std::string origin;        // "file:line" of workload.trace (errors about the trace and its groups name it)
+  std::optional<long> step;  // ProfilerStep#N to replay; unset: the trace's first
+  bool simulate_collectives = true;  // collectives = "simulate" (on the fabric) | "measured" (traced durations)
+  // [workload.groups]: a trace process group (its "Process Group Name" or "Process Group
+  // Description") -> the layout's group kind by name ("data_parallel", "tensor_parallel", ...,
+  // checked where the trace is built), with the entry's "file:line".
+  struct Group {
+    std::string trace_group;
+    std::string kind;
+    std::string origin;
+  };
+  std::vector<Group> groups;
+};
+
 struct Scenario {
   std::string path;
   std::string description;
@@ -44,6 +63,7 @@ struct Scenario {
   network::NcclConstants nccl;
   NcclOptions nccl_options;
   std::optional<TrainingSpec> training;
+  std::optional<TraceWorkload> workload;
   // [cluster] kernel_table: the calibration table that prices compute, or null for the datasheet
   // roofline, with the reason in `roofline_reason` ("kernel_table = \"roofline\"", or the
   // missing calibration/<gpu>.toml of "auto").

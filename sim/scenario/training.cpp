@@ -7,6 +7,16 @@ namespace commbound::sim {
 using calibration::parse_toml_file;
 using calibration::TableReader;
 
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::selective_op: return "selective_op";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
 Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   const auto path = presets.dir() / "gpus.toml";
   auto file = parse_toml_file(path);

@@ -29,6 +29,19 @@ struct GpuSpec {
 // islands, and every diloco_sync_every inner steps an outer step across the islands.
 enum class Strategy { ddp, fsdp, hsdp, diloco };
 
+// Activation recomputation ([training] activation_checkpointing):
+//   none          every layer keeps what its backward reads;
+//   selective     Megatron-LM's --recompute-activations (Korthikanti et al. 2022, sec. 4.2): the
+//                 attention core is replayed in backward. With flash attention the score matrices
+//                 are never stored, so it frees only the softmax statistics (lse) and costs one
+//                 attention forward per layer;
+//   selective_op  torchtitan's "selective op" AC (torchtitan/.../activation_checkpoint.py,
+//                 _apply_op_sac): a layer keeps its input, the outputs of every other matmul and
+//                 of attention, and replays the rest in backward;
+//   full          a layer keeps only its input and replays its whole forward in backward.
+enum class Recompute { none, selective, selective_op, full };
+const char* to_string(Recompute r);
+
 struct TrainingSpec {
   calibration::ModelSpec model;
   GpuSpec gpu;
@@ -36,7 +49,7 @@ struct TrainingSpec {
   int global_batch = 0;       // sequences per iteration, all replicas together
   int micro_batch = 1;        // sequences per forward/backward pass of one replica
   int micro_batches = 1;      // gradient accumulation steps
-  bool activation_checkpointing = false;
+  Recompute recompute = Recompute::none;
   Strategy strategy = Strategy::fsdp;
   int zero_stage = 2;         // FSDP/HSDP: 2 keeps gathered parameters for backward, 3 reshards after forward
   int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)

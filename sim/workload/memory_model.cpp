@@ -11,11 +11,33 @@ constexpr double kFp32 = 4;
 // a ring (send and receive side).
 constexpr double kNcclBufferBytes = 4.0 * 1024 * 1024;
 // Caching-allocator fragmentation and CUDA context: an assumption, stated rather than measured:
-// 5% of what the model holds plus 1 GB of context and workspace.
+// 5% of what the model holds plus 1 GB of context (CUDA context, cuBLAS and NCCL workspaces).
 constexpr double kAllocatorFraction = 0.05;
 constexpr double kContextBytes = 1e9;
 
 }  // namespace
+
+double activation_bytes_per_layer(const TrainingSpec& t, Recompute r) {
+  const calibration::ModelSpec& m = t.model;
+  const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;
+  const double tp = t.tp;
+  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn, a = m.heads;
+  // A [tokens x h] tensor outside the tensor-parallel region: every rank holds all of it unless
+  // sequence parallelism splits it.
+  const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
+  const double lse = kFp32 * a / tp;
+  const double all = kBf16 * 4 * h * replicated + kBf16 * (h + 2 * kv) / tp + kBf16 * h / tp + lse + kBf16 * 3 * f / tp;
+  double per_token = 0;
+  switch (r) {
+    case Recompute::none: per_token = all; break;
+    case Recompute::selective: per_token = all - lse; break;
+    case Recompute::selective_op:
+      per_token = kBf16 * h * replicated + kBf16 * (h + kv) / tp + kBf16 * h / tp + lse + kBf16 * f / tp + kBf16 * h;
+      break;
+    case Recompute::full: per_token = kBf16 * h * replicated; break;
+  }
+  return per_token * tokens;
+}
 
 MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   const calibration::ModelSpec& m = t.model;
@@ -26,9 +48,7 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   const double root = ((t.pp == 1 ? 2 : 1) * m.embedding_params() + m.hidden) / t.tp;
   const double layer = m.layer_params() / t.tp;
   const double P = layers * layer + root;  // this GPU's slice of the parameters
-  const double s = static_cast<double>(t.seq_len) / t.cp;  // this rank's share of the sequence
-  const double b = t.micro_batch;
-  const double h = m.hidden;
+  const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;  // of one micro-batch on this rank
   MemoryUse u;
   auto add = [&](const std::string& what, double bytes) {
     u.bytes.emplace_back(what, bytes);
@@ -49,13 +69,22 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
     add("adam_moments_fp32", 2 * kFp32 * P);
     add("grads_fp32", kFp32 * P);
   }
-  double per_layer = 34 * s * b * h;
-  if (t.tp > 1) per_layer = t.sequence_parallel ? 34 * s * b * h / t.tp : 10 * s * b * h + 24 * s * b * h / t.tp;
-  double activations = layers * per_layer;
-  if (t.activation_checkpointing) activations = layers * 2 * s * b * h + per_layer;
-  activations *= std::min(t.pp, t.micro_batches);    // micro-batches in flight on the first stage
-  if (t.pp == 1) activations += 2 * s * b * m.vocab / t.tp * kFp32;  // fp32 logits and their gradient
+  // Every layer keeps what its recomputation mode keeps; under selective_op and full the layer
+  // whose backward runs holds its full activations again (replayed).
+  double activations = layers * activation_bytes_per_layer(t, t.recompute);
+  if (t.recompute == Recompute::selective_op || t.recompute == Recompute::full) {
+    activations += activation_bytes_per_layer(t, Recompute::none);
+  }
+  activations *= std::min(t.pp, t.micro_batches);  // micro-batches in flight on the first stage
   add("activations", activations);
+  // The loss on the last stage, at the start of the backward, when every layer's activations are
+  // still held: PyTorch frameworks compute cross-entropy on the logits cast to fp32 (torchtitan,
+  // Hugging Face: `logits.float()`) as log_softmax + nll_loss; log_softmax keeps its fp32 output
+  // for its backward, nll_loss's backward writes a dense fp32 gradient of that shape, and
+  // log_softmax's backward a third (PyTorch tools/autograd/derivatives.yaml: _log_softmax_backward_data
+  // reads the gradient and the saved result): 3 fp32 [tokens x vocab / tp] tensors at once.
+  // Counted on the first stage when it is also the last (pp = 1).
+  if (t.pp == 1) add("loss_logits_fp32", 3 * kFp32 * tokens * m.vocab / t.tp);
   const int communicators = (t.replicas() > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0) + (t.cp > 1 ? 1 : 0);
   add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);
   add("allocator_and_context", kAllocatorFraction * u.total_bytes + kContextBytes);

@@ -123,8 +123,8 @@ private:
       if (l + inflight <= hi) deps.push_back(done[static_cast<std::size_t>(l + inflight)]);
       const int params = dp_->gather_backward(w_, "layer" + std::to_string(l), tag, layer_bytes_, deps);
       if (params >= 0) start = w_.sync("layer" + std::to_string(l) + ".bwd.wait_params" + tag, {x, params});
-      // Full activation checkpointing: only the layer's input was kept; replay its forward first.
-      if (t_.activation_checkpointing) start = w_.layer(l, tag + ".recompute", false, start);
+      // Activation recomputation: replay what the layer did not keep of its forward first.
+      start = w_.recompute(l, tag, start);
       x = w_.layer(l, tag, true, start);
       done[static_cast<std::size_t>(l)] = x;
       if (mb == t_.micro_batches - 1) dp_->reduce_layer(w_, l, l == lo, layer_bytes_, x);
@@ -180,6 +180,26 @@ const char* to_string(StreamId s) {
     case StreamId::context_parallel: return "context_parallel";
   }
   return "?";
+}
+
+const char* to_string(GroupKind g) {
+  switch (g) {
+    case GroupKind::data_parallel: return "data_parallel";
+    case GroupKind::shard: return "shard";
+    case GroupKind::replica: return "replica";
+    case GroupKind::tensor_parallel: return "tensor_parallel";
+    case GroupKind::pipeline_next: return "pipeline_next";
+    case GroupKind::pipeline_prev: return "pipeline_prev";
+    case GroupKind::context_next: return "context_next";
+  }
+  return "?";
+}
+
+std::optional<GroupKind> parse_group_kind(const std::string& name) {
+  for (GroupKind g : kGroupKinds) {
+    if (name == to_string(g)) return g;
+  }
+  return std::nullopt;
 }
 
 Program build_program(const TrainingSpec& t, int stage) { return StageBuilder(t, stage).build(); }

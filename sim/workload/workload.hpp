@@ -24,6 +24,7 @@
 #include "network/collective.hpp"
 #include "sim/scenario/training.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,12 +48,20 @@ enum class StreamId {
 inline constexpr int kStreams = 9;
 const char* to_string(StreamId s);
 
-enum class OpKind { gemm, attention, elementwise, optimizer, collective };
+// host: the GPU stream waits for the CPU (a launch gap kept from a replayed profiler trace,
+// sim/trace/): neither compute nor communication in the metrics.
+enum class OpKind { gemm, attention, elementwise, optimizer, collective, host };
 
 // data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel;
 // pipeline_next / pipeline_prev: this rank and its peer in the next / previous stage.
 // context_next: this rank and the next one of its context-parallel ring (ring attention).
 enum class GroupKind { data_parallel, shard, replica, tensor_parallel, pipeline_next, pipeline_prev, context_next };
+// "data_parallel", "shard", ...: the enumerator's name (how scenarios name a group kind).
+const char* to_string(GroupKind g);
+std::optional<GroupKind> parse_group_kind(const std::string& name);
+inline constexpr GroupKind kGroupKinds[] = {GroupKind::data_parallel, GroupKind::shard, GroupKind::replica,
+                                            GroupKind::tensor_parallel, GroupKind::pipeline_next,
+                                            GroupKind::pipeline_prev, GroupKind::context_next};
 
 struct Op {
   std::string name;
@@ -68,10 +77,18 @@ struct Op {
   double size_bytes = 0;       // collectives: nccl-tests convention (whole buffer)
   bool toward_lower_rank = false;  // SendRecv between pipeline stages: gradients flow backward
   std::vector<int> deps;       // indices of ops that must finish first (besides stream order)
+  // Set: the op's duration was measured (a replayed profiler trace, sim/trace/) and is its time:
+  // the cost model prices it so (no contention factor, no jitter: the measurement holds them), and
+  // a collective takes it instead of running on the fabric (nor waits for its group). Unset: the
+  // op is priced (compute) or simulated (collectives) as usual.
+  std::optional<double> fixed_s;
 };
 
 struct Program {
   std::vector<Op> ops;  // issue order; each stream runs its ops in this order
+  // Optional names of the streams' tracks in a Perfetto trace (a replayed profiler trace names
+  // them after its CUDA streams); a stream without one is named by to_string(StreamId).
+  std::map<StreamId, std::string> stream_labels;
   // DiLoCo: the ops from this index on are the outer step, which runs once every
   // TrainingSpec::diloco_sync_every iterations (the metrics amortise it); -1: every op runs every iteration.
   int outer_step_begin = -1;

@@ -48,6 +48,24 @@ TEST(Cli, HelpTeachesAndExitsZero) {
   EXPECT_EQ(run("").exit_code, 2);  // no command: usage on stdout, exit 2
 }
 
+// A replayed profiler trace that is cut short ([workload] trace, docs/traces.md): one line naming
+// the scenario's key and the trace file, exit 2, no trace output written.
+TEST(Cli, TruncatedProfilerTraceIsOneLineAndExitTwo) {
+  const std::string whole = commbound::testing::file_text("scenarios/traces/public/hta_ddp_2rank_nccl_data.json.gz");
+  const std::string trace = temp_file("cli_cut_trace.json.gz", whole.substr(0, whole.size() / 3));
+  const std::string scenario = temp_file("cli_cut_trace.toml",
+                                         "[cluster]\nnode_type = \"dgx-h100\"\nkernel_table = \"roofline\"\n"
+                                         "[model]\nname = \"llama2-1b\"\n[parallel]\nstrategy = \"ddp\"\n"
+                                         "[workload]\ntrace = \"cli_cut_trace.json.gz\"\n");
+  const std::string out = ::testing::TempDir() + "cli_cut_trace_out.json";
+  std::filesystem::remove(out);
+  const CliRun r = run("run " + scenario + " --trace " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find(scenario + ":9: workload.trace: " + trace + ": truncated or corrupt gzip"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST(Cli, BadScenarioIsOneLineWithFileLineAndExitTwo) {
   const std::string path = temp_file("cli_bad.toml", "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 0\n");
   const CliRun r = run("collective " + path + " --op allgather --nodes 1 --bytes 1M");

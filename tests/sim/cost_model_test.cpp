@@ -309,6 +309,31 @@ TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
             "derived");
 }
 
+// With the target's achievable rates the ratios are the source table's measured [device] rates
+// over them: the tiny table measured 100 TFLOP/s and 1000 GB/s (kGemm, kCopy); a target that
+// sustains 50 TFLOP/s and 400 GB/s takes 2x the GEMM and attention times and 2.5x the
+// memory-bound ones, whatever the datasheet peaks (which would give 989.4 / 312 = 3.17).
+TEST(DerivedTable, AchievableRatesReplaceThePeakRatios) {
+  const calibration::KernelTable source = tiny();
+  auto datasheet = [](const std::string& name) {
+    const GpuSpec g = *load_gpu(kPresets, name);
+    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+                               g.memory_bytes, g.tdp_w};
+  };
+  calibration::KernelTable::Datasheet to = datasheet("a100-sxm4-80gb");
+  to.achievable_gemm_flops_per_s = 50e12;
+  to.achievable_copy_bytes_per_s = 400e9;
+  to.achievable_source = "rates.toml";
+  const calibration::KernelTable d = source.derive(datasheet("h100-sxm5"), to, kTiny, "2026-02-03");
+  EXPECT_NEAR(d.gemms()[0].time->p50_s, 0.04 * kMs * 2.0, 1e-9 * kMs);
+  EXPECT_NEAR(d.attentions()[0].time->p50_s, 0.1 * kMs * 2.0, 1e-9 * kMs);
+  EXPECT_NEAR(d.memory_bounds()[0].time->p50_s, 0.01 * kMs * 2.5, 1e-9 * kMs);
+  EXPECT_NEAR(d.device().gemm_flops_per_s, 50e12, 1e-6 * kGemm);
+  EXPECT_NEAR(d.device().copy_bytes_per_s, 400e9, 1e-6 * kCopy);
+  EXPECT_NE(d.provenance().derivation.find("achievable rates from rates.toml"), std::string::npos)
+      << d.provenance().derivation;
+}
+
 TEST(DerivedTable, V100IsDerivedWithItsFp16TensorPeak) {
   const GpuSpec v100 = *load_gpu(kPresets, "v100-sxm2");
   EXPECT_EQ(v100.peak_dtype, "fp16");

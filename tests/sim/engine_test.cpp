@@ -346,7 +346,7 @@ TEST(Workload, OpNamesAreUnique) {
   t.pp = 2;
   t.dp = 16;
   t.zero_stage = 3;
-  t.activation_checkpointing = true;
+  t.recompute = Recompute::full;
   for (const Program& p : build_programs(t)) {
     std::set<std::string> names;
     for (const Op& op : p.ops) EXPECT_TRUE(names.insert(op.name).second) << op.name;

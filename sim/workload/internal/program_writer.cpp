@@ -101,6 +101,29 @@ int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after
   return run(prefix, backward ? layer_bwd_ : layer_fwd_, {after}, backward);
 }
 
+int ProgramWriter::recompute(int l, const std::string& tag, int after) {
+  if (t_.recompute == Recompute::none) return after;
+  if (t_.recompute == Recompute::full) return layer(l, tag + ".recompute", false, after);
+  const std::string prefix = "layer" + std::to_string(l) + tag + ".recompute.fwd.";
+  std::vector<RecipeKernel> replay;
+  for (RecipeKernel k : layer_fwd_) {
+    const bool is_attention = std::holds_alternative<calibration::AttentionShape>(k.shape);
+    if (t_.recompute == Recompute::selective) {
+      if (is_attention) replay.push_back(k);
+      continue;
+    }
+    if (is_attention || k.name == "down") continue;
+    if (auto* g = std::get_if<calibration::GemmShape>(&k.shape)) {
+      // qkv's output columns are q (hidden / tp), k and v (kv_dim / tp each); gate_up's gate and up (ffn / tp each).
+      if (k.name == "qkv") g->n = static_cast<std::int64_t>(t_.model.kv_dim()) / t_.tp;
+      if (k.name == "gate_up") g->n /= 2;
+    }
+    k.tp_reduction.clear();
+    replay.push_back(k);
+  }
+  return run(prefix, replay, {after}, false);
+}
+
 int ProgramWriter::lm_head(const std::string& tag, bool backward, int after) {
   const std::string prefix = "lm_head" + tag + (backward ? ".bwd." : ".fwd.");
   return run(prefix, backward ? head_bwd_ : head_fwd_, {after}, backward);

@@ -36,6 +36,16 @@ public:
   int optimizer(const std::string& prefix, double parameters, std::vector<int> deps);
   // One transformer layer `l` of micro-batch `tag` (".mb3"), forward or backward, after `after`.
   int layer(int l, const std::string& tag, bool backward, int after);
+  // What layer `l`'s backward replays of its forward first under t.recompute, after `after`
+  // (returns `after` when nothing is replayed; sim/scenario/training.hpp says what each mode keeps):
+  //   selective     the attention forward;
+  //   selective_op  everything but attention and the outputs torchtitan saves: of its matmuls
+  //                 (q, k, v, o, gate, up, down in that order) every other one, q, v, gate and
+  //                 down, is kept, so k (qkv's kv_dim / 2 columns), o_proj and up (half of
+  //                 gate_up) are replayed with the norms, rope, swiglu and residuals; the
+  //                 tensor-parallel reductions are not replayed (their outputs are kept);
+  //   full          the whole forward, tensor-parallel reductions included.
+  int recompute(int l, const std::string& tag, int after);
   // The final norm, the LM head and the loss (backward: the loss's gradient first).
   int lm_head(const std::string& tag, bool backward, int after);
   // The input embedding (backward: its weight gradient).
