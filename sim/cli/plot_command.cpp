@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <variant>
 
 namespace commbound::cli {
@@ -68,9 +69,63 @@ sim::LinePlot versus_gpus(const std::string& title, const std::string& y_label, 
   return plot;
 }
 
-// A bar's label: the point's name, with its GPU count when the points differ in it.
+// A sweep point's name ("fabric.link=ib-ndr cluster.nodes=32") as a legend reads it: each key
+// without its table ("link=ib-ndr nodes=32").
+std::string short_name(const std::string& name) {
+  std::vector<std::string> parts;
+  std::istringstream words(name);
+  for (std::string w; words >> w;) {
+    const auto eq = w.find('=');
+    const auto dot = w.rfind('.', eq);
+    parts.push_back(eq == std::string::npos || dot == std::string::npos ? w : w.substr(dot + 1));
+  }
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+// A bar's label: the point's short name, with its GPU count when the points differ in it.
 std::string label(const Point& p, bool one_scale) {
-  return one_scale ? p.name : fmt::format("{} ({:.0f} GPUs)", p.name, p.gpus);
+  return one_scale ? short_name(p.name) : fmt::format("{} ({:.0f} GPUs)", short_name(p.name), p.gpus);
+}
+
+// A sweep over cluster.nodes and other keys: the points grouped by their name without the node
+// count, one series per group in the order of the file, or nothing when the points are not such a
+// grid (a single group, no group with two GPU counts, or one holding a GPU count twice).
+using Series = std::vector<std::pair<std::string, std::vector<Point>>>;
+Series series_by_nodes(const std::vector<Point>& points) {
+  Series groups;
+  for (const Point& p : points) {
+    std::istringstream words(p.name);
+    std::vector<std::string> kept;
+    for (std::string w; words >> w;) {
+      if (w.rfind("cluster.nodes=", 0) != 0) kept.push_back(w);
+    }
+    const std::string name = short_name(fmt::format("{}", fmt::join(kept, " ")));
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {name, {}});
+    group->second.push_back(p);
+  }
+  for (auto& [name, group] : groups) {
+    std::sort(group.begin(), group.end(), [](const Point& x, const Point& y) { return x.gpus < y.gpus; });
+    for (std::size_t i = 1; i < group.size(); ++i) {
+      if (group[i].gpus == group[i - 1].gpus) return {};
+    }
+  }
+  const bool scaling = std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() > 1; });
+  if (groups.size() < 2 || !scaling) return {};
+  return groups;
+}
+
+// One line per series against GPUs (log2 axis).
+sim::LinePlot series_versus_gpus(const std::string& title, const std::string& y_label,
+                                 const Series& series, double Point::*field,
+                                 double scale = 1) {
+  sim::LinePlot plot{title, "GPUs", y_label, false, true, false, {}};
+  for (const auto& [name, group] : series) {
+    sim::PlotSeries s{name, {}, "linespoints"};
+    for (const Point& p : group) s.points.emplace_back(p.gpus, p.*field * scale);
+    plot.series.push_back(s);
+  }
+  return plot;
 }
 
 bool one_scale(const std::vector<Point>& points) {
@@ -208,7 +263,22 @@ int run_plot(const PlotArgs& a) {
   Figures figures;
   std::set<double> gpu_counts;
   for (const Point& p : *points) gpu_counts.insert(p.gpus);
-  if (gpu_counts.size() == points->size() && points->size() > 1) {  // a scaling sweep: one point per GPU count
+  const auto series = series_by_nodes(*points);
+  if (!series.empty()) {  // several scaling sweeps (a fabric, a node type... each over cluster.nodes): a line each
+    figures.emplace_back("per_gpu", series_versus_gpus(title + ": throughput per GPU", "tokens/s per GPU", series,
+                                                       &Point::tokens_per_s_per_gpu));
+    figures.emplace_back("mfu", series_versus_gpus(title + ": model FLOPs utilisation", "MFU (%)", series, &Point::mfu, 100));
+    figures.emplace_back("exposed", series_versus_gpus(title + ": exposed communication", "seconds per iteration",
+                                                       series, &Point::exposed_s));
+    // Where the iteration goes at the largest scale: one bar per series.
+    std::vector<Point> largest;
+    for (const auto& [name, group] : series) {
+      largest.push_back(group.back());
+      largest.back().name = name;
+    }
+    const std::string at = one_scale(largest) ? fmt::format(" ({:.0f} GPUs)", largest.front().gpus) : "";
+    figures.emplace_back("breakdown", breakdown(title + " at the largest scale" + at, largest));
+  } else if (gpu_counts.size() == points->size() && points->size() > 1) {  // a scaling sweep: one point per GPU count
     std::vector<Point> by_gpus = *points;
     std::sort(by_gpus.begin(), by_gpus.end(), [](const Point& x, const Point& y) { return x.gpus < y.gpus; });
     sim::LinePlot throughput = versus_gpus(title + ": global throughput", "tokens/s", by_gpus, &Point::tokens_per_s);
@@ -232,7 +302,7 @@ int run_plot(const PlotArgs& a) {
     }
     figures.emplace_back("per_gpu", per_gpu);
   }
-  figures.emplace_back("breakdown", breakdown(title, *points));
+  if (series.empty()) figures.emplace_back("breakdown", breakdown(title, *points));
   if (int status = draw(a, figures); status != 0) return status;
   if (oom_rows > 0) fmt::print("{} out-of-memory row(s) not plotted\n", oom_rows);
   return 0;
@@ -247,8 +317,11 @@ void add_plot_command(CLI::App& app, int& exit_code) {
   a scaling sweep (one point per GPU count): throughput (global tokens/s against GPUs, beside the
     ideal line linear from the smallest run), per_gpu (tokens/s per GPU), mfu, power (W per GPU),
     energy (tokens per joule), all against GPUs on a log2 axis;
+  several scaling sweeps (cluster.nodes beside other keys, e.g. a fabric per series): per_gpu, mfu
+    and exposed (exposed communication per iteration), one line per series against GPUs, and the
+    breakdown at each series' largest scale;
   points of one scale (layouts, models, sequence lengths): per_gpu, one bar per point;
-  always: breakdown, stacked bars of each point's iteration: compute alone, communication
+  otherwise breakdown, stacked bars of each point's iteration: compute alone, communication
     overlapped with compute, communication exposed, idle (pipeline bubble, waits).
 Out-of-memory rows are left out and counted.
 A collective CSV (`commbound collective ... --format csv`, recognised by its header) gets nccl-tests'

@@ -101,8 +101,8 @@ private:
   std::vector<int> make_group(int rank, GroupKind kind) const {
     switch (kind) {
       case GroupKind::data_parallel: return layout_.dp_group(rank);
-      case GroupKind::shard: return layout_.shard_group(rank, t_.hsdp_shard);
-      case GroupKind::replica: return layout_.replica_group(rank, t_.hsdp_shard);
+      case GroupKind::shard: return layout_.shard_group(rank, t_.shard_ranks());
+      case GroupKind::replica: return layout_.replica_group(rank, t_.shard_ranks());
       case GroupKind::tensor_parallel: return layout_.tp_group(rank);
       case GroupKind::pipeline_next: return layout_.pipeline_pair(rank, true, t_.virtual_stages > 1);
       case GroupKind::pipeline_prev: return layout_.pipeline_pair(rank, false, t_.virtual_stages > 1);

@@ -44,7 +44,28 @@ double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b)
   return s;
 }
 
-// A CSV field, quoted when it holds a comma, a quote or a newline (RFC 4180).
+// DiLoCo's outer step (the ops from Program::outer_step_begin on) runs once every `sync_every`
+// iterations, after everything else of its iteration. The average iteration is the inner step plus
+// 1/sync_every of what the outer step adds, so the timeline's time past the last inner op is
+// compressed by 1/sync_every (a monotone map: spans keep their order and overlaps), and every metric
+// computed from it is that average: H - 1 inner-only iterations and one with the outer step.
+IterationTimeline amortised(const IterationTimeline& timeline, const std::vector<Program>& stages,
+                            const std::vector<int>& stage_of, int sync_every) {
+  double inner_end_s = timeline.start_s;
+  for (const Span& s : timeline.spans) {
+    const Program& program = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(s.rank)])];
+    if (program.outer_step_begin < 0 || s.op < program.outer_step_begin) inner_end_s = std::max(inner_end_s, s.end_s);
+  }
+  auto warp = [&](double x) { return x <= inner_end_s ? x : inner_end_s + (x - inner_end_s) / sync_every; };
+  IterationTimeline out = timeline;
+  for (Span& s : out.spans) {
+    s.start_s = warp(s.start_s);
+    s.end_s = warp(s.end_s);
+  }
+  out.end_s = warp(timeline.end_s);
+  return out;
+}
+
 }  // namespace
 
 void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Program>& stages) {
@@ -56,7 +77,9 @@ void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Pr
 }
 
 Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,
-                        const IterationTimeline& timeline, const MemoryUse& memory, const CostModel& cost) {
+                        const IterationTimeline& simulated, const MemoryUse& memory, const CostModel& cost) {
+  const IterationTimeline timeline =
+      t.strategy == Strategy::diloco ? amortised(simulated, stages, stage_of, t.diloco_sync_every) : simulated;
   std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> per_rank;  // compute, comm
   double compute_bound_s = 0, memory_bound_s = 0;  // compute-stream time by kind of kernel, all ranks
   for (const Span& s : timeline.spans) {

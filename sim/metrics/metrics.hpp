@@ -40,7 +40,9 @@ struct Metrics {
   std::string power_model_description;
 };
 
-// Busy and exposed times are averaged over the simulated ranks (one per pipeline stage). `stages`
+// Busy and exposed times are averaged over the simulated ranks (one per pipeline stage). DiLoCo's
+// outer step (Program::outer_step_begin) counts 1/diloco_sync_every: the metrics are those of the
+// average iteration, the simulated `timeline` (the iteration with the outer step) is left as it is. `stages`
 // are the programs by pipeline stage; `stage_of` maps a rank to its stage; `cost` priced them
 // (its source, fallback counts and power model go into the metrics).
 Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,

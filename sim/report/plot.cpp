@@ -72,11 +72,38 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
   std::ostringstream s;
   s << preamble(output, plot.title, plot.y_label)
     << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-    << "set boxwidth 0.7\nset yrange [0:*]\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n"
-    << "set rmargin 14\nset bmargin 9\n"
+    << "set boxwidth 0.7\nset yrange [0:*]\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n";
+  // A bar's label as a double-quoted gnuplot data string. With few bars, a long label is wrapped
+  // at spaces into lines of at most 32 characters ("\n" between them; a longer word keeps its own
+  // line); with more than 6 bars a slanted label's second line runs into its right neighbour's
+  // first on a 1200-pixel figure (seen on rendered figures), so those labels stay on one line.
+  const std::size_t label_line = plot.categories.size() <= 6 ? 32 : std::string::npos;
+  std::size_t longest = 0, most_lines = 0;
+  std::vector<std::string> labels;
+  for (const std::string& category : plot.categories) {
+    std::vector<std::string> lines(1);
+    std::istringstream words(category);
+    for (std::string w; words >> w;) {
+      if (!lines.back().empty() && lines.back().size() + 1 + w.size() > label_line) lines.emplace_back();
+      lines.back() += (lines.back().empty() ? "" : " ") + w;
+    }
+    std::string label = "\"";
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      longest = std::max(longest, lines[i].size());
+      for (char ch : lines[i]) label += ch == '"' || ch == '\\' ? std::string{'\\', ch} : std::string(1, ch);
+      if (i + 1 < lines.size()) label += "\\n";
+    }
+    labels.push_back(label + "\"");
+    most_lines = std::max(most_lines, lines.size());
+  }
+  // Labels slant down to the right at 30 degrees: a line of n characters reaches about 0.25 n
+  // lines down and 0.7 n character widths right of its bar (read off rendered figures), and each
+  // further line one more down; the margins leave that room (at least 9 lines and 14 characters).
+  s << fmt::format("set rmargin {}\nset bmargin {}\n", std::max(14, static_cast<int>(0.7 * longest)),
+                   std::max(9, static_cast<int>(0.25 * longest + most_lines) + 1))
     << "$bars << EOD\n";
   for (std::size_t c = 0; c < plot.categories.size(); ++c) {
-    s << std::quoted(plot.categories[c]);
+    s << labels[c];
     for (const BarStack& stack : plot.stacks) s << fmt::format(" {:.9g}", stack.values[c]);
     s << "\n";
   }

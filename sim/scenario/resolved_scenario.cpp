@@ -50,6 +50,7 @@ const char* strategy_name(Strategy s) {
     case Strategy::ddp: return "ddp";
     case Strategy::fsdp: return "fsdp";
     case Strategy::hsdp: return "hsdp";
+    case Strategy::diloco: return "diloco";
   }
   return "fsdp";
 }
@@ -122,6 +123,8 @@ toml::table resolved_scenario(const Scenario& sc) {
   doc.insert("parallel", toml::table{{"strategy", strategy_name(t.strategy)},
                                      {"zero_stage", t.zero_stage},
                                      {"hsdp_shard", t.hsdp_shard},
+                                     {"diloco_islands", t.diloco_islands},
+                                     {"diloco_sync_every", t.diloco_sync_every},
                                      {"tp", t.tp},
                                      {"pp", t.pp},
                                      {"cp", t.cp},

@@ -369,8 +369,11 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   t.gpu = *gpu;
 
   TableReader par(parallel_t != nullptr ? *parallel_t : empty, "parallel", &origins);
-  const std::string strategy = par.choice("strategy", "fsdp", {"fsdp", "hsdp", "ddp"});
-  t.strategy = strategy == "ddp" ? Strategy::ddp : (strategy == "hsdp" ? Strategy::hsdp : Strategy::fsdp);
+  const std::string strategy = par.choice("strategy", "fsdp", {"fsdp", "hsdp", "ddp", "diloco"});
+  t.strategy = strategy == "ddp"      ? Strategy::ddp
+               : strategy == "hsdp"   ? Strategy::hsdp
+               : strategy == "diloco" ? Strategy::diloco
+                                      : Strategy::fsdp;
   t.zero_stage = static_cast<int>(par.integer("zero_stage", 2, 2, 3));
   t.tp = static_cast<int>(par.integer("tp", 1, 1, 1024));
   t.pp = static_cast<int>(par.integer("pp", 1, 1, 1024));
@@ -411,6 +414,13 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   t.dp = world / model_parallel;
   if (!par.failed() && t.strategy == Strategy::hsdp && t.replicas() % t.hsdp_shard != 0) {
     par.fail("hsdp_shard", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
+  }
+  t.diloco_islands = static_cast<int>(par.integer("diloco_islands", 8, 1, 1 << 20));
+  t.diloco_sync_every = static_cast<int>(par.integer("diloco_sync_every", 500, 1, 1L << 30));
+  // Like hsdp_shard, read under every strategy (so a sweep can set them beside other strategies) and
+  // used by diloco only.
+  if (!par.failed() && t.strategy == Strategy::diloco && t.replicas() % t.diloco_islands != 0) {
+    par.fail("diloco_islands", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
   }
   if (Status s = par.finish(); !s) return s.error();
 

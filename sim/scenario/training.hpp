@@ -25,7 +25,9 @@ struct GpuSpec {
   double comm_contention_factor = 1;
 };
 
-enum class Strategy { ddp, fsdp, hsdp };
+// diloco: DiLoCo (Douillard et al. 2023, arXiv 2311.08105): FSDP inside each of diloco_islands
+// islands, and every diloco_sync_every inner steps an outer step across the islands.
+enum class Strategy { ddp, fsdp, hsdp, diloco };
 
 // Activation recomputation ([training] activation_checkpointing):
 //   none          every layer keeps what its backward reads;
@@ -51,6 +53,8 @@ struct TrainingSpec {
   Strategy strategy = Strategy::fsdp;
   int zero_stage = 2;         // FSDP/HSDP: 2 keeps gathered parameters for backward, 3 reshards after forward
   int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)
+  int diloco_islands = 8;     // DiLoCo: islands (the paper's k workers), each an FSDP group of replicas() / islands
+  int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)
   int dp = 1, tp = 1, pp = 1, cp = 1;
   bool sequence_parallel = false;
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
@@ -67,9 +71,16 @@ struct TrainingSpec {
   bool sharded() const { return strategy != Strategy::ddp; }
   // Ranks holding a full copy of the parameters (data x context parallel).
   int replicas() const { return dp * cp; }
-  // GPUs one copy of the parameters and optimizer state is sharded over.
+  // GPUs one copy of the parameters and optimizer state is sharded over (HSDP's shard group,
+  // a DiLoCo island).
   int shard_ranks() const {
-    return strategy == Strategy::hsdp ? hsdp_shard : (strategy == Strategy::fsdp ? replicas() : 1);
+    switch (strategy) {
+      case Strategy::ddp: return 1;
+      case Strategy::fsdp: return replicas();
+      case Strategy::hsdp: return hsdp_shard;
+      case Strategy::diloco: return replicas() / diloco_islands;
+    }
+    return 1;
   }
   double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
 };

@@ -60,6 +60,10 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
     add("master_fp32", kFp32 * shard);
     add("adam_moments_fp32", 2 * kFp32 * shard);
     add("grads", kFp32 * shard + kBf16 * 2 * layer);  // fp32 shard + unsharded bf16 gradients of the unit in flight
+    // DiLoCo's outer state (arXiv 2311.08105, Algorithm 1): the anchor (the global parameters the
+    // inner steps started from) and the outer Nesterov momentum, both fp32 over the island's shard;
+    // the pseudo-gradient reuses the fp32 gradient shard, free during the outer step.
+    if (t.strategy == Strategy::diloco) add("diloco_anchor_and_momentum_fp32", 2 * kFp32 * shard);
   } else {
     add("params_fp32", kFp32 * P);
     add("adam_moments_fp32", 2 * kFp32 * P);

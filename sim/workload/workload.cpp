@@ -46,7 +46,9 @@ public:
     // The root unit's gradients (embedding, LM head) are reduced after the stage's last backward.
     if (root_bytes_ > 0) dp_->reduce_root(w_, root_bytes_, last_compute_);
     optimizer();
-    return w_.take();
+    Program p = w_.take();
+    p.outer_step_begin = outer_step_begin_;
+    return p;
   }
 
 private:
@@ -142,9 +144,10 @@ private:
     const double local_params = stage_params / t_.tp / t_.shard_ranks();
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
-    const int first = w_.size();
-    w_.run("optimizer.", calibration::LlamaRecipe::optimizer(local_params), deps, false);
-    for (int i = first; i < w_.size(); ++i) w_.op(i).kind = OpKind::optimizer;
+    const int last = w_.optimizer("optimizer.", local_params, std::move(deps));
+    const int outer = w_.size();
+    dp_->outer_step(w_, local_params, last);
+    if (w_.size() > outer) outer_step_begin_ = outer;
   }
 
   const TrainingSpec& t_;
@@ -159,6 +162,7 @@ private:
   const double boundary_bytes_;
   std::unique_ptr<internal::DataParallelPass> dp_;
   int last_compute_ = -1;
+  int outer_step_begin_ = -1;
 };
 
 }  // namespace

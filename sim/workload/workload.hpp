@@ -1,5 +1,5 @@
 // Workload: the program one GPU runs in one training iteration, as ops on streams with
-// dependencies, for DDP, FSDP (ZeRO-2 / ZeRO-3) and HSDP, with Megatron tensor, pipeline and
+// dependencies, for DDP, FSDP (ZeRO-2 / ZeRO-3), HSDP and DiLoCo, with Megatron tensor, pipeline and
 // context parallelism.
 //
 // Every data-parallel replica and every tensor-parallel rank runs the same program on the same
@@ -10,7 +10,7 @@
 // A stage's program is built by passes (workload/internal/): the pipeline schedule orders its
 // forward and backward passes (1F1B, plain or interleaved); a ProgramWriter lays out each pass's
 // kernels with the model parallelism inside a layer (tensor-parallel reductions, ring attention);
-// one data-parallel pass per strategy (none, DDP, FSDP ZeRO-2/3, HSDP) adds the parameter
+// one data-parallel pass per strategy (none, DDP, FSDP ZeRO-2/3, HSDP, DiLoCo) adds the parameter
 // gathers and gradient reductions around them.
 //
 // The compute ops of a layer, the embedding, the LM head and the optimizer are the calibration
@@ -89,6 +89,9 @@ struct Program {
   // Optional names of the streams' tracks in a Perfetto trace (a replayed profiler trace names
   // them after its CUDA streams); a stream without one is named by to_string(StreamId).
   std::map<StreamId, std::string> stream_labels;
+  // DiLoCo: the ops from this index on are the outer step, which runs once every
+  // TrainingSpec::diloco_sync_every iterations (the metrics amortise it); -1: every op runs every iteration.
+  int outer_step_begin = -1;
 };
 
 // One iteration of `t` (all micro-batches, gradient reduction, optimizer step) on pipeline stage

@@ -3,6 +3,7 @@
 #include "sim/report/csv_table.hpp"
 #include "tests/support/run_command.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -287,6 +288,28 @@ TEST(Plot, DrawsBothFiguresOfACollectiveCsv) {
   EXPECT_EQ(b.exit_code, 2);
   EXPECT_EQ(b.out, "commbound: " + bad + ":3: busbw_GBps = \"fast\": not a number\n");
   EXPECT_FALSE(fs::exists(dir / "bad" / "busbw_vs_nodes.png"));
+}
+
+// A sweep over cluster.nodes beside another key (two fabrics at 2 and 4 nodes) is two scaling
+// series: one line each in per_gpu, mfu and exposed, and a breakdown of the two at 32 GPUs.
+TEST(Plot, DrawsOneLinePerSeriesOfASweepOverNodesAndAnotherKey) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "plots_series";
+  fs::remove_all(dir);
+  std::string csv = "scenario,gpus,iteration_s,tokens_per_s,tokens_per_s_per_gpu,mfu,compute_s,comm_s,exposed_comm_s,"
+                    "power_w_per_gpu,tokens_per_joule,oom\n";
+  for (const char* link : {"ib-ndr", "roce-400g"}) {
+    for (int nodes : {2, 4}) {
+      csv += fmt::format("fabric.link={} cluster.nodes={},{},0.7,{},12000,0.55,0.66,0.2,0.02,670,18,0\n", link, nodes,
+                         8 * nodes, 12000 * 8 * nodes);
+    }
+  }
+  const CliRun r = run("plot " + temp_file("series.csv", csv) + " --out-dir " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(pngs_in(dir), 4);
+  for (const char* name : {"per_gpu", "mfu", "exposed", "breakdown"}) {
+    EXPECT_TRUE(fs::exists(dir / (std::string(name) + ".png"))) << name;
+  }
 }
 
 // A sweep interrupted as Ctrl-C does it (SIGINT to its process group) keeps the points it finished;

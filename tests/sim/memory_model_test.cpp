@@ -204,5 +204,21 @@ TEST(MemoryModel, Llama70bDdpIsOutOfMemory) {
   EXPECT_TRUE(u.fits()) << u.total_bytes / 1e9 << " GB";
 }
 
+// DiLoCo keeps, beside HSDP's state for the same shard group, the fp32 anchor and outer momentum
+// of its shard: 2 x 4 B x 6,738,415,616 (Llama-2 7B) / 8 = 6,738,415,616 bytes, one byte per
+// parameter, and 1.05 x that in the total (the allocator's 5% of what the model holds).
+TEST(MemoryModel, DilocoAddsTheOuterStateOfItsShard) {
+  TrainingSpec hsdp = llama("llama2-7b", 256);
+  hsdp.strategy = Strategy::hsdp;
+  hsdp.hsdp_shard = 8;
+  TrainingSpec diloco = hsdp;
+  diloco.strategy = Strategy::diloco;
+  diloco.diloco_islands = 32;  // 256 / 32 = 8 GPUs per island, as HSDP's shard group
+  const MemoryUse h = memory_per_gpu(hsdp, 16);
+  const MemoryUse d = memory_per_gpu(diloco, 16);
+  EXPECT_DOUBLE_EQ(by_category(d).at("diloco_anchor_and_momentum_fp32"), 6738415616.0);
+  EXPECT_NEAR(d.total_bytes - h.total_bytes, 1.05 * 6738415616.0, 1.0);
+}
+
 }  // namespace
 }  // namespace commbound::sim

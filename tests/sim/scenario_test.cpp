@@ -144,6 +144,25 @@ TEST(Scenario, MeshNodeRejectsNvlsAndMoreThanFourGpus) {
   EXPECT_NE(big.error().message.find("up to 4 GPUs"), std::string::npos) << big.error().message;
 }
 
+// Every point of every study's sweep is a valid scenario (docs/figures/update.sh runs them all):
+// e.g. nvl72_vs_8gpu pairs each node type with its own node counts at equal GPU counts, and the
+// diloco study's islands divide its 2048 replicas.
+TEST(Scenario, EveryStudyPointLoads) {
+  for (const auto& entry : std::filesystem::directory_iterator("scenarios/studies")) {
+    auto file = ScenarioFile::load(entry.path().string(), {}, kPresets);
+    ASSERT_TRUE(file) << entry.path() << ": " << file.error().message;
+    for (std::size_t i = 0; i < file->points(); ++i) {
+      auto point = file->point(i);
+      EXPECT_TRUE(point) << entry.path() << " point " << i << ": " << point.error().message;
+    }
+  }
+  auto nvl72 = ScenarioFile::load("scenarios/studies/nvl72_vs_8gpu.toml", {}, kPresets);
+  ASSERT_TRUE(nvl72);
+  for (std::size_t i = 0; i + 4 < 8; ++i) {  // rack i against DGX B200 point i + 4: the same GPUs
+    EXPECT_EQ(nvl72->point(i)->cluster.gpus(), nvl72->point(i + 4)->cluster.gpus()) << i;
+  }
+}
+
 // [sweep] grid = "cartesian": every combination of the keys' values, the first key outermost;
 // values must then hold one array per key.
 TEST(Scenario, CartesianSweepRunsEveryCombination) {
@@ -163,6 +182,21 @@ TEST(Scenario, CartesianSweepRunsEveryCombination) {
   auto bad = ScenarioFile::load(scenario_file("bad_grid.toml", head + "values = [[1, 2], 4]\n"), {}, kPresets);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("one array of values per key (2)"), std::string::npos) << bad.error().message;
+}
+
+// A DiLoCo scenario of 7 lines (a key added at its end is on line 8).
+const char* kDiloco = "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 4\n[model]\nname = \"llama2-7b\"\n"
+                      "[parallel]\nstrategy = \"diloco\"\n";
+
+// 4 nodes = 32 replicas in 4 islands of 8 GPUs, synchronised every 100 inner steps.
+TEST(Scenario, DilocoReadsItsIslandsAndInterval) {
+  auto sc = load_scenario(scenario_file("diloco.toml", std::string(kDiloco) + "diloco_islands = 4\ndiloco_sync_every = 100\n"),
+                          {}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_EQ(sc->training->strategy, Strategy::diloco);
+  EXPECT_EQ(sc->training->diloco_islands, 4);
+  EXPECT_EQ(sc->training->diloco_sync_every, 100);
+  EXPECT_EQ(sc->training->shard_ranks(), 8);
 }
 
 struct BadCase {
@@ -214,7 +248,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"set_unknown_key", "[cluster]\nnode_type = \"dgx-h100\"\n", {"fabric.speed=9"},
                 {"--set fabric.speed=9", "unknown key"}},
         BadCase{"set_malformed", "[cluster]\nnode_type = \"dgx-h100\"\n", {"nodes"}, {"--set nodes", "key=value"}},
-        BadCase{"missing_cluster", "description = \"nothing\"\n", {}, {"$FILE", "[cluster]"}}),
+        BadCase{"missing_cluster", "description = \"nothing\"\n", {}, {"$FILE", "[cluster]"}},
+        // DiLoCo on 4 nodes (32 replicas): islands must split the replicas evenly, H >= 1.
+        BadCase{"diloco_islands", std::string(kDiloco) + "diloco_islands = 3\n", {},
+                {"$FILE", ":8:", "parallel.diloco_islands = 3", "must divide the 32 parameter replicas"}},
+        BadCase{"diloco_sync_every", std::string(kDiloco) + "diloco_sync_every = 0\n", {},
+                {"$FILE", ":8:", "parallel.diloco_sync_every = 0", "between 1 and"}},
+        BadCase{"diloco_strategy", std::string(kDiloco) + "diloco_islands = 4\n", {"parallel.strategy=dilocco"},
+                {"--set parallel.strategy=dilocco", "diloco"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(ParseList, SizesAndRanges) {

@@ -126,6 +126,8 @@ attention_kernel = "cudnn"
 strategy = "hsdp"
 zero_stage = 3
 hsdp_shard = 2
+diloco_islands = 2
+diloco_sync_every = 7
 tp = 2
 pp = 2
 virtual_stages = 2
@@ -169,7 +171,9 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(fa.ecmp_seed, fb.ecmp_seed);
   EXPECT_EQ(fa.sharp, fb.sharp);
   EXPECT_EQ(fa.fit.has_value(), fb.fit.has_value());
-  if (fa.fit && fb.fit) EXPECT_EQ(fa.fit->name, fb.fit->name);
+  if (fa.fit && fb.fit) {
+    EXPECT_EQ(fa.fit->name, fb.fit->name);
+  }
   EXPECT_EQ(a.nccl.release, b.nccl.release);
   EXPECT_EQ(a.nccl_options.algorithm, b.nccl_options.algorithm);
   EXPECT_EQ(a.nccl_options.protocol, b.nccl_options.protocol);
@@ -196,6 +200,8 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(ta.strategy, tb.strategy);
   EXPECT_EQ(ta.zero_stage, tb.zero_stage);
   EXPECT_EQ(ta.hsdp_shard, tb.hsdp_shard);
+  EXPECT_EQ(ta.diloco_islands, tb.diloco_islands);
+  EXPECT_EQ(ta.diloco_sync_every, tb.diloco_sync_every);
   EXPECT_EQ(ta.dp, tb.dp);
   EXPECT_EQ(ta.tp, tb.tp);
   EXPECT_EQ(ta.pp, tb.pp);
@@ -266,7 +272,9 @@ TEST(ResolvedScenario, EveryShippedScenarioLoadsBackToTheSameMetrics) {
     ASSERT_TRUE(again) << path << ": " << again.error().message << "\n" << resolved;
     EXPECT_EQ(resolved_scenario_toml(again->scenario(), path.string()), resolved) << path;
     expect_same(*point, again->scenario());
-    if (point->training) EXPECT_EQ(metrics_of(again->scenario()), metrics_of(*point)) << path;
+    if (point->training) {
+      EXPECT_EQ(metrics_of(again->scenario()), metrics_of(*point)) << path;
+    }
   }
 }
 

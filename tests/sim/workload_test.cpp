@@ -1,6 +1,6 @@
 // The workload's passes against what each strategy is documented to do, counted by hand: the
 // 1F1B order of Megatron's schedule, and the collectives of none / DDP / FSDP ZeRO-2 and -3 /
-// HSDP on Llama-2 7B (32 layers, hidden 4096; a layer's bf16 parameters are 2 x 202,383,360 =
+// HSDP / DiLoCo on Llama-2 7B (32 layers, hidden 4096; a layer's bf16 parameters are 2 x 202,383,360 =
 // 404,766,720 bytes, over DDP's 25 MB bucket cap, so every layer fills a bucket alone).
 #include "sim/scenario/presets.hpp"
 #include "sim/workload/internal/pipeline_schedule.hpp"
@@ -132,6 +132,46 @@ TEST(DataParallelPass, HsdpAllReducesEachReducedShardAcrossReplicas) {
   EXPECT_EQ(named("layer1.reducescatter").group, GroupKind::shard);
   EXPECT_EQ(named("layer1.replica_allreduce").group, GroupKind::replica);
   EXPECT_DOUBLE_EQ(named("layer1.replica_allreduce").size_bytes, 404'766'720.0 / 8);
+}
+
+// DiLoCo over 16 replicas in 2 islands of 8: each island's inner step is FSDP's 33 gathers and 33
+// reduce-scatters within the island, and nothing crosses islands until the outer step, which is one
+// all-reduce of the rank's fp32 shard across the islands, then the outer optimizer. Llama-2 7B has
+// 32 x 202,383,360 + 2 x 32000 x 4096 + 4096 = 6,738,415,616 parameters; a shard of 8 is
+// 842,301,952 of them, 3,369,207,808 bytes in fp32.
+TEST(DataParallelPass, DilocoAllReducesTheFp32ShardOnceInTheOuterStep) {
+  TrainingSpec t = llama2_7b(Strategy::diloco, 2, 16, 1);
+  t.diloco_islands = 2;
+  const std::map<std::string, int> expected{{"allgather", 33}, {"reducescatter", 33}, {"pseudo_gradient.allreduce", 1}};
+  EXPECT_EQ(collectives(t), expected);
+  const Program p = build_program(t);
+  ASSERT_GE(p.outer_step_begin, 0);
+  const Op& outer = p.ops[static_cast<std::size_t>(p.outer_step_begin)];
+  EXPECT_EQ(outer.name, "outer.pseudo_gradient.allreduce");
+  EXPECT_EQ(outer.group, GroupKind::replica);
+  EXPECT_DOUBLE_EQ(outer.size_bytes, 3'369'207'808.0);
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.kind == OpKind::collective && static_cast<int>(i) < p.outer_step_begin) EXPECT_EQ(op.group, GroupKind::shard) << op.name;
+    if (static_cast<int>(i) > p.outer_step_begin) EXPECT_EQ(op.kind, OpKind::optimizer) << op.name;
+  }
+}
+
+// One island: nobody to average with, so the outer step is the outer optimizer alone.
+TEST(DataParallelPass, DilocoOnOneIslandHasNoOuterCollective) {
+  TrainingSpec t = llama2_7b(Strategy::diloco, 2, 16, 1);
+  t.diloco_islands = 1;
+  const std::map<std::string, int> expected{{"allgather", 33}, {"reducescatter", 33}};
+  EXPECT_EQ(collectives(t), expected);
+  const Program p = build_program(t);
+  ASSERT_GE(p.outer_step_begin, 0);
+  EXPECT_EQ(p.ops[static_cast<std::size_t>(p.outer_step_begin)].kind, OpKind::optimizer);
+}
+
+// FSDP and HSDP have no outer step.
+TEST(DataParallelPass, SynchronousStrategiesHaveNoOuterStep) {
+  EXPECT_EQ(build_program(llama2_7b(Strategy::fsdp, 2, 16, 1)).outer_step_begin, -1);
+  EXPECT_EQ(build_program(llama2_7b(Strategy::hsdp, 2, 16, 1)).outer_step_begin, -1);
 }
 
 }  // namespace

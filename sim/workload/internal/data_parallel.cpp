@@ -28,14 +28,21 @@ private:
   double bucket_bytes_ = 0;
 };
 
-// FSDP over all replicas, or (replica_groups > 1) HSDP: FSDP over a shard group of `shard_ranks`,
-// each reduced shard then all-reduced over the replica group.
-class FsdpPass final : public DataParallelPass {
+// Where FSDP shards the model and what follows each reduce-scatter.
+enum class Sharding {
+  all_replicas,                // FSDP: one shard group of every replica
+  shard_group_then_allreduce,  // HSDP: each reduced shard then all-reduced over the replica group
+  shard_group_only,            // DiLoCo's inner step: nothing leaves the shard group (the island)
+};
+
+// FSDP over all replicas, or over shard groups of `shard_ranks` (HSDP, DiLoCo's islands), of which
+// there are `replica_groups`.
+class FsdpPass : public DataParallelPass {
 public:
-  FsdpPass(int zero_stage, bool hsdp, int shard_ranks, int replica_groups)
+  FsdpPass(int zero_stage, Sharding sharding, int shard_ranks, int replica_groups)
       : zero_stage_(zero_stage),
-        shard_kind_(hsdp ? GroupKind::shard : GroupKind::data_parallel),
-        hsdp_(hsdp),
+        shard_kind_(sharding == Sharding::all_replicas ? GroupKind::data_parallel : GroupKind::shard),
+        hsdp_(sharding == Sharding::shard_group_then_allreduce),
         shard_ranks_(shard_ranks),
         replica_groups_(replica_groups) {}
 
@@ -74,8 +81,36 @@ private:
   const int zero_stage_;
   const GroupKind shard_kind_;
   const bool hsdp_;
+
+protected:
   const int shard_ranks_;
   const int replica_groups_;
+};
+
+// DiLoCo (Douillard et al. 2023, arXiv 2311.08105, Algorithm 1): each island runs FSDP on its own
+// data for H inner steps; then every rank forms the pseudo-gradient of its shard (anchor minus
+// local parameters), the islands average it with one all-reduce over the replica group (the ranks
+// holding the same shard in every island), and the outer optimizer (Nesterov momentum) updates the
+// anchor, which becomes the next inner start. The pseudo-gradient travels in fp32: it is the
+// difference of two fp32 copies of the weights, averaged into fp32 weights; bf16 (8 significant
+// bits) would round each island's part before the sum (docs/studies.md, study 7).
+class DilocoPass final : public FsdpPass {
+public:
+  DilocoPass(int zero_stage, int island_ranks, int islands)
+      : FsdpPass(zero_stage, Sharding::shard_group_only, island_ranks, islands) {}
+
+  void outer_step(ProgramWriter& w, double local_params, int after) override {
+    int start = after;
+    if (replica_groups_ > 1) {
+      start = w.collective("outer.pseudo_gradient.allreduce", StreamId::reduce_scatter, CollectiveOp::all_reduce,
+                           GroupKind::replica, local_params * kFp32Bytes, {after});
+    }
+    // The outer Nesterov update reads the averaged pseudo-gradient, the momentum and the anchor and
+    // writes the momentum, the anchor and the local parameters: a fused fp32 elementwise pass over
+    // the shard like AdamW's (which reads gradient, parameters and two moments and writes three),
+    // so it is priced as the recipe's optimizer over the same shard.
+    w.optimizer("outer.optimizer.", local_params, {start});
+  }
 };
 
 }  // namespace
@@ -83,8 +118,9 @@ private:
 std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t) {
   if (t.replicas() < 2) return std::make_unique<DataParallelPass>();
   if (!t.sharded()) return std::make_unique<DdpPass>(t.ddp_bucket_bytes);
-  const bool hsdp = t.strategy == Strategy::hsdp;
-  return std::make_unique<FsdpPass>(t.zero_stage, hsdp, t.hsdp_shard, t.replicas() / t.hsdp_shard);
+  if (t.strategy == Strategy::diloco) return std::make_unique<DilocoPass>(t.zero_stage, t.shard_ranks(), t.diloco_islands);
+  const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
+  return std::make_unique<FsdpPass>(t.zero_stage, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
 }
 
 }  // namespace commbound::sim::internal

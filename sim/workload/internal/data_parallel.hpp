@@ -6,7 +6,10 @@
 //   DDP:  gradients all-reduced in buckets during the last micro-batch's backward (PyTorch DDP);
 //   FSDP: parameters all-gathered per unit before use and gradients reduce-scattered (ZeRO-2
 //         gathers once per iteration, ZeRO-3 before every forward and backward);
-//   HSDP: FSDP within a shard group, then each reduced shard all-reduced across the replicas.
+//   HSDP: FSDP within a shard group, then each reduced shard all-reduced across the replicas;
+//   DiLoCo: FSDP within an island (HSDP's shard group) with nothing crossing islands in an inner
+//         step; the outer step, once every H inner steps, all-reduces the fp32 pseudo-gradients
+//         of the rank's shard across the islands and applies the outer optimizer.
 #pragma once
 
 #include "sim/workload/internal/program_writer.hpp"
@@ -37,6 +40,10 @@ public:
   virtual void reduce_layer(ProgramWriter&, int /*l*/, bool /*last_of_chunk*/, double /*unit_bytes*/, int /*after*/) {}
   // After the stage's last backward (op `after`): the root's gradients.
   virtual void reduce_root(ProgramWriter&, double /*root_bytes*/, int /*after*/) {}
+
+  // After the optimizer step (op `after`) over the rank's `local_params` parameters: the strategy's
+  // outer step (DiLoCo), which the program marks as such (Program::outer_step_begin).
+  virtual void outer_step(ProgramWriter& /*w*/, double /*local_params*/, int /*after*/) {}
 
   // The ops the optimizer step waits for: every gradient reduction.
   const std::vector<int>& gradient_syncs() const { return gradient_syncs_; }

@@ -89,6 +89,13 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
   return x;
 }
 
+int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::vector<int> deps) {
+  const int first = size();
+  const int last = run(prefix, calibration::LlamaRecipe::optimizer(parameters), std::move(deps), false);
+  for (int i = first; i < size(); ++i) op(i).kind = OpKind::optimizer;
+  return last;
+}
+
 int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after) {
   const std::string prefix = "layer" + std::to_string(l) + tag + (backward ? ".bwd." : ".fwd.");
   return run(prefix, backward ? layer_bwd_ : layer_fwd_, {after}, backward);

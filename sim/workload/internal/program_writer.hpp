@@ -13,6 +13,7 @@
 namespace commbound::sim::internal {
 
 inline constexpr double kBf16Bytes = 2;
+inline constexpr double kFp32Bytes = 4;
 
 class ProgramWriter {
 public:
@@ -30,6 +31,9 @@ public:
   // name, with the tensor-parallel reductions the recipe marks; returns the last op.
   int run(const std::string& prefix, const std::vector<calibration::RecipeKernel>& kernels, std::vector<int> deps,
           bool backward);
+  // The recipe's optimizer step over `parameters` fp32 parameters (one flat buffer), after `deps`,
+  // its ops marked OpKind::optimizer; returns the last.
+  int optimizer(const std::string& prefix, double parameters, std::vector<int> deps);
   // One transformer layer `l` of micro-batch `tag` (".mb3"), forward or backward, after `after`.
   int layer(int l, const std::string& tag, bool backward, int after);
   // What layer `l`'s backward replays of its forward first under t.recompute, after `after`
