@@ -8,6 +8,8 @@
 # still leaves the others' results.
 #
 #   bench/gpu_session.sh [quick|full]     (quick: --quick calibration grid)
+#   bench/gpu_session.sh traces           (only the PyTorch profiler captures: bench/capture_traces.py,
+#                                          eager and torch.compile, into $OUT/traces; docs/traces.md)
 #   SHAPES=shapes.toml bench/gpu_session.sh full   (also the shapes of `commbound shapes SCENARIO...`)
 #
 # Where toml++ or GoogleTest are not installed (a bare GPU box), their sources can sit in
@@ -29,6 +31,7 @@ pack() {
   cp "$OUT/summary.txt" "$FINAL/" 2>/dev/null
   [ -f "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" "$FINAL/"
   cp "$OUT"/nccl_*.txt "$FINAL/" 2>/dev/null
+  [ -d "$OUT/traces" ] && cp -r "$OUT/traces" "$FINAL/"
 }
 trap pack EXIT
 
@@ -40,6 +43,16 @@ nccl_wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>
 [ -f "$nccl_wheel/include/nccl.h" ] && extra+=(-DNCCL_ROOT=$nccl_wheel)
 
 log "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>&1)"
+if [ "$MODE" = traces ]; then
+  log "traces: Llama-2 7B (4 layers) and 1B, batch 2 x 4096, bf16 autocast, fused AdamW; eager and torch.compile"
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  launch=(python3); [ "$gpus" -gt 1 ] && launch=(torchrun --nproc-per-node "$gpus")
+  PYTHONUNBUFFERED=1 timeout $(lim 540) "${launch[@]}" bench/capture_traces.py --out "$OUT/traces" >"$OUT/traces.log" 2>&1
+  echo "capture exit $? on $gpus GPU(s)" | tee -a "$OUT/summary.txt"
+  tail -5 "$OUT/traces.log"
+  cat "$OUT"/traces/*/rank0.json 2>/dev/null | tee -a "$OUT/summary.txt"
+  exit 0
+fi
 log "configure + build ($BUILD)"
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 if ! { cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCOMMBOUND_KERNELS_ONLY=ON "${extra[@]}" \
