@@ -7,13 +7,25 @@
 namespace commbound::sim {
 
 Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const SweepOptions& options) {
-  std::vector<Scenario> points;
+  std::vector<SweepPoint> points;
   for (std::size_t i = 0; i < file.points(); ++i) {
     auto sc = file.point(i, options.overrides);
     if (!sc) return sc.error();
     if (!sc->training) return Error{sc->path + ": run needs a [model] section (and optionally [training], [parallel])"};
-    points.push_back(std::move(*sc));
+    points.push_back({file.point_name(i), std::move(*sc)});
   }
+  auto metrics = run_points(points, options);
+  if (!metrics) return metrics.error();
+  std::vector<PointResult> rows;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    COMMBOUND_CHECK((*metrics)[i].has_value(), "a sweep point was skipped");
+    rows.push_back({points[i].name, *(*metrics)[i]});
+  }
+  return rows;
+}
+
+Expected<std::vector<std::optional<Metrics>>> run_points(const std::vector<SweepPoint>& points,
+                                                         const SweepOptions& options) {
   std::vector<std::optional<Metrics>> kept(points.size());
   std::vector<std::size_t> todo;  // the points still to simulate
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -21,11 +33,12 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
     if (!kept[i]) todo.push_back(i);
   }
   std::size_t done = points.size() - todo.size();
+  std::vector<bool> skipped(todo.size(), false);
   Status stored = Ok{};
   const auto results = run_in_children(
       todo.size(), options.jobs,
       [&](std::size_t k) -> Expected<std::string> {
-        auto run = simulate_training(points[todo[k]], options.training);
+        auto run = simulate_training(points[todo[k]].scenario, options.training);
         if (!run) return run.error();
         if (options.after_run) {
           if (Status s = options.after_run(*run); !s) return s.error();
@@ -35,18 +48,21 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
       [&](std::size_t k, const Expected<std::string>& result) {
         const std::size_t i = todo[k];
         if (result && options.on_point && stored) {
-          stored = options.on_point(i, {file.point_name(i), nlohmann::json::parse(*result).get<Metrics>()});
+          stored = options.on_point(i, {points[i].name, nlohmann::json::parse(*result).get<Metrics>()});
         }
-        if (options.progress) options.progress(++done, points.size(), file.point_name(i));
+        if (options.progress) options.progress(++done, points.size(), points[i].name);
+      },
+      [&](std::size_t k) {
+        skipped[k] = options.skip && options.skip(todo[k]);
+        return !skipped[k];
       });
   if (!stored) return stored.error();
   for (std::size_t k = 0; k < results.size(); ++k) {
-    if (!results[k]) return Error{file.point_name(todo[k]) + ": " + results[k].error().message};
+    if (skipped[k]) continue;
+    if (!results[k]) return Error{points[todo[k]].name + ": " + results[k].error().message};
     kept[todo[k]] = nlohmann::json::parse(*results[k]).get<Metrics>();
   }
-  std::vector<PointResult> rows;
-  for (std::size_t i = 0; i < points.size(); ++i) rows.push_back({file.point_name(i), *kept[i]});
-  return rows;
+  return kept;
 }
 
 }  // namespace commbound::sim
