@@ -34,10 +34,31 @@ struct Arrival {
 // memory-bound fractions (cost_model.hpp), so over an iteration of T seconds with C seconds of
 // compute it is idle x T + C x (a mean of the two slopes), at least idle x T + C x the smaller
 // slope (T >= C when that slope is negative).
+// When a rank's compute never overlaps itself, Metrics' busy fractions are exactly the compute- and
+// memory-bound kernel times over the iteration, each at least its bare price (contention factors
+// are >= 1): with both slopes >= 0 the energy is at least idle x T + each slope x its kernels' time.
 double least_energy_j(const IterationBound& b, const CostModel& cost) {
   const double idle_w = cost.power_w(0, 0);
-  const double slope_w = std::min(cost.power_w(1, 0), cost.power_w(0, 1)) - idle_w;
+  const double compute_slope_w = cost.power_w(1, 0) - idle_w;
+  const double memory_slope_w = cost.power_w(0, 1) - idle_w;
+  if (b.compute_serial && compute_slope_w >= 0 && memory_slope_w >= 0) {
+    return idle_w * b.iteration_s + compute_slope_w * b.compute_bound_s + memory_slope_w * b.memory_bound_s;
+  }
+  const double slope_w = std::min(compute_slope_w, memory_slope_w);
   return slope_w >= 0 ? idle_w * b.iteration_s + slope_w * b.compute_s : std::max(0.0, idle_w + slope_w) * b.iteration_s;
+}
+
+// Adds `op`'s bare price to `b`'s compute parts, weighted by `times` / `stages` (a mean over the
+// stages), and notes a priced op off the compute stream.
+void add_compute(IterationBound& b, const Op& op, double seconds, double times, int stages) {
+  if (op.kind == OpKind::collective) return;
+  if (op.stream != StreamId::compute) {
+    b.compute_serial = b.compute_serial && seconds <= 0;
+    return;
+  }
+  const double mean_s = seconds * times / stages;
+  b.compute_s += mean_s;
+  (std::holds_alternative<calibration::MemoryBoundShape>(op.kernel) ? b.memory_bound_s : b.compute_bound_s) += mean_s;
 }
 
 }  // namespace
@@ -64,19 +85,17 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
                               : static_cast<int>(std::count_if(g.begin(), g.end(), [&](int r) { return simulated.count(r) > 0; }));
       groups[s][static_cast<std::size_t>(k)] = {g.front(), members};
     }
-    double compute_s = 0;
+    const double before_s = bound.compute_s;
+    for (const Op& op : ops) add_compute(bound, op, cost.seconds(op), 1, t.pp);
+    bound.busiest_compute_s = std::max(bound.busiest_compute_s, (bound.compute_s - before_s) * t.pp);
     for (int stream = 0; stream < kStreams; ++stream) {
       Cursor c;
       c.stage = static_cast<int>(s);
       for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (static_cast<int>(ops[i].stream) != stream) continue;
-        c.ops.push_back(static_cast<int>(i));
-        if (ops[i].stream == StreamId::compute && ops[i].kind != OpKind::collective) compute_s += cost.seconds(ops[i]);
+        if (static_cast<int>(ops[i].stream) == stream) c.ops.push_back(static_cast<int>(i));
       }
       if (!c.ops.empty()) cursors.push_back(std::move(c));
     }
-    bound.busiest_compute_s = std::max(bound.busiest_compute_s, compute_s);
-    bound.compute_s += compute_s / static_cast<double>(stages.size());
   }
   // The engine's rendezvous (engine.cpp): a collective whose group holds several simulated ranks
   // starts when the last of them arrives; keyed by its name and its group's first rank.
@@ -145,14 +164,9 @@ IterationBound compute_only_bound(const TrainingSpec& t, const CostModel& cost) 
   one.virtual_stages = 1;
   IterationBound bound;
   for (const Program& stage : build_programs(one)) {
-    double per_micro_batch_s = 0, optimizer_s = 0;
-    for (const Op& op : stage.ops) {
-      if (op.stream != StreamId::compute || op.kind == OpKind::collective) continue;
-      (op.kind == OpKind::optimizer ? optimizer_s : per_micro_batch_s) += cost.seconds(op);
-    }
-    const double compute_s = t.micro_batches * per_micro_batch_s + optimizer_s;
-    bound.busiest_compute_s = std::max(bound.busiest_compute_s, compute_s);
-    bound.compute_s += compute_s / t.pp;
+    const double before_s = bound.compute_s;
+    for (const Op& op : stage.ops) add_compute(bound, op, cost.seconds(op), op.kind == OpKind::optimizer ? 1 : t.micro_batches, t.pp);
+    bound.busiest_compute_s = std::max(bound.busiest_compute_s, (bound.compute_s - before_s) * t.pp);
   }
   bound.iteration_s = bound.busiest_compute_s;
   bound.energy_j_per_gpu = least_energy_j(bound, cost);

@@ -27,8 +27,14 @@ struct IterationBound {
   // The busiest pipeline stage's compute at its bare price: iteration_s minus this is the
   // pipeline bubble the schedule cannot avoid.
   double busiest_compute_s = 0;
-  // The compute stream's busy time at bare prices, mean over the stages (Metrics::compute_s >= this).
+  // The compute stream's busy time at bare prices, mean over the stages (Metrics::compute_s >= this),
+  // and its parts in compute-bound (GEMM, attention) and memory-bound kernels.
   double compute_s = 0;
+  double compute_bound_s = 0;
+  double memory_bound_s = 0;
+  // Whether every priced op runs on the compute stream (then a rank's compute never overlaps
+  // itself, which the tighter energy bound needs).
+  bool compute_serial = true;
   // Energy one GPU spends in an iteration, at least (Metrics: power_w_per_gpu x iteration_s >= this).
   double energy_j_per_gpu = 0;
   double bubble_s() const { return iteration_s - busiest_compute_s; }
