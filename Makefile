@@ -44,6 +44,7 @@ test: build
 bench: build
 	$(BUILD)/bin/bench_collectives
 	$(BUILD)/bin/bench_training
+	$(BUILD)/bin/bench_search
 	@if [ -x $(BUILD)/bin/bench_kernels ]; then $(BUILD)/bin/bench_kernels; $(BUILD)/bin/bench_attention; fi
 
 clean:

@@ -1,5 +1,6 @@
-// SweepRunner: every point of a scenario file's [sweep], each simulated in a child process (SimGrid
-// allows one engine per process), at most `jobs` at once, with typed overrides applied once.
+// SweepRunner: every point of a scenario file's [sweep] (or an explicit list of points), each
+// simulated in a child process (SimGrid allows one engine per process), at most `jobs` at once,
+// with typed overrides applied once.
 //
 // All points are validated in the parent before any simulation starts, so a bad [sweep] value is
 // reported at once, with its file and line. Children inherit the parsed scenario and the kernel
@@ -39,11 +40,26 @@ struct SweepOptions {
   std::function<Status(std::size_t index, const PointResult& point)> on_point;
   // The points this run simulates or keeps, e.g. one slice of a job array. Unset: every point.
   std::function<bool(std::size_t index)> include;
+  // Asked in the parent just before point `index` would start (points start in index order, after
+  // on_point of every point finished so far): true leaves it unsimulated. Unset: none skipped.
+  std::function<bool(std::size_t index)> skip;
+};
+
+// A point given explicitly rather than by a [sweep]: its row name and its validated scenario.
+struct PointToRun {
+  std::string name;
+  Scenario scenario;
 };
 
 // Simulates every point of `file` (those `include`d) and returns them in [sweep] order. Every point
 // is validated, included or not. The first failing point's error (validation, platform, or a
 // crashed child) fails the whole sweep.
 Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const SweepOptions& options);
+
+// Simulates `points` (each with a [model]), at most options.jobs at once, and returns their metrics
+// in the given order; a point options.skip left out has none. `overrides` do not apply (the points
+// are already validated). The first failing point's error fails the whole run.
+Expected<std::vector<std::optional<Metrics>>> run_points(const std::vector<PointToRun>& points,
+                                                         const SweepOptions& options);
 
 }  // namespace commbound::sim

@@ -98,9 +98,10 @@ Expected<std::string> run_in_child(const ChildWork& work) {
 
 std::vector<Expected<std::string>> run_in_children(
     std::size_t count, int jobs, const std::function<Expected<std::string>(std::size_t)>& work,
-    const std::function<void(std::size_t, const Expected<std::string>&)>& on_done) {
+    const std::function<void(std::size_t, const Expected<std::string>&)>& on_done,
+    const std::function<bool(std::size_t)>& start_if) {
   COMMBOUND_CHECK(jobs >= 1, "run_in_children needs at least one job");
-  std::vector<Expected<std::string>> results(count, Error{"not run"});
+  std::vector<Expected<std::string>> results(count, Error{"not started"});
   std::map<std::size_t, Child> running;  // by index
   std::size_t next = 0;
   auto complete = [&](std::size_t i, Expected<std::string> r) {
@@ -110,6 +111,7 @@ std::vector<Expected<std::string>> run_in_children(
   while (next < count || !running.empty()) {
     while (next < count && static_cast<int>(running.size()) < jobs) {
       const std::size_t i = next++;
+      if (start_if && !start_if(i)) continue;
       auto child = start([&work, i] { return work(i); });
       if (!child) {
         complete(i, child.error());

@@ -24,9 +24,13 @@ Expected<std::string> run_in_child(const ChildWork& work);
 
 // Runs work(i) for i in [0, count) in at most `jobs` children at once (jobs >= 1) and returns the
 // results in index order. `on_done(i, result)`, if set, is called in the parent as each finishes
-// (in completion order): progress, or keeping finished points on disk.
+// (in completion order): progress, or keeping finished points on disk. `start_if(i)`, if set, is
+// asked in the parent just before work i would start (in index order, after on_done of every child
+// finished so far): false leaves i unstarted, its result the error "not started" (a search that
+// prunes by what it has seen).
 std::vector<Expected<std::string>> run_in_children(
     std::size_t count, int jobs, const std::function<Expected<std::string>(std::size_t)>& work,
-    const std::function<void(std::size_t, const Expected<std::string>&)>& on_done = {});
+    const std::function<void(std::size_t, const Expected<std::string>&)>& on_done = {},
+    const std::function<bool(std::size_t)>& start_if = {});
 
 }  // namespace commbound

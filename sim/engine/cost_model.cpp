@@ -28,7 +28,12 @@ Priced CostModel::price(const Op& op) const {
   if (!table_) {
     return {std::max(op.flops / gpu_.peak_flops_per_s, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
   }
-  return table_->price(op.kernel, attention_kernel_);  // a synchronisation point (no kernel): 0, exact
+  for (const PricedKernel& m : memo_) {
+    if (m.kernel == op.kernel) return m.priced;
+  }
+  // A synchronisation point (no kernel): 0, exact.
+  memo_.push_back({op.kernel, table_->price(op.kernel, attention_kernel_)});
+  return memo_.back().priced;
 }
 
 double CostModel::contention_factor(const Op& op) const {

@@ -67,6 +67,14 @@ private:
   std::string why_;
   std::shared_ptr<const calibration::KernelTable> table_;
   std::string attention_kernel_;
+  // The table's prices already looked up, by kernel shape: a program repeats a few dozen kernels
+  // thousands of times, and the table prices a shape it lacks by scanning all its rows. Not
+  // thread-safe (nothing in commbound prices from several threads).
+  struct PricedKernel {
+    calibration::KernelShape kernel;
+    calibration::Priced priced;
+  };
+  mutable std::vector<PricedKernel> memo_;
 };
 
 }  // namespace commbound::sim

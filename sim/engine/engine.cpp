@@ -60,10 +60,10 @@ public:
   IterationTimeline run() {
     IterationTimeline timeline;
     timeline.start_s = sg4::Engine::get_clock();
-    for (int r = 0; r < layout_.world(); ++r) {
-      if (options_.every_rank || (layout_.coords(r).dp == 0 && layout_.coords(r).tp == 0 && layout_.coords(r).cp == 0)) {
-        simulated_.insert(r);
-      }
+    if (options_.every_rank) {
+      for (int r = 0; r < layout_.world(); ++r) simulated_.insert(r);
+    } else {
+      for (int r : representative_ranks(t_)) simulated_.insert(r);
     }
     for (int r : simulated_) {
       done_[r] = std::vector<std::unique_ptr<Event>>(program_of(r).ops.size());
@@ -94,21 +94,8 @@ private:
   // holds every replica, and every layer's collectives ask for it again). The reference stays valid.
   const std::vector<int>& group_of(int rank, GroupKind kind) {
     auto [it, fresh] = groups_.try_emplace({rank, kind});
-    if (fresh) it->second = make_group(rank, kind);
+    if (fresh) it->second = group_members(t_, rank, kind);
     return it->second;
-  }
-
-  std::vector<int> make_group(int rank, GroupKind kind) const {
-    switch (kind) {
-      case GroupKind::data_parallel: return layout_.dp_group(rank);
-      case GroupKind::shard: return layout_.shard_group(rank, t_.shard_ranks());
-      case GroupKind::replica: return layout_.replica_group(rank, t_.shard_ranks());
-      case GroupKind::tensor_parallel: return layout_.tp_group(rank);
-      case GroupKind::pipeline_next: return layout_.pipeline_pair(rank, true, t_.virtual_stages > 1);
-      case GroupKind::pipeline_prev: return layout_.pipeline_pair(rank, false, t_.virtual_stages > 1);
-      case GroupKind::context_next: return layout_.cp_ring_pair(rank);
-    }
-    return {rank};
   }
 
   network::CollectiveChoice choose(const network::CollectiveCall& call) const {
@@ -261,6 +248,27 @@ private:
 };
 
 }  // namespace
+
+std::vector<int> representative_ranks(const TrainingSpec& t) {
+  const Layout layout(t.dp, t.tp, t.pp, t.cp);
+  std::vector<int> ranks;
+  for (int stage = 0; stage < t.pp; ++stage) ranks.push_back(layout.rank({0, stage, 0, 0}));
+  return ranks;
+}
+
+std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) {
+  const Layout layout(t.dp, t.tp, t.pp, t.cp);
+  switch (kind) {
+    case GroupKind::data_parallel: return layout.dp_group(rank);
+    case GroupKind::shard: return layout.shard_group(rank, t.shard_ranks());
+    case GroupKind::replica: return layout.replica_group(rank, t.shard_ranks());
+    case GroupKind::tensor_parallel: return layout.tp_group(rank);
+    case GroupKind::pipeline_next: return layout.pipeline_pair(rank, true, t.virtual_stages > 1);
+    case GroupKind::pipeline_prev: return layout.pipeline_pair(rank, false, t.virtual_stages > 1);
+    case GroupKind::context_next: return layout.cp_ring_pair(rank);
+  }
+  return {rank};
+}
 
 int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& stages, int gpus_per_node,
                            const EngineOptions& options) {

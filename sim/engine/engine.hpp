@@ -49,6 +49,15 @@ struct EngineOptions {
   std::uint64_t jitter_seed = 1;
 };
 
+// The ranks the engine simulates without every_rank: one per pipeline stage, in stage order (data,
+// context and tensor coordinates 0). Every other rank runs its stage's program on the same hardware.
+std::vector<int> representative_ranks(const TrainingSpec& t);
+
+// The members of `rank`'s group of `kind` in `t`'s layout, in the order a collective over them
+// uses (pipeline pairs: the earlier stage first; interleaved pipelines wrap from the last stage to
+// the first).
+std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind);
+
 // The most collectives `simulate` can have in flight at once on a cluster of `gpus_per_node`-GPU
 // nodes (what network::Platform::create needs to size its flows): per simulated rank, one per
 // communication stream its program uses, times the groups of that rank's node that run beside it

@@ -5,6 +5,13 @@
 
 namespace commbound::sim {
 
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::optional<std::vector<std::string>> csv_fields(const std::string& line) {
   std::vector<std::string> fields(1);
   bool quoted = false;

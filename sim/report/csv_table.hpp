@@ -12,6 +12,9 @@
 
 namespace commbound::sim {
 
+// `v` as one CSV field: double-quoted (quotes doubled) when it holds a comma, a quote or a newline.
+std::string csv_field(const std::string& v);
+
 // The fields of one CSV line; nullopt when its quotes do not close.
 std::optional<std::vector<std::string>> csv_fields(const std::string& line);
 

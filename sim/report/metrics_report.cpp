@@ -1,5 +1,7 @@
 #include "sim/report/metrics_report.hpp"
 
+#include "sim/report/csv_table.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -8,13 +10,6 @@
 
 namespace commbound::sim {
 namespace {
-
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 std::string cost_csv(const Metrics& m) {
   return "," + csv_field(m.cost_model_source) + "," + csv_field(m.cost_model_table) + "," +

@@ -21,14 +21,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-// A CSV field, quoted when it holds a comma or a quote.
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\n") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // The GPU a platform description names ("HGX H100 (Dell XE9680) ..." -> "H100").
 std::string gpu_in(const std::string& platform) {
   for (const char* gpu : {"H100", "H200", "B200", "A100", "V100"}) {

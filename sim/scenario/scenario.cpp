@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <utility>
 #include <variant>
 #include <sstream>
 
@@ -512,9 +513,24 @@ std::string ScenarioFile::point_name(std::size_t i) const {
 
 Expected<Scenario> ScenarioFile::point(std::size_t i, const std::vector<std::string>& overrides) const {
   if (!base_.sweep && overrides.empty()) return base_;
+  return resolve_with(overrides, true, i);
+}
+
+Expected<Scenario> ScenarioFile::unswept(const std::vector<std::string>& overrides) const {
+  return resolve_with(overrides, false, 0);
+}
+
+std::string ScenarioFile::origin(const std::string& key) const {
+  if (const auto it = state_->origins.find(key); it != state_->origins.end()) return it->second;
+  const toml::node_view<const toml::node> node = std::as_const(state_->doc).at_path(key);
+  return node ? where(*node.node(), base_.path) : std::string();
+}
+
+Expected<Scenario> ScenarioFile::resolve_with(const std::vector<std::string>& overrides, bool apply_sweep,
+                                              std::size_t i) const {
   toml::table doc = state_->doc;
   Overrides origins = state_->origins;
-  if (base_.sweep) {
+  if (base_.sweep && apply_sweep) {
     const Sweep& sw = *base_.sweep;
     const toml::array& values = sw.values.at(i);
     for (std::size_t k = 0; k < sw.keys.size(); ++k) {

@@ -90,9 +90,17 @@ public:
   // The scenario of point `i`: its sweep values set, then `overrides`, validated. Errors name the
   // [sweep] value's file and line.
   Expected<Scenario> point(std::size_t i, const std::vector<std::string>& overrides = {}) const;
+  // The file as written, its [sweep] not applied, with `overrides` set and validated (a layout
+  // search's candidates).
+  Expected<Scenario> unswept(const std::vector<std::string>& overrides) const;
+  // Where the file (or a --set) gives dotted `key` ("file:line", or "--set key=value"); empty when
+  // neither does.
+  std::string origin(const std::string& key) const;
 
 private:
   struct State;
+  // Validates the parsed document with [sweep] point `i`'s values set (when `apply_sweep`), then `overrides`.
+  Expected<Scenario> resolve_with(const std::vector<std::string>& overrides, bool apply_sweep, std::size_t i) const;
   ScenarioFile(std::shared_ptr<State> state, Scenario base);
   std::shared_ptr<State> state_;
   Scenario base_;

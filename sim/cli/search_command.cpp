@@ -1,0 +1,170 @@
+// commbound search: the best parallel layouts of a scenario's model on its cluster.
+#include "sim/cli/command.hpp"
+#include "sim/cli/common.hpp"
+#include "sim/layout_search.hpp"
+#include "sim/report/output.hpp"
+#include "sim/search_report.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+namespace commbound::cli {
+namespace {
+
+const char* kSearchDescription = R"(Which layout is fastest? Enumerates the parallel layouts of the scenario's [model] on its
+cluster with the global batch fixed ([training] global_batch; micro-batches per replica =
+global_batch / (dp x micro_batch)):
+  tp    tensor parallel degree: divisors of the GPUs up to --max-tp (default: a node's GPUs)
+  cp    context parallel degree: up to --max-cp (default: a node's GPUs); tp x cp stays within
+        --max-model-parallel (default: the larger of the two limits, i.e. inside a node)
+  pp    pipeline stages: divisors of what remains, up to --max-pp (default 16)
+  v     interleaved 1F1B chunks per stage: 1, 2, 4 ... up to --max-virtual-stages (default 4)
+  dp    what remains: GPUs / (tp x cp x pp)
+  mb    micro-batch: divisors of global_batch / dp, up to --max-micro-batch (default 8)
+  strategy   ddp, zero2 (FSDP ZeRO-2), zero3 (FSDP ZeRO-3), hsdp (ZeRO-2 inside a node,
+             replicas across): --strategies
+  ckpt  full activation checkpointing off and on: --checkpointing
+Other keys (sequence_parallel, hsdp_shard, the fabric, NCCL) stay as the file sets them; its
+[sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
+keeps its reason) and checked against GPU memory by the memory model (docs/metrics.md).
+
+Every layout that fits gets a bound without simulation: its iteration on an infinitely fast
+network, i.e. its compute at the kernel table's prices plus the pipeline bubble its schedule
+cannot avoid. No simulation of it can be faster. Layouts are simulated best bound first in -j
+child processes; once N (--top) are simulated, a layout whose bound is below the N-th best is
+pruned: it cannot enter the top N. The top N are those an exhaustive search (--no-prune) ranks;
+only the number pruned depends on -j. With --objective tokens-per-joule the bound is on energy:
+idle power over the bounded iteration plus the least busy power over the bounded compute.
+
+Prints the top N (tokens/s per GPU, MFU, exposed communication, memory and power per GPU,
+tokens per joule) and why the others lost: against the best, by more exposed communication, a
+larger pipeline bubble (idle time) or more compute (recomputation, smaller kernels); pruned by
+bound; out of memory (with the worst); invalid (with the commonest reason). --format csv|json
+lists every candidate with its verdict, bound and reason. Progress goes to stderr.
+)";
+
+struct SearchArgs {
+  ScenarioArgs scenario;
+  std::string objective = "tokens-per-s";
+  int top = 10;
+  sim::SearchSpace space;
+  std::vector<std::string> strategies;
+  std::string checkpointing = "both";
+  bool no_prune = false;
+  std::string format = "table";
+  std::string out;
+  bool force = false;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+std::string title_of(const sim::Scenario& sc, const std::string& objective) {
+  const sim::TrainingSpec& t = *sc.training;
+  return fmt::format("commbound search: {}: {}, {} GPUs ({} x {}), global batch {}, seq {}; ranked by {}", sc.path,
+                     t.model.name, sc.cluster.gpus(), sc.cluster.nodes, sc.cluster.node.name, t.global_batch, t.seq_len,
+                     objective == "tokens-per-s" ? "tokens/s per GPU" : "tokens per joule");
+}
+
+int run_search(SearchArgs a) {
+  auto file = load(a.scenario);
+  if (!file) return fail(file.error().message);
+  const sim::Scenario& base = file->scenario();
+  if (!base.training) return fail(base.path + ": search needs a [model] section (and [training] global_batch)");
+  if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  if (!a.strategies.empty()) {
+    a.space.strategies.clear();
+    for (const std::string& s : a.strategies) a.space.strategies.push_back(*sim::parse_data_parallel(s));
+  }
+  if (a.checkpointing != "both") a.space.checkpointing = {a.checkpointing == "on"};
+  sim::SearchOptions options;
+  options.space = a.space;
+  options.objective = a.objective == "tokens-per-s" ? sim::Objective::tokens_per_s : sim::Objective::tokens_per_joule;
+  options.top = a.top;
+  options.jobs = a.jobs;
+  options.prune = !a.no_prune;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  options.progress = [&](std::size_t simulated, std::size_t pruned, std::size_t fits, const sim::Candidate& last) {
+    const std::string line =
+        fmt::format("[{} simulated, {} pruned of {} that fit] {}: {:.5g} {}  elapsed {:.0f} s", simulated, pruned, fits,
+                    last.layout.name(), sim::objective_of(*last.metrics, options.objective),
+                    options.objective == sim::Objective::tokens_per_s ? "tokens/s/GPU" : "tokens/J", elapsed_s());
+    std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
+  };
+  options.bounded = [&](const std::vector<sim::Candidate>& candidates) {
+    std::size_t invalid = 0, oom = 0;
+    for (const sim::Candidate& c : candidates) {
+      invalid += c.verdict == sim::Verdict::invalid ? 1 : 0;
+      oom += c.verdict == sim::Verdict::out_of_memory ? 1 : 0;
+    }
+    std::cerr << fmt::format("{} layouts: {} invalid, {} out of memory, {} fit and bounded in {:.1f} s; simulating the "
+                             "best bounds first\n",
+                             candidates.size(), invalid, oom, candidates.size() - invalid - oom, elapsed_s());
+  };
+  auto result = sim::search_layouts(*file, options);
+  if (tty) std::cerr << "\n";
+  if (!result) return fail(result.error().message);
+  std::cerr << fmt::format("search: {} candidates in {:.1f} s wall\n", result->candidates.size(), elapsed_s());
+  sim::SearchReportOptions report;
+  report.format = a.format;
+  report.title = title_of(base, a.objective);
+  report.objective = options.objective;
+  report.top = a.top;
+  Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) { sim::write_search(o, *result, report); });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
+}  // namespace
+
+void add_search_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<SearchArgs>();
+  CLI::App* cmd = app.add_subcommand("search", "the best parallel layouts of the scenario's [model] on its cluster, "
+                                               "by tokens/s or tokens per joule");
+  add_scenario_args(*cmd, a->scenario);
+  cmd->add_option("--objective", a->objective, "tokens-per-s (default) | tokens-per-joule")
+      ->check(CLI::IsMember({"tokens-per-s", "tokens-per-joule"}));
+  cmd->add_option("--top", a->top, "layouts ranked and shown (default 10)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-tp", a->space.max_tp, "largest tensor parallel degree (default: a node's GPUs)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-cp", a->space.max_cp, "largest context parallel degree (default: a node's GPUs)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-model-parallel", a->space.max_model_parallel,
+                  "largest tp x cp (default: the larger of --max-tp and --max-cp)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-pp", a->space.max_pp, "most pipeline stages (default 16)")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-virtual-stages", a->space.max_virtual_stages,
+                  "most interleaved chunks per pipeline stage (default 4; 1: plain 1F1B)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-micro-batch", a->space.max_micro_batch, "largest micro-batch in sequences (default 8)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--strategies", a->strategies, "data-parallel strategies, comma-separated (default: ddp,zero2,zero3,hsdp)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"ddp", "zero2", "zero3", "hsdp"}))
+      ->type_name("LIST");
+  cmd->add_option("--checkpointing", a->checkpointing, "activation checkpointing: both (default) | off | on")
+      ->check(CLI::IsMember({"both", "off", "on"}));
+  cmd->add_flag("--no-prune", a->no_prune, "simulate every layout that fits (exhaustive; slow)");
+  cmd->add_option("-j,--jobs", a->jobs, "layouts simulated at once, each in its own process (default: the cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--format", a->format, "table (default) | csv | json (csv and json: every candidate)")
+      ->check(format_choice({"table", "csv", "json"}));
+  cmd->add_option("--out", a->out, "write there instead of standard output (never overwrites without --force)")
+      ->type_name("FILE");
+  cmd->add_flag("--force", a->force, "allow --out to replace an existing file");
+  cmd->footer(std::string(kSearchDescription) + R"(
+Examples:
+  commbound search scenarios/studies/search_7b_256gpu.toml
+  commbound search scenarios/studies/search_7b_256gpu.toml --objective tokens-per-joule --top 5
+  commbound search scenarios/studies/search_7b_256gpu.toml --strategies zero2,zero3 --checkpointing off --max-pp 4
+  commbound search scenarios/studies/search_7b_256gpu.toml --set cluster.nodes=8 --format csv --out layouts.csv)");
+  cmd->callback([a, &exit_code] { exit_code = run_search(*a); });
+}
+
+}  // namespace commbound::cli

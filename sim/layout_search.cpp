@@ -1,0 +1,241 @@
+#include "sim/layout_search.hpp"
+
+#include "sim/pipeline.hpp"
+#include "sim/sweep_runner.hpp"
+#include "sim/workload/memory_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace commbound::sim {
+namespace {
+
+std::vector<int> divisors_up_to(int n, int limit) {
+  std::vector<int> out;
+  for (int d = 1; d <= std::min(n, limit); ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// The objective's upper bound from a layout's bound: tokens per iteration over its shortest
+// iteration, or over its least energy.
+double objective_bound_of(const TrainingSpec& t, const IterationBound& b, Objective objective) {
+  if (objective == Objective::tokens_per_s) return t.tokens_per_iteration() / b.iteration_s / t.world();
+  return t.tokens_per_iteration() / (b.energy_j_per_gpu * t.world());
+}
+
+// "k-th best" kept as the search runs: the `k` best objectives simulated so far.
+class TopK {
+public:
+  explicit TopK(std::size_t k) : k_(k) {}
+  void add(double value) {
+    best_.insert(std::upper_bound(best_.begin(), best_.end(), value, std::greater<>()), value);
+    if (best_.size() > k_) best_.pop_back();
+  }
+  // Every layout whose objective is below this is outside the top k; none until k are known.
+  std::optional<double> threshold() const {
+    return best_.size() < k_ ? std::nullopt : std::optional<double>(best_.back());
+  }
+
+private:
+  std::size_t k_;
+  std::vector<double> best_;  // descending
+};
+
+std::string objective_unit(Objective objective) {
+  return objective == Objective::tokens_per_s ? "tokens/s/GPU" : "tokens/J";
+}
+
+}  // namespace
+
+const char* to_string(DataParallel d) {
+  switch (d) {
+    case DataParallel::ddp: return "ddp";
+    case DataParallel::zero2: return "zero2";
+    case DataParallel::zero3: return "zero3";
+    case DataParallel::hsdp: return "hsdp";
+  }
+  return "?";
+}
+
+std::optional<DataParallel> parse_data_parallel(const std::string& name) {
+  for (DataParallel d : {DataParallel::ddp, DataParallel::zero2, DataParallel::zero3, DataParallel::hsdp}) {
+    if (name == to_string(d)) return d;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::simulated: return "simulated";
+    case Verdict::pruned: return "pruned";
+    case Verdict::out_of_memory: return "out_of_memory";
+    case Verdict::invalid: return "invalid";
+  }
+  return "?";
+}
+
+std::vector<std::string> LayoutChoice::overrides() const {
+  const char* strategy_name = strategy == DataParallel::ddp ? "ddp" : strategy == DataParallel::hsdp ? "hsdp" : "fsdp";
+  return {"parallel.tp=" + std::to_string(tp),
+          "parallel.cp=" + std::to_string(cp),
+          "parallel.pp=" + std::to_string(pp),
+          "parallel.virtual_stages=" + std::to_string(virtual_stages),
+          std::string("parallel.strategy=") + strategy_name,
+          "parallel.zero_stage=" + std::to_string(strategy == DataParallel::zero3 ? 3 : 2),
+          "training.micro_batch=" + std::to_string(micro_batch),
+          std::string("training.activation_checkpointing=") + (checkpointing ? "true" : "false")};
+}
+
+std::string LayoutChoice::name() const {
+  return fmt::format("tp{} cp{} pp{} v{} dp{} mb{} {}{}", tp, cp, pp, virtual_stages, dp, micro_batch, to_string(strategy),
+                     checkpointing ? " ckpt" : "");
+}
+
+std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space) {
+  const int max_tp = space.max_tp > 0 ? space.max_tp : gpus_per_node;
+  const int max_cp = space.max_cp > 0 ? space.max_cp : gpus_per_node;
+  const int max_model_parallel = space.max_model_parallel > 0 ? space.max_model_parallel : std::max(max_tp, max_cp);
+  const int max_pp = space.max_pp > 0 ? space.max_pp : kDefaultMaxPp;
+  const int max_v = space.max_virtual_stages > 0 ? space.max_virtual_stages : kDefaultMaxVirtualStages;
+  const int max_mb = space.max_micro_batch > 0 ? space.max_micro_batch : kDefaultMaxMicroBatch;
+  std::vector<LayoutChoice> out;
+  for (int tp : divisors_up_to(gpus, max_tp)) {
+    for (int cp : divisors_up_to(gpus / tp, max_cp)) {
+      if (tp * cp > max_model_parallel) continue;
+      for (int pp : divisors_up_to(gpus / (tp * cp), max_pp)) {
+        const int dp = gpus / (tp * cp * pp);
+        std::vector<int> virtual_stages = {1};
+        for (int v = 2; pp > 1 && v <= max_v; v *= 2) virtual_stages.push_back(v);
+        const std::vector<int> micro_batches =
+            global_batch % dp == 0 ? divisors_up_to(global_batch / dp, max_mb) : std::vector<int>{1};
+        for (int v : virtual_stages) {
+          for (int mb : micro_batches) {
+            for (DataParallel strategy : space.strategies) {
+              for (bool ckpt : space.checkpointing) out.push_back({tp, cp, pp, v, dp, mb, strategy, ckpt});
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+double objective_of(const Metrics& m, Objective objective) {
+  return objective == Objective::tokens_per_s ? m.tokens_per_s_per_gpu : m.tokens_per_joule;
+}
+
+Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOptions& options) {
+  const Scenario& base = file.scenario();
+  if (!base.training) return Error{base.path + ": search needs a [model] section (and [training] global_batch)"};
+  if (const std::string at = file.origin("training.local_batch"); !at.empty()) {
+    return Error{at + ": training.local_batch: search keeps the global batch fixed across layouts; give "
+                      "training.global_batch instead (here " + std::to_string(base.training->global_batch) + ")"};
+  }
+  // One cost model prices every layout: the GPU, kernel table and attention kernel are the
+  // scenario's, not the layout's; its memo of prices then serves them all.
+  const CostModel cost = cost_model(base);
+  // Validate, fit and bound (compute alone) every candidate in the parent; no engine runs here.
+  std::vector<Candidate> all;
+  std::vector<Scenario> fitting;    // the scenario of every layout that fits
+  std::vector<std::size_t> fit_of;  // ... and its index in `all`
+  for (const LayoutChoice& layout :
+       enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus, base.training->global_batch, options.space)) {
+    Candidate c;
+    c.layout = layout;
+    auto sc = file.unswept(layout.overrides());
+    if (!sc) {
+      c.verdict = Verdict::invalid;
+      c.reason = sc.error().message;
+      all.push_back(std::move(c));
+      continue;
+    }
+    const TrainingSpec& t = *sc->training;
+    c.memory = memory_per_gpu(t, sc->cluster.node.nccl_channels);
+    if (!c.memory.fits()) {
+      c.verdict = Verdict::out_of_memory;
+      c.reason = fmt::format("needs {:.1f} GB of {:.1f} GB", c.memory.total_bytes / 1e9, c.memory.capacity_bytes / 1e9);
+      all.push_back(std::move(c));
+      continue;
+    }
+    c.bound = compute_only_bound(t, cost);
+    c.objective_bound = objective_bound_of(t, c.bound, options.objective);
+    c.verdict = Verdict::pruned;  // until simulated
+    fit_of.push_back(all.size());
+    fitting.push_back(std::move(*sc));
+    all.push_back(std::move(c));
+  }
+  if (options.bounded) options.bounded(all);
+  // Best bound first: the likeliest winners run first and raise the bar for the rest.
+  std::vector<std::size_t> order(fitting.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return all[fit_of[a]].objective_bound > all[fit_of[b]].objective_bound;
+  });
+  std::vector<PointToRun> points;
+  for (std::size_t k : order) points.push_back({all[fit_of[k]].layout.name(), fitting[k]});
+  auto candidate = [&](std::size_t point) -> Candidate& { return all[fit_of[order[point]]]; };
+
+  TopK top(static_cast<std::size_t>(std::max(1, options.top)));
+  std::size_t simulated = 0, pruned = 0;
+  SweepOptions sweep;
+  sweep.jobs = options.jobs;
+  sweep.on_point = [&](std::size_t i, const PointResult& p) -> Status {
+    Candidate& c = candidate(i);
+    c.metrics = p.metrics;
+    c.verdict = Verdict::simulated;
+    top.add(objective_of(p.metrics, options.objective));
+    ++simulated;
+    if (options.progress) options.progress(simulated, pruned, points.size(), c);
+    return Ok{};
+  };
+  // Just before a layout would start: pruned when its compute alone, else its compute and
+  // bubble, is below the bar the simulated layouts have set.
+  sweep.skip = [&](std::size_t i) {
+    Candidate& c = candidate(i);
+    auto below_bar = [&](const char* what) {
+      const std::optional<double> bar = top.threshold();
+      if (!options.prune || !bar || c.objective_bound >= *bar) return false;
+      c.reason = fmt::format("{} bound {:.5g} {} < {:.5g}, the top-{} bar then", what, c.objective_bound,
+                             objective_unit(options.objective), *bar, options.top);
+      ++pruned;
+      return true;
+    };
+    if (below_bar("compute")) return true;
+    const TrainingSpec& t = *points[i].scenario.training;
+    c.bound = iteration_lower_bound(t, build_programs(t), cost);
+    c.with_bubble = true;
+    c.objective_bound = objective_bound_of(t, c.bound, options.objective);
+    return below_bar("compute + bubble");
+  };
+  auto ran = run_points(points, sweep);
+  if (!ran) return ran.error();
+
+  SearchResult result;
+  result.kth_best = top.threshold().value_or(0);
+  auto rank_of = [&](const Candidate& c) {
+    return c.verdict == Verdict::simulated ? objective_of(*c.metrics, options.objective) : c.objective_bound;
+  };
+  std::stable_sort(all.begin(), all.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.verdict != b.verdict) return a.verdict < b.verdict;
+    if (a.verdict == Verdict::simulated || a.verdict == Verdict::pruned) return rank_of(a) > rank_of(b);
+    return false;
+  });
+  result.candidates = std::move(all);
+  return result;
+}
+
+std::string loss_reason(const Metrics& m, const Metrics& best) {
+  auto idle_s = [](const Metrics& x) { return x.iteration_s - x.compute_s - x.exposed_comm_s; };
+  const double exposed = m.exposed_comm_s - best.exposed_comm_s;
+  const double bubble = idle_s(m) - idle_s(best);
+  const double compute = m.compute_s - best.compute_s;
+  if (exposed >= bubble && exposed >= compute) return "exposed communication";
+  return bubble >= compute ? "pipeline bubble" : "compute";
+}
+
+}  // namespace commbound::sim

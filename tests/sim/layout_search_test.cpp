@@ -1,0 +1,140 @@
+// commbound search: the enumeration counted by hand, the bound below every simulation, pruning
+// that keeps exactly the exhaustive top k, out-of-memory layouts reported as such (label unit).
+#include "sim/engine/iteration_bound.hpp"
+#include "sim/layout_search.hpp"
+#include "sim/pipeline.hpp"
+#include "sim/scenario/presets.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace commbound::sim {
+namespace {
+
+const std::string kScenario = "tests/sim/data/search_16gpu.toml";
+
+TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
+  // 4 GPUs in one node, global batch 8, pp <= 2, v <= 2, micro-batch <= 2, one strategy, no
+  // checkpointing. (tp, cp) with tp x cp <= 4: (1,1) (1,2) (1,4) (2,1) (2,2) (4,1).
+  //   (1,1): pp 1 (dp 4, 2 per replica: mb 1, 2) = 2; pp 2 (dp 2, v 1 or 2, mb 1, 2) = 4  -> 6
+  //   (1,2) and (2,1): pp 1 (dp 2: mb 1, 2) = 2; pp 2 (dp 1, v 1 or 2, mb 1, 2) = 4    -> 6 each
+  //   (1,4), (2,2), (4,1): pp 1 only (dp 1: mb 1, 2)                                    -> 2 each
+  // 6 + 6 + 6 + 3 x 2 = 24; with two strategies and checkpointing on and off, 96.
+  SearchSpace space;
+  space.max_pp = 2;
+  space.max_virtual_stages = 2;
+  space.max_micro_batch = 2;
+  space.strategies = {DataParallel::zero2};
+  space.checkpointing = {false};
+  EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 24u);
+  space.strategies = {DataParallel::zero2, DataParallel::ddp};
+  space.checkpointing = {false, true};
+  const auto all = enumerate_layouts(4, 4, 8, space);
+  EXPECT_EQ(all.size(), 96u);
+  for (const LayoutChoice& l : all) EXPECT_EQ(l.tp * l.cp * l.pp * l.dp, 4) << l.name();
+}
+
+TEST(LayoutSearch, ComputeOnlyBoundIsTheFullBoundsBusiestCompute) {
+  // Every micro-batch runs the same kernels: the cheap bound's busiest stage compute equals the one
+  // the full replay sums op by op, for plain and interleaved pipelines and checkpointing.
+  auto file = ScenarioFile::load(kScenario, {}, Presets(default_calibration_dir()));
+  ASSERT_TRUE(file) << file.error().message;
+  const CostModel cost = cost_model(file->scenario());
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"parallel.pp=2", "training.micro_batch=1"},
+        std::vector<std::string>{"parallel.pp=2", "parallel.virtual_stages=2", "training.micro_batch=1",
+                                 "training.activation_checkpointing=true"},
+        std::vector<std::string>{"parallel.tp=2", "parallel.cp=2", "training.micro_batch=2"}}) {
+    auto sc = file->unswept(sets);
+    ASSERT_TRUE(sc) << sc.error().message;
+    const TrainingSpec& t = *sc->training;
+    const IterationBound full = iteration_lower_bound(t, build_programs(t), cost);
+    const IterationBound cheap = compute_only_bound(t, cost);
+    EXPECT_NEAR(cheap.busiest_compute_s, full.busiest_compute_s, 1e-9 * full.busiest_compute_s) << sets[0];
+    EXPECT_NEAR(cheap.compute_s, full.compute_s, 1e-9 * full.compute_s) << sets[0];
+    EXPECT_GE(full.iteration_s, full.busiest_compute_s);
+    if (t.pp > 1) {
+      EXPECT_GT(full.bubble_s(), 0) << "a pipeline must wait at its ends";
+    }
+  }
+}
+
+SearchOptions small_space(Objective objective, bool prune) {
+  SearchOptions o;
+  o.space.max_tp = 2;
+  o.space.max_cp = 2;
+  o.space.max_pp = 2;
+  o.space.max_virtual_stages = 2;
+  o.space.max_micro_batch = 2;
+  o.space.strategies = {DataParallel::zero2, DataParallel::zero3, DataParallel::ddp};
+  o.objective = objective;
+  o.top = 3;
+  o.jobs = 2;
+  o.prune = prune;
+  return o;
+}
+
+TEST(LayoutSearch, PruningKeepsTheExhaustiveTopAndTheBoundHoldsEverywhere) {
+  auto file = ScenarioFile::load(kScenario, {}, Presets(default_calibration_dir()));
+  ASSERT_TRUE(file) << file.error().message;
+  for (Objective objective : {Objective::tokens_per_s, Objective::tokens_per_joule}) {
+    auto exhaustive = search_layouts(*file, small_space(objective, false));
+    auto pruned = search_layouts(*file, small_space(objective, true));
+    ASSERT_TRUE(exhaustive) << exhaustive.error().message;
+    ASSERT_TRUE(pruned) << pruned.error().message;
+    int simulated = 0, skipped = 0;
+    for (const Candidate& c : pruned->candidates) {
+      simulated += c.verdict == Verdict::simulated ? 1 : 0;
+      skipped += c.verdict == Verdict::pruned ? 1 : 0;
+    }
+    // The test means something only if pruning skipped layouts (checkpointing alone adds a third
+    // of the compute: those can never win).
+    EXPECT_GT(skipped, 0);
+    EXPECT_GE(simulated, 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const Candidate& e = exhaustive->candidates[i];
+      const Candidate& p = pruned->candidates[i];
+      ASSERT_EQ(e.verdict, Verdict::simulated);
+      ASSERT_EQ(p.verdict, Verdict::simulated);
+      EXPECT_EQ(p.layout.name(), e.layout.name()) << "rank " << i + 1;
+      EXPECT_DOUBLE_EQ(objective_of(*p.metrics, objective), objective_of(*e.metrics, objective));
+    }
+    // No simulated iteration beats its bound, in time or in energy.
+    for (const Candidate& c : exhaustive->candidates) {
+      ASSERT_EQ(c.verdict, Verdict::simulated) << c.layout.name();
+      ASSERT_TRUE(c.with_bubble);
+      EXPECT_GE(c.metrics->iteration_s, c.bound.iteration_s) << c.layout.name();
+      EXPECT_GE(c.metrics->power_w_per_gpu * c.metrics->iteration_s, c.bound.energy_j_per_gpu * (1 - 1e-12))
+          << c.layout.name();
+      EXPECT_LE(objective_of(*c.metrics, objective), c.objective_bound * (1 + 1e-12)) << c.layout.name();
+    }
+  }
+}
+
+TEST(LayoutSearch, OutOfMemoryLayoutsAreReportedAndNotSimulated) {
+  // Llama-2 7B under DDP on one GPU's share: fp32 weights, gradients and two Adam moments are
+  // 16 bytes per parameter, 16 x 6.7e9 = 108 GB > 80 GB, whatever the micro-batch.
+  auto file = ScenarioFile::load(kScenario, {"model.name=llama2-7b"}, Presets(default_calibration_dir()));
+  ASSERT_TRUE(file) << file.error().message;
+  SearchOptions o;
+  o.space.max_tp = 1;
+  o.space.max_cp = 1;
+  o.space.max_pp = 1;
+  o.space.max_micro_batch = 2;
+  o.space.strategies = {DataParallel::ddp};
+  o.space.checkpointing = {true};
+  auto r = search_layouts(*file, o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->candidates.size(), 2u);  // tp1 cp1 pp1 dp16, micro-batch 1 and 2
+  for (const Candidate& c : r->candidates) {
+    EXPECT_EQ(c.verdict, Verdict::out_of_memory) << c.layout.name();
+    EXPECT_FALSE(c.metrics);
+    EXPECT_GT(c.memory.total_bytes, 16 * 6.7e9);
+    EXPECT_NE(c.reason.find("of 80.0 GB"), std::string::npos) << c.reason;
+  }
+}
+
+}  // namespace
+}  // namespace commbound::sim
