@@ -26,6 +26,9 @@ const char* kExamples = R"(Examples:
   commbound collective scenarios/examples/dgx-h100-roce.toml --op allgather --nodes 4 --bytes 1M:1G --format csv
   commbound platform scenarios/examples/dgx-h100-ib-ndr.toml --set cluster.nodes=2 --export dgx2.xml
   commbound validate scenarios/examples/dgx-a100-ib-hdr.toml
+  commbound sweep scenarios/paper/weak_scaling_7b.toml --out-dir runs/weak -j 2
+  commbound search scenarios/studies/search_7b_256gpu.toml -j 2
+  commbound run scenarios/examples/trace-replay-ddp.toml --set cluster.nodes=8
   commbound shapes scenarios/paper/*.toml --out shapes.toml
   commbound derive-table --from calibration/h100-sxm5.toml --gpu a100-sxm4-80gb --out calibration/a100-sxm4-80gb.toml)";
 
@@ -79,8 +82,8 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   if (help->parsed()) {
-    if (topic.empty()) {
-      std::cout << app.help();
+    if (topic.empty()) {  // the overview (app.help() would print the selected `help` command's own)
+      std::cout << app.get_formatter()->make_help(&app, "commbound", CLI::AppFormatMode::Normal);
       return 0;
     }
     for (const CLI::App* cmd : app.get_subcommands({})) {

@@ -158,7 +158,7 @@ parallelism divides heads, FFN and vocabulary; context parallelism the sequence.
 void add_derive_table_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<DeriveArgs>();
   CLI::App* cmd = app.add_subcommand("derive-table", "a kernel table for another GPU, scaled from a measured one "
-                                                     "by datasheet ratios (marked derived)");
+                                                     "by datasheet ratios or the target's published rates (marked derived)");
   cmd->footer(R"(Writes a calibration table for GPU (a table of calibration/gpus.toml: a100-sxm4-80gb, v100-sxm2,
 ...) from a MEASURED table of another GPU, by datasheet ratios (calibration/gpus.toml):
   GEMM and attention times   x source dense peak / target dense peak (bf16; V100: fp16 tensor)
