@@ -46,6 +46,12 @@ TEST(Cli, HelpTeachesAndExitsZero) {
   EXPECT_NE(r.out.find("--nodes LIST"), std::string::npos);
   EXPECT_EQ(run("--help").exit_code, 0);
   EXPECT_EQ(run("").exit_code, 2);  // no command: usage on stdout, exit 2
+  // `help` alone is the overview: every command listed, not the help command's own usage.
+  const CliRun overview = run("help");
+  EXPECT_EQ(overview.exit_code, 0);
+  for (const char* command : {"run", "collective", "sweep", "search", "plot", "validate"}) {
+    EXPECT_NE(overview.out.find(std::string("\n  ") + command + " "), std::string::npos) << command;
+  }
 }
 
 // A replayed profiler trace that is cut short ([workload] trace, docs/traces.md): one line naming
