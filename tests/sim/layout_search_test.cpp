@@ -132,7 +132,8 @@ TEST(LayoutSearch, OutOfMemoryLayoutsAreReportedAndNotSimulated) {
     EXPECT_EQ(c.verdict, Verdict::out_of_memory) << c.layout.name();
     EXPECT_FALSE(c.metrics);
     EXPECT_GT(c.memory.total_bytes, 16 * 6.7e9);
-    EXPECT_NE(c.reason.find("of 80.0 GB"), std::string::npos) << c.reason;
+    // The H100 holds 85.0e9 bytes as CUDA reports it (calibration/gpus.toml, totalGlobalMem).
+    EXPECT_NE(c.reason.find("of 85.0 GB"), std::string::npos) << c.reason;
   }
 }
 
