@@ -60,13 +60,25 @@ Expected<std::vector<Point>> read_points(const sim::CsvTable& t, int& oom_rows) 
   return points;
 }
 
+// Points grouped into named series (a legend entry and a line each).
+using Series = std::vector<std::pair<std::string, std::vector<Point>>>;
+
+// One line per series against GPUs (log2 axis).
+sim::LinePlot series_versus_gpus(const std::string& title, const std::string& y_label, const Series& series,
+                                 double Point::*field, double scale = 1) {
+  sim::LinePlot plot{title, "GPUs", y_label, false, true, false, {}};
+  for (const auto& [name, group] : series) {
+    sim::PlotSeries s{name, {}, "linespoints"};
+    for (const Point& p : group) s.points.emplace_back(p.gpus, p.*field * scale);
+    plot.series.push_back(s);
+  }
+  return plot;
+}
+
+// One scaling sweep's line against GPUs.
 sim::LinePlot versus_gpus(const std::string& title, const std::string& y_label, const std::vector<Point>& points,
                           double Point::*field, double scale = 1) {
-  sim::LinePlot plot{title, "GPUs", y_label, false, true, false, {}};
-  sim::PlotSeries s{"simulated", {}, "linespoints"};
-  for (const Point& p : points) s.points.emplace_back(p.gpus, p.*field * scale);
-  plot.series.push_back(s);
-  return plot;
+  return series_versus_gpus(title, y_label, Series{{"simulated", points}}, field, scale);
 }
 
 // A sweep point's name ("fabric.link=ib-ndr cluster.nodes=32") as a legend reads it: each key
@@ -90,7 +102,6 @@ std::string label(const Point& p, bool one_scale) {
 // A sweep over cluster.nodes and other keys: the points grouped by their name without the node
 // count, one series per group in the order of the file, or nothing when the points are not such a
 // grid (a single group, no group with two GPU counts, or one holding a GPU count twice).
-using Series = std::vector<std::pair<std::string, std::vector<Point>>>;
 Series series_by_nodes(const std::vector<Point>& points) {
   Series groups;
   for (const Point& p : points) {
@@ -113,19 +124,6 @@ Series series_by_nodes(const std::vector<Point>& points) {
   const bool scaling = std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() > 1; });
   if (groups.size() < 2 || !scaling) return {};
   return groups;
-}
-
-// One line per series against GPUs (log2 axis).
-sim::LinePlot series_versus_gpus(const std::string& title, const std::string& y_label,
-                                 const Series& series, double Point::*field,
-                                 double scale = 1) {
-  sim::LinePlot plot{title, "GPUs", y_label, false, true, false, {}};
-  for (const auto& [name, group] : series) {
-    sim::PlotSeries s{name, {}, "linespoints"};
-    for (const Point& p : group) s.points.emplace_back(p.gpus, p.*field * scale);
-    plot.series.push_back(s);
-  }
-  return plot;
 }
 
 bool one_scale(const std::vector<Point>& points) {
