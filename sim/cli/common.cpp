@@ -2,6 +2,8 @@
 
 #include "sim/cli/command.hpp"
 
+#include <unistd.h>
+
 #include <iostream>
 
 namespace commbound::cli {
@@ -55,6 +57,26 @@ network::LogFacts log_facts(const LogFactArgs& args) {
   if (args.gpus_per_node > 0) facts.gpus_per_node = args.gpus_per_node;
   if (!args.algo.empty()) facts.algorithm = network::parse_algorithm(args.algo);
   return facts;
+}
+
+ProgressLine::ProgressLine() : tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+
+double ProgressLine::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void ProgressLine::show(const std::string& line) {
+  if (tty_) {
+    std::cerr << "\r\033[K" << line << std::flush;
+    open_ = true;
+  } else {
+    std::cerr << line << "\n";
+  }
+}
+
+void ProgressLine::finish() {
+  if (open_) std::cerr << "\n" << std::flush;
+  open_ = false;
 }
 
 }  // namespace commbound::cli

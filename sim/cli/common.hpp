@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,22 @@ int fail(const std::string& message);
 
 // --format's values.
 CLI::Validator format_choice(std::vector<std::string> formats);
+
+// Progress of long work on stderr: on a terminal one line rewritten in place, otherwise a line per
+// update (a log reads them all). Its clock starts when it is made.
+class ProgressLine {
+public:
+  ProgressLine();
+  double elapsed_s() const;
+  // Shows `line` in place of the previous one.
+  void show(const std::string& line);
+  // Ends the line on a terminal (later output starts on its own line); nothing otherwise.
+  void finish();
+
+private:
+  bool tty_;
+  bool open_ = false;  // a terminal line is shown and not yet ended
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace commbound::cli

@@ -6,10 +6,8 @@
 #include "sim/search_report.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -87,15 +85,12 @@ int run_search(SearchArgs a) {
   options.top = a.top;
   options.jobs = a.jobs;
   options.prune = !a.no_prune;
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  ProgressLine progress;
   options.progress = [&](std::size_t simulated, std::size_t pruned, std::size_t fits, const sim::Candidate& last) {
-    const std::string line =
-        fmt::format("[{} simulated, {} pruned of {} that fit] {}: {:.5g} {}  elapsed {:.0f} s", simulated, pruned, fits,
-                    last.layout.name(), sim::objective_of(*last.metrics, options.objective),
-                    options.objective == sim::Objective::tokens_per_s ? "tokens/s/GPU" : "tokens/J", elapsed_s());
-    std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
+    progress.show(fmt::format("[{} simulated, {} pruned of {} that fit] {}: {:.5g} {}  elapsed {:.0f} s", simulated,
+                              pruned, fits, last.layout.name(), sim::objective_of(*last.metrics, options.objective),
+                              options.objective == sim::Objective::tokens_per_s ? "tokens/s/GPU" : "tokens/J",
+                              progress.elapsed_s()));
   };
   options.bounded = [&](const std::vector<sim::Candidate>& candidates) {
     std::size_t invalid = 0, oom = 0;
@@ -105,12 +100,12 @@ int run_search(SearchArgs a) {
     }
     std::cerr << fmt::format("{} layouts: {} invalid, {} out of memory, {} fit and bounded in {:.1f} s; simulating the "
                              "best bounds first\n",
-                             candidates.size(), invalid, oom, candidates.size() - invalid - oom, elapsed_s());
+                             candidates.size(), invalid, oom, candidates.size() - invalid - oom, progress.elapsed_s());
   };
   auto result = sim::search_layouts(*file, options);
-  if (tty) std::cerr << "\n";
+  progress.finish();
   if (!result) return fail(result.error().message);
-  std::cerr << fmt::format("search: {} candidates in {:.1f} s wall\n", result->candidates.size(), elapsed_s());
+  std::cerr << fmt::format("search: {} candidates in {:.1f} s wall\n", result->candidates.size(), progress.elapsed_s());
   sim::SearchReportOptions report;
   report.format = a.format;
   report.title = title_of(base, a.objective);

@@ -8,11 +8,9 @@
 #include "sim/sweep_runner.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -116,22 +114,17 @@ int run_sweep_command(const SweepArgs& a) {
     return kept;
   };
   options.on_point = [&](std::size_t i, const sim::PointResult& p) { return folder.keep(i, manifest, p); };
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
+  ProgressLine progress;
   std::size_t first_done = 0;  // points already finished when the run began
   options.progress = [&](std::size_t done, std::size_t all, const std::string& name) {
     if (first_done == 0) first_done = resumed;
-    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double elapsed_s = progress.elapsed_s();
     const std::size_t simulated = done - first_done;
     const double eta_s = simulated > 0 ? elapsed_s / simulated * (all - done) : 0;
-    const std::string line = fmt::format("[{}/{}] {}  elapsed {:.0f} s, ETA {:.0f} s", done, all, name, elapsed_s, eta_s);
-    if (tty) {
-      std::cerr << "\r\033[K" << line << (done == all ? "\n" : "") << std::flush;
-    } else {
-      std::cerr << line << "\n";
-    }
+    progress.show(fmt::format("[{}/{}] {}  elapsed {:.0f} s, ETA {:.0f} s", done, all, name, elapsed_s, eta_s));
   };
   auto rows = sim::run_sweep(sweep->file, options);
+  progress.finish();
   if (!rows) return fail(rows.error().message);
   const std::string counts = fmt::format("{} simulated, {} kept from an earlier run{}", rows->size() - resumed, resumed,
                                          stale > 0 ? fmt::format(" ({} stale, simulated again)", stale) : "");
