@@ -113,8 +113,17 @@ int run_derive_table(DeriveArgs a) {
   auto to_spec = sim::load_gpu(presets, a.gpu);
   if (!to_spec) return fail("--gpu " + a.gpu + ": " + to_spec.error().message);
   auto datasheet = [](const sim::GpuSpec& g) {
-    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
-                                    g.memory_bytes, g.tdp_w};
+    return calibration::KernelTable::Datasheet{.name = g.name,
+                                               .description = g.description,
+                                               .peak_dtype = g.peak_dtype,
+                                               .peak_flops_per_s = g.peak_flops_per_s,
+                                               .hbm_bytes_per_s = g.hbm_bytes_per_s,
+                                               .memory_bytes = g.memory_bytes,
+                                               .tdp_w = g.tdp_w,
+                                               // unknown unless --achievable gives them (read_achievable)
+                                               .achievable_gemm_flops_per_s = 0,
+                                               .achievable_copy_bytes_per_s = 0,
+                                               .achievable_source = {}};
   };
   calibration::KernelTable::Datasheet to = datasheet(*to_spec);
   if (!a.achievable.empty()) {
