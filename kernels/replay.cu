@@ -413,8 +413,11 @@ Expected<ReplayResult> replay(Calibrator& calibrator, const ReplayOptions& optio
     if (isolated.find(key) == isolated.end()) {
       const Expected<Percentiles> t =
           std::visit([&](const auto& shape) -> Expected<Percentiles> {
-            if constexpr (std::is_same_v<std::decay_t<decltype(shape)>, std::monostate>) {
+            using Shape = std::decay_t<decltype(shape)>;
+            if constexpr (std::is_same_v<Shape, std::monostate>) {
               return Error{"a step without a kernel"};
+            } else if constexpr (std::is_same_v<Shape, calibration::ElementwiseShape>) {
+              return Error{"a framework's elementwise kernel: commbound has no kernel of it to time"};
             } else {
               return calibrator.measure(shape);
             }

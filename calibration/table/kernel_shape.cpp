@@ -67,6 +67,8 @@ double MemoryBoundShape::bytes() const {
       memory_bound_min_bytes(*kind, static_cast<std::size_t>(tokens), static_cast<std::size_t>(width)));
 }
 
+const char* to_string(ElementwiseKind k) { return k == ElementwiseKind::streaming ? "streaming" : "reduction"; }
+
 double flops(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) return g->flops();
   if (const auto* a = std::get_if<AttentionShape>(&shape)) return a->flops();
@@ -77,6 +79,7 @@ double bytes(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) return g->bytes();
   if (const auto* a = std::get_if<AttentionShape>(&shape)) return a->bytes();
   if (const auto* m = std::get_if<MemoryBoundShape>(&shape)) return m->bytes();
+  if (const auto* e = std::get_if<ElementwiseShape>(&shape)) return e->bytes;
   return 0;
 }
 
@@ -93,6 +96,9 @@ std::string describe(const KernelShape& shape) {
   } else if (const auto* m = std::get_if<MemoryBoundShape>(&shape)) {
     std::snprintf(buf, sizeof buf, "%s %lldx%lld", m->op.c_str(), static_cast<long long>(m->tokens),
                   static_cast<long long>(m->width));
+  } else if (const auto* e = std::get_if<ElementwiseShape>(&shape)) {
+    std::snprintf(buf, sizeof buf, "%s %s %lld elements %.1f MB", to_string(e->kind), e->op.c_str(),
+                  static_cast<long long>(e->elements), e->bytes / 1e6);
   } else {
     return "";
   }

@@ -9,6 +9,10 @@
 //                    k and v [batch, seq, kv_heads, head_dim]
 //   MemoryBoundShape one of the memory-bound kernels by name (rmsnorm_forward, ..., grad_norm),
 //                    over [tokens x width]
+// and a fourth that no table row measures: ElementwiseShape, one of the small elementwise,
+// reduction or copy kernels a framework launches where our fused kernels run one (PyTorch eager's
+// separate cast, pow, mean, rsqrt and mul of an RMSNorm), priced by the bytes it moves at the
+// rate the table measured for a kernel of its kind (kernel_table.hpp).
 // Each shape knows its FLOPs and its fewest HBM bytes (each input read once, each output written
 // once: the convention of docs/calibration.md). They scale a measured neighbour to a missing
 // shape, give the roofline of a table's [device] figures and, without a table, the datasheet's.
@@ -74,6 +78,21 @@ struct MemoryBoundShape {
   auto key() const { return std::tie(op, tokens, width); }
 };
 
+// How an ElementwiseShape moves its bytes, and so which measured kernel's rate prices it:
+//   streaming  elementwise and copies: every element read and written once (residual_add's rate);
+//   reduction  a reduction over each row (mean, sum, norm): RMSNorm's rate, a row reduction.
+enum class ElementwiseKind { streaming, reduction };
+const char* to_string(ElementwiseKind k);
+
+struct ElementwiseShape {
+  std::string op;             // what the framework calls it: "to_fp32", "pow", "mean", "mul", "cat", ...
+  std::int64_t elements = 0;  // elements of its largest operand (for reports)
+  double bytes = 0;           // HBM bytes it moves: every operand read and every output written once,
+                              // at the width of the sectors a strided access touches (recipe's count)
+  ElementwiseKind kind = ElementwiseKind::streaming;
+  auto key() const { return std::tie(op, elements, bytes, kind); }
+};
+
 inline bool operator==(const GemmShape& a, const GemmShape& b) { return a.key() == b.key(); }
 inline bool operator!=(const GemmShape& a, const GemmShape& b) { return !(a == b); }
 inline bool operator<(const GemmShape& a, const GemmShape& b) { return a.key() < b.key(); }
@@ -83,16 +102,20 @@ inline bool operator<(const AttentionShape& a, const AttentionShape& b) { return
 inline bool operator==(const MemoryBoundShape& a, const MemoryBoundShape& b) { return a.key() == b.key(); }
 inline bool operator!=(const MemoryBoundShape& a, const MemoryBoundShape& b) { return !(a == b); }
 inline bool operator<(const MemoryBoundShape& a, const MemoryBoundShape& b) { return a.key() < b.key(); }
+inline bool operator==(const ElementwiseShape& a, const ElementwiseShape& b) { return a.key() == b.key(); }
+inline bool operator!=(const ElementwiseShape& a, const ElementwiseShape& b) { return !(a == b); }
 
 // What a compute op runs; std::monostate for the zero-cost synchronisation points and collectives.
-using KernelShape = std::variant<std::monostate, GemmShape, AttentionShape, MemoryBoundShape>;
+using KernelShape = std::variant<std::monostate, GemmShape, AttentionShape, MemoryBoundShape, ElementwiseShape>;
 
-// The shape's FLOPs and fewest bytes (0 and 0 for std::monostate; memory-bound kernels: 0 FLOPs).
+// The shape's FLOPs and fewest bytes (0 and 0 for std::monostate; memory-bound and elementwise
+// kernels: 0 FLOPs).
 double flops(const KernelShape& shape);
 double bytes(const KernelShape& shape);
 
 // One line naming a shape: "gemm forward 8192x12288x4096", "attention backward b2 h32/32 s4096
-// d128" (" full" appended when not causal), "rmsnorm_forward 8192x4096"; "" for std::monostate.
+// d128" (" full" appended when not causal), "rmsnorm_forward 8192x4096", "streaming pow 33554432
+// elements 268.4 MB"; "" for std::monostate.
 std::string describe(const KernelShape& shape);
 
 }  // namespace commbound::calibration

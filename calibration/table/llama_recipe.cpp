@@ -1,5 +1,6 @@
 #include "calibration/table/llama_recipe.hpp"
 
+#include "calibration/table/framework_recipe.hpp"
 #include "calibration/table/memory_bound_op.hpp"
 
 #include <cmath>
@@ -28,9 +29,38 @@ void linear(std::vector<RecipeKernel>& into, const std::string& name, double tok
   into.push_back({name + ".wgrad", GemmShape{dim(out), dim(in), dim(tokens), GemmLayout::wgrad}, 1, tp_reduction});
 }
 
+// The fused list as `framework` issues it: untouched for `fused` (no host model), one host op a
+// kernel for the frameworks that launch the same fused kernels.
+std::vector<RecipeKernel> as_issued(Framework framework, std::vector<RecipeKernel> kernels) {
+  return framework == Framework::fused ? kernels : recipe::issued_one_op_each(std::move(kernels));
+}
+
 }  // namespace
 
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::fused: return "fused";
+    case Framework::pytorch_eager: return "pytorch-eager";
+    case Framework::pytorch_compile: return "pytorch-compile";
+    case Framework::megatron_te: return "megatron-te";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& framework_names() {
+  static const std::vector<std::string> names = {"fused", "pytorch-eager", "pytorch-compile", "megatron-te"};
+  return names;
+}
+
+std::optional<Framework> parse_framework(std::string_view name) {
+  for (Framework f : {Framework::fused, Framework::pytorch_eager, Framework::pytorch_compile, Framework::megatron_te}) {
+    if (name == to_string(f)) return f;
+  }
+  return std::nullopt;
+}
+
 std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
+  if (framework_ == Framework::pytorch_eager) return recipe::eager_layer(model_, layout_, direction);
   const ModelSpec& m = model_;
   const double T = layout_.tokens();
   const double h = m.hidden;
@@ -57,7 +87,7 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
     k.push_back(memory_bound("swiglu", MemoryBoundOp::swiglu_forward, T, ffn));
     linear(k, "down", T, h, ffn, direction, "mlp");
     k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
-    return k;
+    return as_issued(framework_, std::move(k));
   }
   // Each residual's backward: the branch's input gradient (after its norm's backward) plus the
   // gradient that came down the skip path.
@@ -72,16 +102,18 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
   linear(k, "qkv", T, qkv, h, direction, "attn");
   k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_backward, T, h));
   k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
-  return k;
+  return as_issued(framework_, std::move(k));
 }
 
 std::vector<RecipeKernel> LlamaRecipe::embedding(Direction direction) const {
+  if (framework_ == Framework::pytorch_eager) return recipe::eager_embedding(model_, layout_, direction);
   const MemoryBoundOp op =
       direction == Direction::forward ? MemoryBoundOp::embedding_forward : MemoryBoundOp::embedding_backward;
-  return {memory_bound("embedding", op, layout_.tokens(), model_.hidden)};
+  return as_issued(framework_, {memory_bound("embedding", op, layout_.tokens(), model_.hidden)});
 }
 
 std::vector<RecipeKernel> LlamaRecipe::lm_head(Direction direction) const {
+  if (framework_ == Framework::pytorch_eager) return recipe::eager_lm_head(model_, layout_, direction);
   const double T = layout_.tokens();
   const double h = model_.hidden;
   const double vocab = model_.vocab / static_cast<double>(layout_.tp);
@@ -90,17 +122,18 @@ std::vector<RecipeKernel> LlamaRecipe::lm_head(Direction direction) const {
     k.push_back(memory_bound("rmsnorm_final", MemoryBoundOp::rmsnorm_forward, T, h));
     linear(k, "logits", T, vocab, h, direction);
     k.push_back(memory_bound("cross_entropy", MemoryBoundOp::cross_entropy_forward, T, vocab));
-    return k;
+    return as_issued(framework_, std::move(k));
   }
   k.push_back(memory_bound("cross_entropy", MemoryBoundOp::cross_entropy_backward, T, vocab));
   linear(k, "logits", T, vocab, h, direction);
   k.push_back(memory_bound("rmsnorm_final", MemoryBoundOp::rmsnorm_backward, T, h));
-  return k;
+  return as_issued(framework_, std::move(k));
 }
 
-std::vector<RecipeKernel> LlamaRecipe::optimizer(double parameters) {
-  return {memory_bound("grad_norm", MemoryBoundOp::grad_norm, 1, parameters),
-          memory_bound("adamw", MemoryBoundOp::adamw, 1, parameters)};
+std::vector<RecipeKernel> LlamaRecipe::optimizer(double parameters, Framework framework) {
+  if (framework == Framework::pytorch_eager) return recipe::eager_optimizer(parameters);
+  return as_issued(framework, {memory_bound("grad_norm", MemoryBoundOp::grad_norm, 1, parameters),
+                               memory_bound("adamw", MemoryBoundOp::adamw, 1, parameters)});
 }
 
 Status check_exact(const ModelSpec& m, const StepLayout& s) {

@@ -27,6 +27,12 @@
 // add, e.g. Megatron's vocabulary). Sequence parallelism changes the tensor-parallel collectives,
 // not these kernels.
 //
+// Frameworks: the list above is `fused`, our own kernels (one per box above). A framework runs the
+// same layer with other kernels (framework_recipe.hpp says which, from each framework's source):
+// PyTorch eager splits the norms, rotary embeddings, SwiGLU and their backward into many small
+// elementwise kernels; torch.compile (Inductor) and Megatron-LM + Transformer Engine fuse them as
+// `fused` does. Each kernel also says how many framework ops the host runs to issue it.
+//
 // Host-only and C++17 (kernels/ includes it).
 #pragma once
 
@@ -34,7 +40,9 @@
 #include "calibration/table/kernel_shape.hpp"
 #include "calibration/table/model_spec.hpp"
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -50,6 +58,14 @@ struct StepLayout {
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };
 
+// The framework whose kernels a recipe lists (framework_recipe.hpp).
+enum class Framework { fused, pytorch_eager, pytorch_compile, megatron_te };
+// "fused", "pytorch-eager", "pytorch-compile", "megatron-te".
+const char* to_string(Framework f);
+std::optional<Framework> parse_framework(std::string_view name);
+// Every framework's name, in enum order.
+const std::vector<std::string>& framework_names();
+
 struct RecipeKernel {
   std::string name;  // within its part: "qkv", "qkv.dgrad", "attention", "rmsnorm2", "logits.wgrad", ...
   KernelShape shape;
@@ -57,14 +73,19 @@ struct RecipeKernel {
   // "attn" or "mlp": Megatron tensor parallelism reduces this sublayer's partial sums after this
   // kernel when tp > 1; empty for none.
   std::string tp_reduction;
+  // Framework ops (kernel launches, views, autograd nodes) the host runs to issue this kernel, the
+  // views and bookkeeping before it included; 0 for `fused`, whose host is not modelled.
+  int host_ops = 0;
 };
 
 class LlamaRecipe {
 public:
-  LlamaRecipe(ModelSpec model, StepLayout layout) : model_(std::move(model)), layout_(layout) {}
+  LlamaRecipe(ModelSpec model, StepLayout layout, Framework framework = Framework::fused)
+      : model_(std::move(model)), layout_(layout), framework_(framework) {}
 
   const ModelSpec& model() const { return model_; }
   const StepLayout& layout() const { return layout_; }
+  Framework framework() const { return framework_; }
 
   // One transformer layer's kernels, forward or backward.
   std::vector<RecipeKernel> layer(Direction direction) const;
@@ -73,12 +94,13 @@ public:
   // The final norm, the LM head and the loss (backward: the loss's gradient first).
   std::vector<RecipeKernel> lm_head(Direction direction) const;
   // The optimizer step over `parameters` fp32 parameters held as one flat buffer (tokens = 1,
-  // width = the parameters, rounded up): the gradient norm, then AdamW.
-  static std::vector<RecipeKernel> optimizer(double parameters);
+  // width = the parameters, rounded up): the gradient norm, then AdamW (`framework`'s kernels).
+  static std::vector<RecipeKernel> optimizer(double parameters, Framework framework = Framework::fused);
 
 private:
   ModelSpec model_;
   StepLayout layout_;
+  Framework framework_ = Framework::fused;
 };
 
 // Why `model` cannot run at `layout` with every size exact: the degrees must be positive, tp must

@@ -20,5 +20,6 @@ void add_derive_table_command(CLI::App& app, int& exit_code); // table_commands.
 void add_plot_command(CLI::App& app, int& exit_code);         // plot_command.cpp
 void add_sweep_command(CLI::App& app, int& exit_code);        // sweep_command.cpp
 void add_search_command(CLI::App& app, int& exit_code);       // search_command.cpp
+void add_profile_command(CLI::App& app, int& exit_code);      // profile_command.cpp
 
 }  // namespace commbound::cli

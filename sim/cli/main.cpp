@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   add_plot_command(app, exit_code);
   add_sweep_command(app, exit_code);
   add_search_command(app, exit_code);
+  add_profile_command(app, exit_code);
   std::string topic;
   CLI::App* help = app.add_subcommand("help", "print the help of COMMAND (or this overview)");
   help->add_option("command", topic, "a command")->type_name("COMMAND");

@@ -180,6 +180,10 @@ private:
     for (int i : ops) {
       const Op& op = program.ops[static_cast<std::size_t>(i)];
       for (int d : op.deps) done_[rank][static_cast<std::size_t>(d)]->wait();
+      // The GPU cannot run what its host has not issued yet.
+      if (const double wait_s = timeline.start_s + op.issue_s - sg4::Engine::get_clock(); wait_s > 0) {
+        sg4::this_actor::sleep_for(wait_s);
+      }
       double start_s = sg4::Engine::get_clock();
       network::CollectiveChoice choice;
       if (op.kind == OpKind::collective && !op.fixed_s) {

@@ -444,7 +444,16 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
                                         : Recompute::none;
   }
   t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 0, 0, 100));
-  t.attention_kernel = tr.choice("attention_kernel", "commbound", {"commbound", "cudnn"});
+  // framework: whose kernels and host a step runs (calibration/table/framework_recipe.hpp);
+  // Megatron-LM + Transformer Engine runs cuDNN's fused attention unless told otherwise.
+  t.framework = *calibration::parse_framework(tr.choice("framework", "fused", calibration::framework_names()));
+  if (!tr.failed()) {
+    auto host = load_host_costs(presets, t.framework);
+    if (!host) return host.error();
+    t.host = *host;
+  }
+  t.attention_kernel = tr.choice("attention_kernel", t.framework == calibration::Framework::megatron_te ? "cudnn" : "commbound",
+                                 {"commbound", "cudnn"});
   // A table that has attention rows must have some of the chosen kernel: pricing one kernel's
   // attention by another's rows, or by the roofline, would be silent and wrong.
   if (!tr.failed() && sc.kernel_table && !sc.kernel_table->attentions().empty() &&

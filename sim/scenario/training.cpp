@@ -39,4 +39,23 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   return g;
 }
 
+Expected<HostCosts> load_host_costs(const Presets& presets, calibration::Framework framework) {
+  if (framework == calibration::Framework::fused) return HostCosts{};
+  const auto path = presets.dir() / "frameworks.toml";
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  const std::string name = calibration::to_string(framework);
+  const toml::node* node = file->get(name);
+  if (node == nullptr || !node->is_table()) return Error{path.string() + ": no framework named \"" + name + "\""};
+  TableReader r(*node->as_table(), name);
+  constexpr double kSecondsPerUs = 1e-6;
+  HostCosts h;
+  h.forward_op_s = r.required_number("host_forward_op_us", 0, 1e4) * kSecondsPerUs;
+  h.backward_op_s = r.required_number("host_backward_op_us", 0, 1e4) * kSecondsPerUs;
+  h.source = r.string("source", "");
+  r.string("description", "");
+  if (Status s = r.finish(); !s) return s.error();
+  return h;
+}
+
 }  // namespace commbound::sim

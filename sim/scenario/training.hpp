@@ -3,6 +3,7 @@
 // against the cluster (world size, divisibility), with errors naming file, line, key and value.
 #pragma once
 
+#include "calibration/table/llama_recipe.hpp"
 #include "sim/scenario/model.hpp"
 
 #include <string>
@@ -42,6 +43,17 @@ enum class Strategy { ddp, fsdp, hsdp, diloco };
 enum class Recompute { none, selective, selective_op, full };
 const char* to_string(Recompute r);
 
+// The host side of a framework (calibration/frameworks.toml): the CPU time it takes to issue one
+// framework op (a kernel launch, a view, an autograd node: RecipeKernel::host_ops counts them)
+// in the forward pass and in autograd's backward. One CPU thread issues a rank's ops in program
+// order, so an op's kernel starts no earlier than the sum of the host costs of every op up to it;
+// a GPU faster than its host waits (an eager small shard). Zero for `fused` (host not modelled).
+struct HostCosts {
+  double forward_op_s = 0;
+  double backward_op_s = 0;
+  std::string source;  // where the figures come from (frameworks.toml's source line)
+};
+
 struct TrainingSpec {
   calibration::ModelSpec model;
   GpuSpec gpu;
@@ -64,8 +76,12 @@ struct TrainingSpec {
   // iteration, so nothing carries into the next: a warm-up reproduces the measured iteration to
   // float rounding (tests/sim/engine_test.cpp) and only costs time; hence 0.
   int warmup_iterations = 0;
-  // Which attention kernel's rows of a calibration table price attention: "commbound" or "cudnn".
+  // Which attention kernel's rows of a calibration table price attention: "commbound" (a
+  // FlashAttention-2 kernel, as PyTorch's default SDPA backend runs) or "cudnn".
   std::string attention_kernel = "commbound";
+  // Whose kernels a step runs (calibration/table/framework_recipe.hpp) and its host's costs.
+  calibration::Framework framework = calibration::Framework::fused;
+  HostCosts host;
 
   int world() const { return dp * tp * pp * cp; }
   bool sharded() const { return strategy != Strategy::ddp; }
@@ -86,5 +102,7 @@ struct TrainingSpec {
 };
 
 Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name);
+// The host costs of `framework` from calibration/frameworks.toml (fused: zero, not read).
+Expected<HostCosts> load_host_costs(const Presets& presets, calibration::Framework framework);
 
 }  // namespace commbound::sim

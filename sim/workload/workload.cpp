@@ -204,6 +204,50 @@ std::optional<GroupKind> parse_group_kind(const std::string& name) {
 
 Program build_program(const TrainingSpec& t, int stage) { return StageBuilder(t, stage).build(); }
 
+const char* to_string(ProgramPart p) {
+  switch (p) {
+    case ProgramPart::layer_forward: return "layer.forward";
+    case ProgramPart::layer_backward: return "layer.backward";
+    case ProgramPart::layer_forward_backward: return "layer.forward+backward";
+    case ProgramPart::layer_recompute: return "layer.recompute";
+    case ProgramPart::embedding_forward: return "embedding.forward";
+    case ProgramPart::embedding_backward: return "embedding.backward";
+    case ProgramPart::lm_head_forward: return "lm_head.forward";
+    case ProgramPart::lm_head_backward: return "lm_head.backward";
+    case ProgramPart::optimizer: return "optimizer";
+    case ProgramPart::micro_batch: return "step.micro_batch";
+  }
+  return "?";
+}
+
+Program build_part(const TrainingSpec& t, ProgramPart part) {
+  internal::ProgramWriter w(t);
+  const std::string tag = ".mb0";
+  auto layer_backward = [&](int l, int after) { return w.layer(l, tag, true, w.recompute(l, tag, after)); };
+  switch (part) {
+    case ProgramPart::layer_forward: w.layer(1, tag, false, -1); break;
+    case ProgramPart::layer_backward: layer_backward(1, -1); break;
+    case ProgramPart::layer_forward_backward: layer_backward(1, w.layer(1, tag, false, -1)); break;
+    case ProgramPart::layer_recompute: w.recompute(1, tag, -1); break;
+    case ProgramPart::embedding_forward: w.embedding(tag, false, {}); break;
+    case ProgramPart::embedding_backward: w.embedding(tag, true, {}); break;
+    case ProgramPart::lm_head_forward: w.lm_head(tag, false, -1); break;
+    case ProgramPart::lm_head_backward: w.lm_head(tag, true, -1); break;
+    case ProgramPart::optimizer:
+      w.optimizer("optimizer.", t.model.params() / t.tp / t.pp / t.shard_ranks(), {});
+      break;
+    case ProgramPart::micro_batch: {
+      int x = w.embedding(tag, false, {});
+      for (int l = 1; l <= t.model.layers; ++l) x = w.layer(l, tag, false, x);
+      x = w.lm_head(tag, true, w.lm_head(tag, false, x));
+      for (int l = t.model.layers; l >= 1; --l) x = layer_backward(l, x);
+      w.embedding(tag, true, {x});
+      break;
+    }
+  }
+  return w.take();
+}
+
 std::vector<Program> build_programs(const TrainingSpec& t) {
   std::vector<Program> out;
   for (int s = 0; s < t.pp; ++s) out.push_back(build_program(t, s));

@@ -82,6 +82,10 @@ struct Op {
   // a collective takes it instead of running on the fabric (nor waits for its group). Unset: the
   // op is priced (compute) or simulated (collectives) as usual.
   std::optional<double> fixed_s;
+  // When the host thread has issued this op, seconds from the iteration's start: the running sum
+  // of the framework's host costs of every op up to it (TrainingSpec::host). The op starts no
+  // earlier. 0 where the host is not modelled.
+  double issue_s = 0;
 };
 
 struct Program {
@@ -93,6 +97,32 @@ struct Program {
   // TrainingSpec::diloco_sync_every iterations (the metrics amortise it); -1: every op runs every iteration.
   int outer_step_begin = -1;
 };
+
+// One part of a rank's compute alone, its ops as build_program writes them (host issue times from
+// the part's start), for profiling (sim/engine/compute_profile.hpp): a decoder layer's forward,
+// backward (after the recompute activation checkpointing replays), both; what the recompute
+// replays; the embedding, the LM head; the optimizer over the rank's shard of every parameter; one
+// micro-batch's forward and backward through the embedding, every layer and the LM head.
+enum class ProgramPart {
+  layer_forward,
+  layer_backward,
+  layer_forward_backward,
+  layer_recompute,
+  embedding_forward,
+  embedding_backward,
+  lm_head_forward,
+  lm_head_backward,
+  optimizer,
+  micro_batch,
+};
+inline constexpr ProgramPart kProgramParts[] = {
+    ProgramPart::layer_forward,      ProgramPart::layer_backward,    ProgramPart::layer_forward_backward,
+    ProgramPart::layer_recompute,    ProgramPart::embedding_forward, ProgramPart::embedding_backward,
+    ProgramPart::lm_head_forward,    ProgramPart::lm_head_backward,  ProgramPart::optimizer,
+    ProgramPart::micro_batch};
+// "layer.forward", "layer.backward", "layer.forward+backward", ..., "step.micro_batch".
+const char* to_string(ProgramPart p);
+Program build_part(const TrainingSpec& t, ProgramPart part);
 
 // One iteration of `t` (all micro-batches, gradient reduction, optimizer step) on pipeline stage
 // `stage`: its layers, the embedding on the first stage, the LM head on the last, in 1F1B order.

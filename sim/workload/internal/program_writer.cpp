@@ -40,7 +40,7 @@ std::vector<RecipeKernel> renamed(std::vector<RecipeKernel> kernels, const std::
 
 ProgramWriter::ProgramWriter(const TrainingSpec& t)
     : t_(t),
-      recipe_(t.model, layout_of(t)),
+      recipe_(t.model, layout_of(t), t.framework),
       layer_fwd_(recipe_.layer(Direction::forward)),
       layer_bwd_(recipe_.layer(Direction::backward)),
       head_fwd_(recipe_.lm_head(Direction::forward)),
@@ -53,11 +53,18 @@ int ProgramWriter::add(Op op) {
   return size() - 1;
 }
 
-int ProgramWriter::kernel(const std::string& name, const RecipeKernel& k, std::vector<int> deps) {
+int ProgramWriter::kernel(const std::string& name, const RecipeKernel& k, std::vector<int> deps, bool backward) {
   Op op = compute_op(name, kind_of(k.shape), calibration::flops(k.shape), calibration::bytes(k.shape));
   op.kernel = k.shape;
   op.deps = std::move(deps);
-  return add(op);
+  const int i = add(op);
+  issue(i, k.host_ops, backward);
+  return i;
+}
+
+void ProgramWriter::issue(int i, int host_ops, bool backward) {
+  host_clock_s_ += host_ops * (backward ? t_.host.backward_op_s : t_.host.forward_op_s);
+  op(i).issue_s = host_clock_s_;
 }
 
 int ProgramWriter::sync(const std::string& name, std::vector<int> deps) {
@@ -74,6 +81,7 @@ int ProgramWriter::collective(const std::string& name, StreamId stream, network:
   op.group = g;
   op.size_bytes = size_bytes;
   op.deps = std::move(deps);
+  op.issue_s = host_clock_s_;  // issued in program order; its launch cost is not modelled
   return add(op);
 }
 
@@ -83,7 +91,7 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
   for (const RecipeKernel& k : kernels) {
     std::vector<int> after = x < 0 ? std::move(deps) : std::vector<int>{x};
     x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
-                                                                     : kernel(prefix + k.name, k, after);
+                                                                     : kernel(prefix + k.name, k, after, backward);
     if (!k.tp_reduction.empty()) x = tp_sync(prefix + k.tp_reduction, x);
   }
   return x;
@@ -91,7 +99,7 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
 
 int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::vector<int> deps) {
   const int first = size();
-  const int last = run(prefix, calibration::LlamaRecipe::optimizer(parameters), std::move(deps), false);
+  const int last = run(prefix, calibration::LlamaRecipe::optimizer(parameters, t_.framework), std::move(deps), false);
   for (int i = first; i < size(); ++i) op(i).kind = OpKind::optimizer;
   return last;
 }
@@ -158,7 +166,7 @@ int ProgramWriter::tp_sync(const std::string& name, int after) {
 // waits for the step that brought it.
 int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, const std::vector<int>& after,
                              bool backward) {
-  if (k.runs == 1) return kernel(prefix + k.name, k, after);
+  if (k.runs == 1) return kernel(prefix + k.name, k, after, backward);
   const double kv_block_bytes = 2 * tokens() * t_.model.kv_dim() / t_.tp * kBf16Bytes * (backward ? 2 : 1);
   std::vector<int> chunk = after;
   int step = -1;
@@ -170,7 +178,7 @@ int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, c
                         network::CollectiveOp::send_recv, GroupKind::context_next, kv_block_bytes,
                         step >= 0 ? std::vector<int>{step} : after);
     }
-    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), k, deps)};
+    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), k, deps, backward)};
   }
   return chunk.front();
 }

@@ -21,7 +21,8 @@ public:
 
   // An op running the recipe's kernel `k`: its FLOPs and fewest bytes are the kernel shape's
   // (what the datasheet roofline prices when no table is in use). Returns its index.
-  int kernel(const std::string& name, const calibration::RecipeKernel& k, std::vector<int> deps);
+  int kernel(const std::string& name, const calibration::RecipeKernel& k, std::vector<int> deps,
+             bool backward = false);
   // A synchronisation point: no kernel, no cost.
   int sync(const std::string& name, std::vector<int> deps);
   int collective(const std::string& name, StreamId stream, network::CollectiveOp c, GroupKind g, double size_bytes,
@@ -60,6 +61,9 @@ public:
 
 private:
   int add(Op op);
+  // Advances the host's clock by `host_ops` framework ops of a forward or backward pass and
+  // stamps op `i` with it.
+  void issue(int i, int host_ops, bool backward);
   int tp_sync(const std::string& name, int after);
   int attention(const std::string& prefix, const calibration::RecipeKernel& k, const std::vector<int>& after,
                 bool backward);
@@ -69,6 +73,7 @@ private:
   const std::vector<calibration::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
       embedding_bwd_;
   Program program_;
+  double host_clock_s_ = 0;
 };
 
 }  // namespace commbound::sim::internal

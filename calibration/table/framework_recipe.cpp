@@ -1,0 +1,268 @@
+#include "calibration/table/framework_recipe.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace commbound::calibration::recipe {
+namespace {
+
+constexpr double kBf16 = 2;
+constexpr double kFp32 = 4;
+
+std::int64_t dim(double v) { return static_cast<std::int64_t>(std::ceil(v - 1e-9)); }
+
+// Appends the kernels of one part, in launch order. `views` counts host ops that launch nothing
+// (view, transpose, split, slice, chunk, flatten): they are issued with the next kernel.
+class Kernels {
+public:
+  explicit Kernels(std::string prefix = "") : prefix_(std::move(prefix)) {}
+
+  void view(int ops = 1) { views_ += ops; }
+  void elementwise(const std::string& op, double elements, double bytes, int host_ops = 1,
+                   ElementwiseKind kind = ElementwiseKind::streaming) {
+    push(op, ElementwiseShape{op, dim(elements), bytes, kind}, host_ops);
+  }
+  void reduction(const std::string& op, double elements, double bytes, int host_ops = 1) {
+    elementwise(op, elements, bytes, host_ops, ElementwiseKind::reduction);
+  }
+  // F.linear without bias, `in` -> `out` features on T tokens: forward one GEMM (aten::linear,
+  // its transpose view and matmul); backward autograd's MmBackward: dgrad then wgrad.
+  void linear(const std::string& name, double tokens, double out, double in, Direction direction,
+              const std::string& tp_reduction = "") {
+    if (direction == Direction::forward) {
+      push(name, GemmShape{dim(tokens), dim(out), dim(in), GemmLayout::forward}, 2, tp_reduction);
+      return;
+    }
+    push(name + ".dgrad", GemmShape{dim(tokens), dim(in), dim(out), GemmLayout::dgrad}, 2);
+    push(name + ".wgrad", GemmShape{dim(out), dim(in), dim(tokens), GemmLayout::wgrad}, 1, tp_reduction);
+  }
+  void push(const std::string& name, KernelShape shape, int host_ops, const std::string& tp_reduction = "",
+            int runs = 1) {
+    kernels_.push_back({prefix_ + name, std::move(shape), runs, tp_reduction, host_ops + views_});
+    views_ = 0;
+  }
+  void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
+  std::vector<RecipeKernel> take() { return std::move(kernels_); }
+
+private:
+  std::string prefix_;
+  int views_ = 0;
+  std::vector<RecipeKernel> kernels_;
+};
+
+// RMSNorm over [T x h] bf16 as the reference code writes it:
+//   x.float().pow(2).mean(-1, keepdim=True); x.float() * rsqrt(v + eps); .type_as(x) * weight.
+void rmsnorm_forward(Kernels& k, double T, double h) {
+  const double th = T * h;
+  k.elementwise("to_fp32", th, (kBf16 + kFp32) * th);
+  k.elementwise("pow", th, 2 * kFp32 * th);
+  k.reduction("mean", th, kFp32 * th + kFp32 * T);
+  k.elementwise("add_eps", T, 2 * kFp32 * T);
+  k.elementwise("rsqrt", T, 2 * kFp32 * T);
+  k.elementwise("to_fp32", th, (kBf16 + kFp32) * th);
+  k.elementwise("mul", th, 2 * kFp32 * th + kFp32 * T);
+  k.elementwise("to_bf16", th, (kFp32 + kBf16) * th);
+  k.elementwise("mul_weight", th, 2 * kBf16 * th + kBf16 * h);
+}
+
+// Autograd through the same ops, last first (derivatives.yaml): the weight's product (input and
+// weight gradients, the weight's summed over tokens), the casts, the product with rsqrt (both
+// operands, rsqrt's summed over the row), rsqrt's and mean's backward, pow's (x.pow(1) * 2 *
+// grad), and the sum of the two paths that reach x.
+void rmsnorm_backward(Kernels& k, double T, double h) {
+  const double th = T * h;
+  k.elementwise("mul_weight.grad_input", th, 2 * kBf16 * th + kBf16 * h);
+  k.elementwise("mul_weight.grad_weight", th, 3 * kBf16 * th);
+  k.reduction("sum_weight_grad", th, kBf16 * th + kBf16 * h);
+  k.elementwise("to_bf16.backward", th, (kBf16 + kFp32) * th);
+  k.elementwise("mul.grad_x", th, 2 * kFp32 * th + kFp32 * T);
+  k.elementwise("mul.grad_rsqrt", th, 3 * kFp32 * th);
+  k.reduction("sum_rsqrt_grad", th, kFp32 * th + kFp32 * T);
+  k.elementwise("to_fp32.backward", th, (kFp32 + kBf16) * th);
+  k.elementwise("rsqrt.backward", T, 3 * kFp32 * T);
+  k.elementwise("rsqrt.backward_mul", T, 3 * kFp32 * T);
+  k.elementwise("mean.backward", th, kFp32 * th + kFp32 * T);
+  k.elementwise("pow.backward_pow", th, 2 * kFp32 * th);
+  k.elementwise("pow.backward_mul", th, 2 * kFp32 * th);
+  k.elementwise("pow.backward_grad", th, 3 * kFp32 * th);
+  k.elementwise("to_fp32.backward", th, (kFp32 + kBf16) * th);
+  k.elementwise("add_paths", th, 3 * kBf16 * th);
+}
+
+// Interleaved rotary embedding of one tensor of E bf16 elements: x1 = x[..., ::2], x2 =
+// x[..., 1::2] (strided: each read moves the whole tensor, 2E bytes), x1*cos, x2*sin, x1*sin,
+// x2*cos (E / 2 elements out each), the subtraction and the addition, then stack(..., -1) writes
+// the interleaved result (flatten is a view).
+void rope_forward(Kernels& k, double E) {
+  const double e = kBf16 * E;  // bytes of the whole tensor
+  k.view(2);                    // the two slices
+  k.elementwise("mul_x1_cos", E / 2, e + e / 2);
+  k.elementwise("mul_x2_sin", E / 2, e + e / 2);
+  k.elementwise("sub", E / 2, 3 * e / 2);
+  k.elementwise("mul_x1_sin", E / 2, e + e / 2);
+  k.elementwise("mul_x2_cos", E / 2, e + e / 2);
+  k.elementwise("add", E / 2, 3 * e / 2);
+  k.elementwise("stack", E, 2 * e, 2);  // and flatten
+}
+
+// Its backward: stack's gradient unbinds into two strided halves g0, g1 (each read moves the whole
+// gradient); sub's gives -g0; the four products' gradients; the two gradients of x1 and of x2
+// summed; each slice's backward (zeros of x's size, then a strided copy into them); their sum.
+void rope_backward(Kernels& k, double E) {
+  const double e = kBf16 * E;
+  k.elementwise("neg", E / 2, e + e / 2);
+  k.elementwise("mul_cos.grad_x1", E / 2, e + e / 2);
+  k.elementwise("mul_sin.grad_x2", E / 2, e);
+  k.elementwise("mul_sin.grad_x1", E / 2, e + e / 2);
+  k.elementwise("mul_cos.grad_x2", E / 2, e + e / 2);
+  k.elementwise("add.grad_x1", E / 2, 3 * e / 2);
+  k.elementwise("add.grad_x2", E / 2, 3 * e / 2);
+  for (const char* half : {"x1", "x2"}) {
+    k.elementwise(std::string("slice_backward.zeros_") + half, E, e);
+    k.elementwise(std::string("slice_backward.copy_") + half, E / 2, e / 2 + e);
+  }
+  k.elementwise("add_halves", E, 3 * e);
+}
+
+}  // namespace
+
+std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layout, Direction direction) {
+  const double T = layout.tokens();
+  const double h = m.hidden;
+  const double tp = layout.tp;
+  const double q_dim = m.heads / tp * m.head_dim();
+  const double kv_dim = m.kv_dim() / tp;
+  const double qkv = q_dim + 2 * kv_dim;
+  const double f = m.ffn / tp;
+  const double th = T * h;
+  // F.scaled_dot_product_attention(is_causal=True): its dispatch (backend checks, the transposes
+  // into FlashAttention's layout, allocations) is several host ops; one kernel forward, the
+  // backward's three (dot(dO, O), the main kernel, dQ's conversion) priced as the one measured.
+  const AttentionShape attention{direction, layout.micro_batch, dim(m.heads / tp), dim(m.kv_heads / tp),
+                                 dim(T / layout.micro_batch), m.head_dim(), true};
+  constexpr int kSdpaHostOps = 4;
+  Kernels k;
+  if (direction == Direction::forward) {
+    k.set_prefix("rmsnorm.");
+    rmsnorm_forward(k, T, h);
+    k.set_prefix("");
+    k.linear("qkv", T, qkv, h, direction);
+    k.view(7);  // split, three views, three transposes
+    k.set_prefix("rope_q.");
+    rope_forward(k, T * q_dim);
+    k.set_prefix("rope_k.");
+    rope_forward(k, T * kv_dim);
+    k.set_prefix("");
+    k.push("attention", attention, kSdpaHostOps, "", layout.cp);
+    k.view(2);  // transpose back and reshape: a view of FlashAttention's [b, s, h, d] output
+    k.linear("o_proj", T, h, q_dim, direction, "attn");
+    k.elementwise("residual", th, 3 * kBf16 * th);
+    k.set_prefix("rmsnorm2.");
+    rmsnorm_forward(k, T, h);
+    k.set_prefix("");
+    k.linear("gate_up", T, 2 * f, h, direction);
+    k.view();  // chunk(2)
+    k.elementwise("swiglu.silu", T * f, 2 * kBf16 * T * f);
+    k.elementwise("swiglu.mul", T * f, 3 * kBf16 * T * f);
+    k.linear("down", T, h, f, direction, "mlp");
+    k.elementwise("residual2", th, 3 * kBf16 * th);
+    return k.take();
+  }
+  k.linear("down", T, h, f, direction);
+  k.elementwise("swiglu.mul.grad_up", T * f, 3 * kBf16 * T * f);
+  k.elementwise("swiglu.mul.grad_silu", T * f, 3 * kBf16 * T * f);
+  k.elementwise("swiglu.silu_backward", T * f, 3 * kBf16 * T * f);
+  k.elementwise("swiglu.chunk_backward_cat", 2 * T * f, 4 * kBf16 * T * f);
+  k.linear("gate_up", T, 2 * f, h, direction, "mlp");
+  k.set_prefix("rmsnorm2.");
+  rmsnorm_backward(k, T, h);
+  k.set_prefix("");
+  k.elementwise("residual2.add_grads", th, 3 * kBf16 * th);
+  k.linear("o_proj", T, h, q_dim, direction);
+  k.push("attention", attention, kSdpaHostOps, "", layout.cp);
+  k.set_prefix("rope_q.");
+  rope_backward(k, T * q_dim);
+  k.set_prefix("rope_k.");
+  rope_backward(k, T * kv_dim);
+  k.set_prefix("");
+  k.elementwise("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);
+  k.linear("qkv", T, qkv, h, direction, "attn");
+  k.set_prefix("rmsnorm.");
+  rmsnorm_backward(k, T, h);
+  k.set_prefix("");
+  k.elementwise("residual.add_grads", th, 3 * kBf16 * th);
+  return k.take();
+}
+
+std::vector<RecipeKernel> eager_embedding(const ModelSpec& m, const StepLayout& layout, Direction direction) {
+  const double T = layout.tokens();
+  Kernels k;
+  if (direction == Direction::forward) {
+    k.push("embedding", MemoryBoundShape{"embedding_forward", dim(T), m.hidden}, 1);
+    return k.take();
+  }
+  // embedding_dense_backward: a zeroed bf16 gradient of the table, then the sort-based
+  // accumulation (radix sort of the ids, segment offsets, partial sums: several launches).
+  const double rows = m.vocab / static_cast<double>(layout.tp);
+  k.elementwise("embedding.grad_zeros", rows * m.hidden, kBf16 * rows * m.hidden);
+  k.push("embedding", MemoryBoundShape{"embedding_backward", dim(T), m.hidden}, 6);
+  return k.take();
+}
+
+std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& layout, Direction direction) {
+  const double T = layout.tokens();
+  const double h = m.hidden;
+  const double V = m.vocab / static_cast<double>(layout.tp);
+  const double tv = T * V;
+  Kernels k;
+  if (direction == Direction::forward) {
+    k.set_prefix("rmsnorm_final.");
+    rmsnorm_forward(k, T, h);
+    k.set_prefix("");
+    k.linear("logits", T, V, h, direction);
+    k.view();  // flatten(0, 1)
+    k.elementwise("logits.to_fp32", tv, (kBf16 + kFp32) * tv);
+    k.reduction("cross_entropy.log_softmax", tv, 2 * kFp32 * tv, 2);
+    k.elementwise("cross_entropy.nll_loss", T, 3 * kFp32 * T, 2);
+    return k.take();
+  }
+  k.elementwise("cross_entropy.nll_loss_backward_zeros", tv, kFp32 * tv);
+  k.elementwise("cross_entropy.nll_loss_backward_scatter", T, 3 * kFp32 * T);
+  k.reduction("cross_entropy.log_softmax_backward", tv, 3 * kFp32 * tv);
+  k.elementwise("logits.to_fp32.backward", tv, (kFp32 + kBf16) * tv);
+  k.linear("logits", T, V, h, direction);
+  k.set_prefix("rmsnorm_final.");
+  rmsnorm_backward(k, T, h);
+  return k.take();
+}
+
+// torch.nn.utils.clip_grad_norm_ (foreach): one _foreach_norm, the total norm and clip
+// coefficient on a few scalars, one _foreach_mul_; then torch.optim.AdamW's _multi_tensor_adamw:
+// step counts (host), decoupled weight decay (mul_), exp_avg.lerp_, exp_avg_sq.mul_ and
+// addcmul_, sqrt, div by the bias correction, add eps, param.addcdiv_ - each a pass over the
+// parameters. Measured on H100 with torch.optim.AdamW (foreach) for 200M parameters: 5.49 ms,
+// i.e. these 80 bytes per parameter at 2.9 TB/s.
+std::vector<RecipeKernel> eager_optimizer(double P) {
+  Kernels k;
+  k.reduction("clip.foreach_norm", P, kFp32 * P, 2);
+  k.elementwise("clip.total_norm", 1, 0, 4);
+  k.elementwise("clip.foreach_mul", P, 2 * kFp32 * P);
+  k.elementwise("adamw.foreach_mul_weight_decay", P, 2 * kFp32 * P, 3);
+  k.elementwise("adamw.foreach_lerp_exp_avg", P, 3 * kFp32 * P);
+  k.elementwise("adamw.foreach_mul_exp_avg_sq", P, 2 * kFp32 * P);
+  k.elementwise("adamw.foreach_addcmul_exp_avg_sq", P, 3 * kFp32 * P);
+  k.elementwise("adamw.foreach_sqrt", P, 2 * kFp32 * P, 3);
+  k.elementwise("adamw.foreach_div_bias_correction", P, 2 * kFp32 * P);
+  k.elementwise("adamw.foreach_add_eps", P, 2 * kFp32 * P);
+  k.elementwise("adamw.foreach_addcdiv_param", P, 4 * kFp32 * P);
+  return k.take();
+}
+
+std::vector<RecipeKernel> issued_one_op_each(std::vector<RecipeKernel> kernels) {
+  for (RecipeKernel& k : kernels) k.host_ops = 1;
+  return kernels;
+}
+
+}  // namespace commbound::calibration::recipe

@@ -1,0 +1,49 @@
+// Framework recipes: the kernels a framework launches for the parts of a Llama training step, where
+// they differ from our fused kernels (llama_recipe.hpp), read from each framework's public source.
+//
+// pytorch-eager  A Llama layer written in plain PyTorch as the reference implementations write it
+//                (Meta's llama/model.py, Hugging Face's modeling_llama.py): RMSNorm as separate
+//                cast, pow, mean, add, rsqrt, mul and cast kernels; rotary embeddings on q and k
+//                by strided slices (x[..., ::2], x[..., 1::2]), four multiplies, a subtraction,
+//                an addition and a stack; F.scaled_dot_product_attention (FlashAttention-2, the
+//                first backend of PyTorch's default SDPA priority order); silu(gate) * up as two
+//                kernels; autograd's backward of each (aten/src/ATen/native and
+//                tools/autograd/derivatives.yaml: every elementwise op's derivative is its own
+//                kernel, a slice's backward is zeros then a strided copy, a split's is a cat);
+//                cross-entropy on logits cast to fp32 (log_softmax, nll_loss); AdamW as
+//                torch.optim.AdamW runs it by default on CUDA (foreach=True: _multi_tensor_adamw,
+//                one multi-tensor kernel per _foreach op) after clip_grad_norm_'s foreach norm.
+// pytorch-compile
+//                torch.compile's Inductor fuses every chain of pointwise ops and reductions
+//                between two matrix products into one Triton kernel and calls cuBLAS and SDPA as
+//                extern kernels: the fused list, issued from Inductor's generated wrapper; AdamW
+//                fused (torchtitan's default, optimizer not compiled).
+// megatron-te    Megatron-LM with Transformer Engine: LayerNormLinear and LayerNormMLP run TE's
+//                fused RMSNorm kernel before their GEMM, fused RoPE, cuDNN fused attention, fused
+//                SwiGLU, fused bias-dropout-add, fused cross-entropy; the distributed optimizer's
+//                fused Adam. The fused list, its attention priced by the cuDNN rows.
+//
+// Byte counts follow kernel_shape.hpp (each operand read once, each output written once), with
+// two rules of the hardware: a strided read of every other bf16 element moves every 32-byte
+// sector it touches (the whole tensor), and a broadcast operand much smaller than the output
+// (a norm's weight, the rotary cos/sin table) is read from cache, counted once.
+//
+// Host-only and C++17 (kernels/ includes llama_recipe.hpp).
+#pragma once
+
+#include "calibration/table/llama_recipe.hpp"
+
+#include <vector>
+
+namespace commbound::calibration::recipe {
+
+// PyTorch eager's kernels of one layer, the embedding, the LM head and the optimizer.
+std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layout, Direction direction);
+std::vector<RecipeKernel> eager_embedding(const ModelSpec& m, const StepLayout& layout, Direction direction);
+std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& layout, Direction direction);
+std::vector<RecipeKernel> eager_optimizer(double parameters);
+
+// The fused list as another framework issues it: one host op per kernel.
+std::vector<RecipeKernel> issued_one_op_each(std::vector<RecipeKernel> kernels);
+
+}  // namespace commbound::calibration::recipe

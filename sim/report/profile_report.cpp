@@ -1,0 +1,76 @@
+#include "sim/report/profile_report.hpp"
+
+#include "sim/report/csv_table.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace commbound::sim {
+namespace {
+
+constexpr double kUsPerS = 1e6;
+constexpr double kMsPerS = 1e3;
+constexpr double kMBPerByte = 1e-6;
+constexpr double kGFLOPPerFLOP = 1e-9;
+
+bool is_layer_part(const std::string& part) {
+  return part == "layer.forward" || part == "layer.backward" || part == "layer.recompute";
+}
+
+void write_table(std::ostream& out, const ComputeProfile& p, const std::string& title) {
+  out << title << "\n\n";
+  out << fmt::format("{:<16} {:<38} {:<44} {:>9} {:>8} {:>9} {:>8} {:>9}  {}\n", "part", "kernel", "shape", "MB",
+                     "GFLOP", "gpu us", "host us", "end us", "priced");
+  for (const ProfiledKernel& k : p.kernels) {
+    if (!is_layer_part(k.part)) continue;
+    out << fmt::format("{:<16} {:<38} {:<44} {:>9.2f} {:>8.2f} {:>9.1f} {:>8.1f} {:>9.1f}  {}\n", k.part, k.name,
+                       calibration::describe(k.shape), k.bytes * kMBPerByte, k.flops * kGFLOPPerFLOP,
+                       k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.end_s * kUsPerS, calibration::to_string(k.match));
+  }
+  out << "\n"
+      << fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10}  {}\n", "part (alone, idle GPU)", "kernels", "gpu ms",
+                     "host ms", "time ms", "bound by");
+  for (const ProfiledPart& part : p.parts) {
+    out << fmt::format("{:<24} {:>8} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", part.name, part.kernels,
+                       part.gpu_s * kMsPerS, part.host_s * kMsPerS, part.time_s * kMsPerS,
+                       part.host_bound() ? "host" : "gpu");
+  }
+}
+
+void write_csv(std::ostream& out, const ComputeProfile& p) {
+  out << "part,kernel,shape,bytes,flops,gpu_us,host_us,issue_us,start_us,end_us,priced\n";
+  for (const ProfiledKernel& k : p.kernels) {
+    out << fmt::format("{},{},{},{:.0f},{:.0f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{}\n", csv_field(k.part),
+                       csv_field(k.name), csv_field(calibration::describe(k.shape)), k.bytes, k.flops,
+                       k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.issue_s * kUsPerS, k.start_s * kUsPerS,
+                       k.end_s * kUsPerS, calibration::to_string(k.match));
+  }
+}
+
+void write_json(std::ostream& out, const ComputeProfile& p, const std::string& title) {
+  nlohmann::json kernels = nlohmann::json::array(), parts = nlohmann::json::array();
+  for (const ProfiledKernel& k : p.kernels) {
+    kernels.push_back({{"part", k.part}, {"kernel", k.name}, {"shape", calibration::describe(k.shape)},
+                       {"bytes", k.bytes}, {"flops", k.flops}, {"gpu_us", k.gpu_s * kUsPerS},
+                       {"host_us", k.host_s * kUsPerS}, {"issue_us", k.issue_s * kUsPerS},
+                       {"start_us", k.start_s * kUsPerS}, {"end_us", k.end_s * kUsPerS},
+                       {"priced", calibration::to_string(k.match)}});
+  }
+  for (const ProfiledPart& part : p.parts) {
+    parts.push_back({{"part", part.name}, {"kernels", part.kernels}, {"gpu_ms", part.gpu_s * kMsPerS},
+                     {"host_ms", part.host_s * kMsPerS}, {"time_ms", part.time_s * kMsPerS},
+                     {"bound_by", part.host_bound() ? "host" : "gpu"}});
+  }
+  out << nlohmann::json{{"title", title}, {"parts", parts}, {"kernels", kernels}}.dump(2) << "\n";
+}
+
+}  // namespace
+
+void write_profile(std::ostream& out, const ComputeProfile& profile, const std::string& format,
+                   const std::string& title) {
+  if (format == "csv") return write_csv(out, profile);
+  if (format == "json") return write_json(out, profile, title);
+  write_table(out, profile, title);
+}
+
+}  // namespace commbound::sim

@@ -1,0 +1,17 @@
+// The report of `commbound profile`: a ComputeProfile (sim/engine/compute_profile.hpp) as a table
+// (one decoder layer's kernels, forward, backward and recompute, then every part's totals), or
+// every kernel of every part as CSV or JSON, to put beside a torch.profiler table.
+#pragma once
+
+#include "sim/engine/compute_profile.hpp"
+
+#include <ostream>
+#include <string>
+
+namespace commbound::sim {
+
+// `format`: "table", "csv" or "json"; `title` heads the table and the JSON.
+void write_profile(std::ostream& out, const ComputeProfile& profile, const std::string& format,
+                   const std::string& title);
+
+}  // namespace commbound::sim
