@@ -303,3 +303,32 @@ TEST(TableName, ShippedPresetNamesTheTableElseTheDeviceName) {
 
 }  // namespace
 }  // namespace commbound::calibration
+
+namespace commbound::calibration {
+namespace {
+
+// A framework's elementwise kernel is priced on the line t = fixed + bytes / rate through the
+// measured residual_add rows. Rows placed exactly on t = 4 us + bytes / (3000 GB/s) give that
+// line back: 6 MB cost 4 + 2 = 6 us; a 4-byte kernel costs the 4 us fixed time.
+TEST(Price, ElementwiseKernelsFollowTheMeasuredStreamingLine) {
+  KernelTable t = small_table();
+  const double fixed_ms = 0.004, ms_per_byte = 1.0 / 3e9;
+  for (std::int64_t width : {1024, 4096, 16384}) {
+    const MemoryBoundShape s{"residual_add", 1024, width};
+    const double p50 = fixed_ms + s.bytes() * ms_per_byte;
+    t.add(MemoryBoundRow{s, s.bytes(), ms(p50, p50, p50)});
+  }
+  const Priced six_mb = t.price(ElementwiseShape{"mul", 1000000, 6e6, ElementwiseKind::streaming});
+  EXPECT_EQ(six_mb.match, Match::nearest);
+  EXPECT_NEAR(six_mb.seconds, 6e-6, 1e-12);
+  EXPECT_NEAR(t.price(ElementwiseShape{"rsqrt", 1, 4, ElementwiseKind::streaming}).seconds, 4e-6, 1e-11);
+  // One rmsnorm_forward row is no line: a reduction falls back to the [device] roofline (1000 GB/s).
+  const Priced reduction = t.price(ElementwiseShape{"mean", 1000000, 4e6, ElementwiseKind::reduction});
+  EXPECT_EQ(reduction.match, Match::roofline);
+  EXPECT_DOUBLE_EQ(reduction.seconds, 4e6 / 1e12);
+  EXPECT_EQ(describe(ElementwiseShape{"mean", 1000000, 4e6, ElementwiseKind::reduction}),
+            "reduction mean 1000000 elements 4.0 MB");
+}
+
+}  // namespace
+}  // namespace commbound::calibration

@@ -577,3 +577,39 @@ TEST(Cli, WithoutATableTheReportSaysRoofline) {
 }
 
 }  // namespace
+
+namespace {
+
+// commbound profile: a bad scenario or key is one line and exit 2 with nothing written; a good one
+// lists the eager layer's 41 forward kernels and says which parts wait for the host.
+TEST(Cli, ProfileOfABadScenarioIsOneLineAndExitTwo) {
+  const std::string out = ::testing::TempDir() + "cli_profile_out.csv";
+  std::filesystem::remove(out);
+  const CliRun bad = run("profile " + kExample + " --set model.name=llama2-7b --set training.framework=pytorch --out " + out);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+  EXPECT_NE(bad.out.find("training.framework"), std::string::npos) << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const CliRun no_model = run("profile " + temp_file("cli_profile_nomodel.toml", "[cluster]\nnode_type = \"dgx-h100\"\n"));
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.out.find("needs a [model]"), std::string::npos) << no_model.out;
+}
+
+TEST(Cli, ProfileListsTheEagerLayerKernelByKernel) {
+  const CliRun r = run("profile " + kExample + " --set model.name=llama2-7b --set training.framework=pytorch-eager "
+                       "--set parallel.tp=8 --set training.seq_len=2048 --set training.local_batch=1 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  int forward_kernels = 0;
+  for (const auto& k : j["kernels"]) forward_kernels += k["part"] == "layer.forward";
+  EXPECT_EQ(forward_kernels, 41);
+  for (const auto& p : j["parts"]) {
+    // A 7B layer split 8 ways on 2048 tokens: its kernels are shorter than PyTorch takes to issue them.
+    if (p["part"] == "layer.forward") EXPECT_EQ(p["bound_by"], "host");
+    // Time is at least the larger of the GPU's and the host's, at most their sum.
+    EXPECT_GE(p["time_ms"].get<double>(), std::max(p["gpu_ms"].get<double>(), p["host_ms"].get<double>()) - 1e-9);
+    EXPECT_LE(p["time_ms"].get<double>(), p["gpu_ms"].get<double>() + p["host_ms"].get<double>() + 1e-9);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,92 @@
+// PyTorch eager's recipe: the kernels of a layer counted, and their bytes and FLOPs worked out by
+// hand from the reference code's tensors (bf16 = 2 B, fp32 = 4 B).
+#include "calibration/table/framework_recipe.hpp"
+#include "calibration/table/llama_recipe.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using namespace commbound::calibration;
+
+const ModelSpec kLlama7b{"llama2-7b", 32, 4096, 32, 32, 11008, 32000};
+
+double bytes_of(const std::vector<RecipeKernel>& kernels, const std::string& prefix) {
+  double total = 0;
+  for (const RecipeKernel& k : kernels) {
+    if (k.name.rfind(prefix, 0) == 0) total += bytes(k.shape);
+  }
+  return total;
+}
+
+double flops_of(const std::vector<RecipeKernel>& kernels) {
+  double total = 0;
+  for (const RecipeKernel& k : kernels) total += flops(k.shape) * k.runs;
+  return total;
+}
+
+TEST(EagerRecipe, RmsNormForwardMovesWhatItsNineKernelsReadAndWrite) {
+  const StepLayout layout{1, 4096, 1, 1};
+  const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
+  const double T = 4096, h = 4096, th = T * h;
+  // to_fp32 6, pow 8, mean 4 (+4 per row), add and rsqrt 8 per row each, to_fp32 6, mul 8 (+4 per
+  // row), to_bf16 6, mul by the weight 4 (+2 per weight element): 42 bytes an element.
+  const double expected = 42 * th + (4 + 8 + 8 + 4) * T + 2 * h;
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "rmsnorm."), expected);
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "rmsnorm2."), expected);
+}
+
+TEST(EagerRecipe, RopeOfOneTensorMovesTwentyTwoBytesAnElementForward) {
+  // Four strided products (the whole tensor read, half written: 3 B an element each), the
+  // subtraction and the addition (1.5 B read... 3 B an element of output pair), the stack (4 B).
+  const StepLayout layout{1, 4096, 1, 1};
+  const double E = 4096.0 * 4096;  // q: tokens x heads x head_dim
+  const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "rope_q."), 2 * 11 * E);
+  const auto backward = recipe::eager_layer(kLlama7b, layout, Direction::backward);
+  EXPECT_DOUBLE_EQ(bytes_of(backward, "rope_q."), 2 * 18 * E);
+}
+
+TEST(EagerRecipe, SameMatrixProductsAsTheFusedLayerAndManyMoreKernels) {
+  const StepLayout layout{2, 4096, 2, 1};
+  for (Direction d : {Direction::forward, Direction::backward}) {
+    const auto fused = LlamaRecipe(kLlama7b, layout).layer(d);
+    const auto eager = LlamaRecipe(kLlama7b, layout, Framework::pytorch_eager).layer(d);
+    // GEMMs and attention are the same work; only the memory-bound kernels split.
+    EXPECT_DOUBLE_EQ(flops_of(eager), flops_of(fused));
+    EXPECT_GT(eager.size(), 3 * fused.size());
+  }
+  // Forward: 9 + 9 norm kernels, 7 + 7 rope kernels, 4 GEMMs, attention, 2 swiglu, 2 residuals.
+  EXPECT_EQ(LlamaRecipe(kLlama7b, layout, Framework::pytorch_eager).layer(Direction::forward).size(), 41u);
+}
+
+TEST(EagerRecipe, ForeachAdamWMovesEightyBytesAParameter) {
+  // lerp_ 12, mul_ 8, addcmul_ 12, sqrt 8, div_ 8, add_ 8, addcdiv_ 16, weight decay 8; clipping:
+  // foreach_norm 4 and the clip product 8.
+  const double P = 1e6;
+  EXPECT_DOUBLE_EQ(bytes_of(LlamaRecipe::optimizer(P, Framework::pytorch_eager), "adamw."), 80 * P);
+  EXPECT_DOUBLE_EQ(bytes_of(LlamaRecipe::optimizer(P, Framework::pytorch_eager), "clip."), 12 * P);
+}
+
+TEST(FrameworkRecipe, CompiledAndMegatronRunTheFusedKernelsOneHostOpEach) {
+  const StepLayout layout{1, 4096, 1, 1};
+  const auto fused = LlamaRecipe(kLlama7b, layout).layer(Direction::forward);
+  for (Framework f : {Framework::pytorch_compile, Framework::megatron_te}) {
+    const auto k = LlamaRecipe(kLlama7b, layout, f).layer(Direction::forward);
+    ASSERT_EQ(k.size(), fused.size());
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      EXPECT_EQ(k[i].shape, fused[i].shape);
+      EXPECT_EQ(k[i].host_ops, 1);
+      EXPECT_EQ(fused[i].host_ops, 0);
+    }
+  }
+}
+
+TEST(FrameworkRecipe, NamesRoundTrip) {
+  for (const std::string& name : framework_names()) EXPECT_EQ(to_string(*parse_framework(name)), name);
+  EXPECT_FALSE(parse_framework("pytorch").has_value());
+}
+
+}  // namespace
