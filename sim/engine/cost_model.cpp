@@ -8,10 +8,12 @@ namespace {
 using calibration::Match;
 using calibration::Priced;
 
-// "gemm", "attention" or "memory_bound": the table's kind of row for a kernel shape.
+// "gemm", "attention", "memory_bound" or "elementwise": the kind of a kernel shape, as reports
+// count fallbacks.
 const char* kind_of(const calibration::KernelShape& k) {
   if (std::holds_alternative<calibration::GemmShape>(k)) return "gemm";
   if (std::holds_alternative<calibration::AttentionShape>(k)) return "attention";
+  if (std::holds_alternative<calibration::ElementwiseShape>(k)) return "elementwise";
   return "memory_bound";
 }
 

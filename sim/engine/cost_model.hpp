@@ -25,7 +25,8 @@ namespace commbound::sim {
 
 // How the compute ops of a set of programs were priced: `exact` ops by their own table row,
 // `fallback` ops otherwise (without a table: every op), with the fallbacks by "<kind>_<how>"
-// (gemm_nearest, attention_roofline, memory_bound_nearest, ..., or "roofline" without a table).
+// (gemm_nearest, attention_roofline, memory_bound_nearest, elementwise_nearest (a framework's
+// elementwise kernels, priced from the measured rows of their kind), ..., or "roofline" without a table).
 struct CostSummary {
   int exact_ops = 0;
   int fallback_ops = 0;
