@@ -74,17 +74,37 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
                                AttentionShape{direction, layout_.micro_batch, dim(m.heads / tp), dim(m.kv_heads / tp),
                                               dim(T / layout_.micro_batch), m.head_dim(), true},
                                layout_.cp, ""};
+  // The MLP's first matrix and activation: SwiGLU's gate and up then silu(gate) * up (our
+  // fused kernel); GELU's or squared ReLU's up then the activation, an elementwise kernel over
+  // the ffn / tp outputs (forward reads and writes them, backward also reads the gradient).
+  const bool swiglu = m.mlp == Mlp::swiglu;
+  const char* mlp_in = swiglu ? "gate_up" : "up";
+  auto activation = [&](Direction d) {
+    if (swiglu) {
+      return memory_bound("swiglu", d == Direction::forward ? MemoryBoundOp::swiglu_forward : MemoryBoundOp::swiglu_backward,
+                          T, ffn);
+    }
+    const double elements = T * ffn;
+    const std::string name = to_string(m.mlp);
+    return RecipeKernel{name, ElementwiseShape{name, dim(elements), (d == Direction::forward ? 4 : 6) * elements,
+                                               ElementwiseKind::streaming},
+                        1, ""};
+  };
+  // Rotary positions rotate q and k after the QKV projection; learned positions are added to the
+  // embedding instead (embedding()). LayerNorm is priced as the measured RMSNorm kernel: the same
+  // bytes but for its bias vector.
+  const bool rope = m.position == Position::rope;
   std::vector<RecipeKernel> k;
   if (direction == Direction::forward) {
     k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_forward, T, h));
     linear(k, "qkv", T, qkv, h, direction);
-    k.push_back(memory_bound("rope", MemoryBoundOp::rope_forward, T, rope_width));
+    if (rope) k.push_back(memory_bound("rope", MemoryBoundOp::rope_forward, T, rope_width));
     k.push_back(attention);
     linear(k, "o_proj", T, h, h / tp, direction, "attn");
     k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
     k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_forward, T, h));
-    linear(k, "gate_up", T, 2 * ffn, h, direction);
-    k.push_back(memory_bound("swiglu", MemoryBoundOp::swiglu_forward, T, ffn));
+    linear(k, mlp_in, T, m.mlp_in_width() / tp, h, direction);
+    k.push_back(activation(direction));
     linear(k, "down", T, h, ffn, direction, "mlp");
     k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
     return as_issued(framework_, std::move(k));
@@ -92,13 +112,13 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
   // Each residual's backward: the branch's input gradient (after its norm's backward) plus the
   // gradient that came down the skip path.
   linear(k, "down", T, h, ffn, direction);
-  k.push_back(memory_bound("swiglu", MemoryBoundOp::swiglu_backward, T, ffn));
-  linear(k, "gate_up", T, 2 * ffn, h, direction, "mlp");
+  k.push_back(activation(direction));
+  linear(k, mlp_in, T, m.mlp_in_width() / tp, h, direction, "mlp");
   k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_backward, T, h));
   k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
   linear(k, "o_proj", T, h, h / tp, direction);
   k.push_back(attention);
-  k.push_back(memory_bound("rope", MemoryBoundOp::rope_backward, T, rope_width));
+  if (rope) k.push_back(memory_bound("rope", MemoryBoundOp::rope_backward, T, rope_width));
   linear(k, "qkv", T, qkv, h, direction, "attn");
   k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_backward, T, h));
   k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
@@ -109,7 +129,15 @@ std::vector<RecipeKernel> LlamaRecipe::embedding(Direction direction) const {
   if (framework_ == Framework::pytorch_eager) return recipe::eager_embedding(model_, layout_, direction);
   const MemoryBoundOp op =
       direction == Direction::forward ? MemoryBoundOp::embedding_forward : MemoryBoundOp::embedding_backward;
-  return as_issued(framework_, {memory_bound("embedding", op, layout_.tokens(), model_.hidden)});
+  std::vector<RecipeKernel> k = {memory_bound("embedding", op, layout_.tokens(), model_.hidden)};
+  // Learned positions: forward adds the position rows to the token rows (two reads, one write);
+  // backward sums the gradient into the position table (a read and an accumulation).
+  if (model_.position == Position::learned) {
+    const double elements = layout_.tokens() * model_.hidden;
+    const double bytes = (direction == Direction::forward ? 6 : 8) * elements;
+    k.push_back({"position", ElementwiseShape{"position", dim(elements), bytes, ElementwiseKind::streaming}, 1, ""});
+  }
+  return as_issued(framework_, std::move(k));
 }
 
 std::vector<RecipeKernel> LlamaRecipe::lm_head(Direction direction) const {

@@ -10,7 +10,10 @@
 // backward:
 //   down.dgrad, down.wgrad, swiglu, gate_up.dgrad, gate_up.wgrad | mlp, rmsnorm2, residual2,
 //   o_proj.dgrad, o_proj.wgrad, attention, rope, qkv.dgrad, qkv.wgrad | attn, rmsnorm, residual
-// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel). Each
+// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel). The GPT
+// family's variants (model_spec.hpp): a GELU or squared-ReLU MLP runs "up" (ffn outputs) and its
+// activation in place of gate_up and swiglu; learned positions drop rope and add a "position"
+// kernel to the embedding; LayerNorm is priced as RMSNorm. Each
 // residual's backward adds the gradient of the skip path to the branch's, after the norm's backward.
 // The embedding: embedding (forward: gather; backward: scatter-add). The LM head, forward:
 // rmsnorm_final, logits, cross_entropy; backward: cross_entropy, logits.dgrad, logits.wgrad,

@@ -16,7 +16,17 @@ Expected<ModelSpec> read_model(const toml::table& table, const std::string& name
   m.kv_heads = static_cast<int>(r.required_number("kv_heads", 1, 1 << 16));
   m.ffn = static_cast<int>(r.required_number("ffn", 1, 1 << 22));
   m.vocab = static_cast<int>(r.required_number("vocab", 1, 1 << 24));
-  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"}) {
+  // The architecture's variants; absent keys are the Llama architecture.
+  m.mlp = *parse_mlp(r.choice("mlp", "swiglu", {"swiglu", "gelu", "relu2"}));
+  m.norm = *parse_norm(r.choice("norm", "rmsnorm", {"rmsnorm", "layernorm"}));
+  m.position = *parse_position(r.choice("position", "rope", {"rope", "learned"}));
+  m.max_positions = static_cast<int>(r.number("max_positions", 0, 0, 1 << 24));
+  m.bias = r.boolean("bias", false);
+  m.tied_embeddings = r.boolean("tied_embeddings", false);
+  if (!r.failed() && m.position == Position::learned && m.max_positions < 1) {
+    r.fail("max_positions", "learned positions need the position table's rows (>= 1)");
+  }
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_positions"}) {
     const toml::node* n = table.get(key);
     if (!r.failed() && n != nullptr && !n->is_integer()) r.fail(key, "expected an integer");
   }

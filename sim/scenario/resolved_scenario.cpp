@@ -113,7 +113,13 @@ toml::table resolved_scenario(const Scenario& sc) {
                                   {"heads", t.model.heads},
                                   {"kv_heads", t.model.kv_heads},
                                   {"ffn", t.model.ffn},
-                                  {"vocab", t.model.vocab}});
+                                  {"vocab", t.model.vocab},
+                                  {"mlp", calibration::to_string(t.model.mlp)},
+                                  {"norm", calibration::to_string(t.model.norm)},
+                                  {"position", calibration::to_string(t.model.position)},
+                                  {"max_positions", t.model.max_positions},
+                                  {"bias", t.model.bias},
+                                  {"tied_embeddings", t.model.tied_embeddings}});
   doc.insert("training", toml::table{{"seq_len", t.seq_len},
                                      {"global_batch", t.global_batch},
                                      {"micro_batch", t.micro_batch},

@@ -447,6 +447,12 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   // framework: whose kernels and host a step runs (calibration/table/framework_recipe.hpp);
   // Megatron-LM + Transformer Engine runs cuDNN's fused attention unless told otherwise.
   t.framework = *calibration::parse_framework(tr.choice("framework", "fused", calibration::framework_names()));
+  if (!tr.failed() && t.framework == calibration::Framework::pytorch_eager &&
+      (t.model.mlp != calibration::Mlp::swiglu || t.model.norm != calibration::Norm::rmsnorm ||
+       t.model.position != calibration::Position::rope)) {
+    tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU); " + t.model.name +
+                             " is not");
+  }
   if (!tr.failed()) {
     auto host = load_host_costs(presets, t.framework);
     if (!host) return host.error();

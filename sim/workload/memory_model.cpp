@@ -45,7 +45,7 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   // (1F1B keeps up to `pp` micro-batches in flight there); count its layers, and conservatively
   // both embedding matrices (all of them on one stage).
   const int layers = m.layers / t.pp;
-  const double root = ((t.pp == 1 ? 2 : 1) * m.embedding_params() + m.hidden) / t.tp;
+  const double root = (m.input_params() + (t.pp == 1 ? m.head_params(true) : m.hidden)) / t.tp;
   const double layer = m.layer_params() / t.tp;
   const double P = layers * layer + root;  // this GPU's slice of the parameters
   const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;  // of one micro-batch on this rank

@@ -22,11 +22,11 @@ public:
         stage_(stage),
         virtual_stages_(t.pp * t.virtual_stages),
         layers_per_chunk_(m_.layers / virtual_stages_),
-        // FSDP units: the root (the first virtual stage's input embedding; the last's final norm
-        // and LM head) and one per layer. Tensor parallelism splits the parameters first; FSDP
+        // FSDP units: the root (the first virtual stage's input embedding and positions; the
+        // last's final norm and LM head, tied to the embedding only where both are on one stage)
+        // and one per layer. Tensor parallelism splits the parameters first; FSDP
         // shards the rest.
-        root_params_((stage == 0 ? m_.embedding_params() : 0) +
-                     (stage == t.pp - 1 ? m_.embedding_params() + m_.hidden : 0)),
+        root_params_((stage == 0 ? m_.input_params() : 0) + (stage == t.pp - 1 ? m_.head_params(stage == 0) : 0)),
         root_bytes_(root_params_ / t.tp * kBf16Bytes),
         layer_bytes_(m_.layer_params() / t.tp * kBf16Bytes),
         w_(t),
