@@ -1,6 +1,8 @@
 // commbound sweep: every [sweep] point of a scenario, in parallel, resumable, into a results folder
 // (sim/sweep_folder.hpp); or written out as a Slurm job array whose tasks fill the same folder, and
 // the finished points of such a folder collected into its results.
+#include "calibration/base/file_type.hpp"
+#include "calibration/base/number_text.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"
@@ -63,12 +65,13 @@ Expected<LoadedSweep> load_sweep(const SweepArgs& a) {
 
 // "K/N" with 0 <= K < N.
 Expected<std::array<std::size_t, 2>> parse_slice(const std::string& text) {
-  std::size_t k = 0, n = 0;
-  char slash = 0, rest = 0;
-  if (std::sscanf(text.c_str(), "%zu%c%zu%c", &k, &slash, &n, &rest) != 3 || slash != '/' || n == 0 || k >= n) {
-    return Error{"--slice " + text + ": expected K/N with 0 <= K < N"};
-  }
-  return std::array<std::size_t, 2>{k, n};
+  const auto slash = text.find('/');
+  const Error bad{"--slice " + text + ": expected K/N with 0 <= K < N"};
+  if (slash == std::string::npos) return bad;
+  auto k = parse_number<std::size_t>(std::string_view(text).substr(0, slash));
+  auto n = parse_number<std::size_t>(std::string_view(text).substr(slash + 1));
+  if (!k || !n || *n == 0 || *k >= *n) return bad;
+  return std::array<std::size_t, 2>{*k, *n};
 }
 
 // Prints which points a collect found missing, and returns 1 when there are any.

@@ -1,5 +1,6 @@
 // The commbound CLI as a user meets it: exit codes, one-line errors, no partial or overwritten
 // output, stable CSV, and the published-data validation (label golden).
+#include "calibration/base/number_text.hpp"
 #include "sim/report/csv_table.hpp"
 #include "tests/support/run_command.hpp"
 
@@ -131,12 +132,15 @@ void expect_validated(const std::string& scenario) {
     while (std::getline(cells, cell, ',')) f.push_back(cell);
     ASSERT_GE(f.size(), 11u) << line;
     const std::string& bytes = f[4];
-    const bool large = bytes == "large" || std::stod(bytes) >= 1073741824.0;
+    const auto size_bytes = commbound::parse_number<double>(bytes);
+    ASSERT_TRUE(bytes == "large" || size_bytes) << line;
+    const bool large = bytes == "large" || *size_bytes >= 1073741824.0;
     if (!large) continue;  // below 1 GiB the model is optimistic by 4-57%: see README "Validation"
     // Exclusion 1: a GCP A3 Mega log (8 x 200 Gb/s GPUDirect-TCPXO, not InfiniBand NDR).
     if (f[10] == "same" || f[10].find("a3mega") != std::string::npos) continue;
-    const double ratio = std::stod(f[7]);
-    EXPECT_NEAR(ratio, 1.0, 0.15) << line;
+    const auto ratio = commbound::parse_number<double>(f[7]);
+    ASSERT_TRUE(ratio) << line;
+    EXPECT_NEAR(*ratio, 1.0, 0.15) << line;
     ++checked;
   }
   EXPECT_GE(checked, 3);
@@ -574,6 +578,33 @@ TEST(Cli, WithoutATableTheReportSaysRoofline) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("compute roofline: datasheet peaks"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# cost model: every compute op by the datasheet roofline"), std::string::npos) << r.out;
+}
+
+// Hostile input, each case as the review found it: one line on stderr naming where the value came
+// from (file and line, or the --set or flag as typed), exit 2, never an abort or a crash, and no
+// output file written.
+void expect_one_line_refusal(const CliRun& r, const std::string& says) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(r.out.rfind("commbound: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(says), std::string::npos) << r.out;
+}
+
+// Header numbers past int or long in an nccl-tests log: validate and fit-fabric refuse in one line.
+TEST(HostileInput, LogNumbersPastTheirType) {
+  const std::string row = "     1048576        262144     float     sum      -1   20.00   52.43   91.75      0\n";
+  const std::string rank = temp_file("hostile_rank_all_reduce.log",
+                                     "#  Rank 99999999999 Group  0 Pid  1 on node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n" + row);
+  const std::string library = temp_file("hostile_library_all_reduce.log",
+                                        "# nccl-tests version 2.14.1 nccl-headers=22602 nccl-library=99999999999999999999\n" + row);
+  for (const std::string& log : {rank, library}) {
+    expect_one_line_refusal(run("validate " + kExample + " --nccl-tests " + log + " --nodes 1 --gpus-per-node 8"),
+                            log + ":1: ");
+    expect_one_line_refusal(run("fit-fabric " + log + " --name x --nodes 1 --gpus-per-node 8 --out " +
+                                ::testing::TempDir() + "hostile_fit.toml"),
+                            log + ":1: ");
+  }
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "hostile_fit.toml"));
 }
 
 }  // namespace
