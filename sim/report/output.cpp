@@ -1,7 +1,13 @@
 #include "sim/report/output.hpp"
 
 #include "calibration/base/atomic_write.hpp"
+#include "calibration/base/file_type.hpp"
+#include "network/cluster_spec.hpp"
 
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -10,7 +16,10 @@
 namespace commbound::sim {
 
 Status check_writable(const std::string& path, bool force) {
-  if (path.empty() || path == "-" || force || !std::filesystem::exists(path)) return Ok{};
+  if (path.empty() || path == "-") return Ok{};
+  auto type = file_type_at(path);
+  if (!type) return type.error();  // a symlink loop, a name too long: not writable either
+  if (force || *type == std::filesystem::file_type::not_found) return Ok{};
   return Error{path + ": exists; not overwritten (pass --force to replace it)"};
 }
 

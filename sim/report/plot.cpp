@@ -125,7 +125,8 @@ Status run_gnuplot(const std::string& path, const std::function<std::string(cons
     const std::string script = script_for(tmp.string());
     std::fwrite(script.data(), 1, script.size(), pipe);
     const int status = pclose(pipe);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(tmp)) {
+    std::error_code ec;
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(tmp, ec)) {
       const bool missing = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
       return Error{path + (missing ? ": gnuplot not found (install Debian's gnuplot-nox)" : ": gnuplot failed")};
     }

@@ -1,8 +1,12 @@
 #include "sim/scenario/presets.hpp"
 
+#include "calibration/base/file_type.hpp"
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 namespace commbound::sim {
 
@@ -24,6 +28,21 @@ Expected<const toml::table*> preset_table(const toml::table& file, const std::fi
     if (value.is_table()) names += (names.empty() ? "" : ", ") + std::string(key.str());
   }
   return Error{path.string() + ": no " + what + " named \"" + name + "\" (known: " + names + ")"};
+}
+
+// " a b c": the files of `dir` ending in `extension`, by name (the stem when `stems`), sorted; ""
+// when the folder is missing or cannot be listed (the list only helps an error message).
+std::string files_in(const std::filesystem::path& dir, const std::string& extension, bool stems) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::path& p = it->path();
+    if (p.extension() == extension) names.push_back(stems ? p.stem().string() : p.filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (const auto& n : names) list += " " + n;
+  return list;
 }
 
 }  // namespace
@@ -103,14 +122,13 @@ Expected<network::NodeType> Presets::node(const std::string& name) const {
 
 Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const {
   const auto path = dir_ / "fabric" / (name + ".toml");
-  if (name.empty() || name.find('/') != std::string::npos || !std::filesystem::exists(path)) {
-    std::string have;
-    if (std::filesystem::is_directory(dir_ / "fabric")) {
-      for (const auto& e : std::filesystem::directory_iterator(dir_ / "fabric")) {
-        if (e.path().extension() == ".toml") have += " " + e.path().stem().string();
-      }
-    }
-    return Error{path.string() + ": no fabric fit named \"" + name + "\" (have:" + have + ")"};
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return Error{"no fabric fit named \"" + name + "\" (have:" + files_in(dir_ / "fabric", ".toml", true) + ")"};
+  }
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::not_found) {
+    return Error{path.string() + ": no fabric fit named \"" + name + "\" (have:" + files_in(dir_ / "fabric", ".toml", true) + ")"};
   }
   auto file = parse_toml_file(path);
   if (!file) return file.error();
@@ -135,10 +153,14 @@ Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const 
 
 Expected<network::NcclConstants> Presets::nccl(const std::string& release) const {
   const auto path = dir_ / "nccl" / ("nccl-" + release + ".toml");
-  if (!std::filesystem::exists(path)) {
-    std::string have;
-    for (const auto& e : std::filesystem::directory_iterator(dir_ / "nccl")) have += " " + e.path().filename().string();
-    return Error{path.string() + ": no constants for NCCL release \"" + release + "\" (have:" + have + ")"};
+  if (release.empty() || release.find('/') != std::string::npos) {
+    return Error{"not a release (have:" + files_in(dir_ / "nccl", ".toml", false) + ")"};
+  }
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::not_found) {
+    return Error{path.string() + ": no constants for NCCL release \"" + release + "\" (have:" +
+                 files_in(dir_ / "nccl", ".toml", false) + ")"};
   }
   auto file = parse_toml_file(path);
   if (!file) return file.error();

@@ -1,5 +1,7 @@
 #include "sim/scenario/scenario.hpp"
 
+#include "calibration/base/file_type.hpp"
+#include "calibration/base/number_text.hpp"
 #include "calibration/table/table_reader.hpp"
 #include "sim/scenario/model.hpp"
 
@@ -112,12 +114,25 @@ Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const s
   if (setting == "auto") {
     file = presets.dir() / (gpu + ".toml");
     display = presets.dir() == default_calibration_dir() ? "calibration/" + gpu + ".toml" : file.string();
-    if (!fs::exists(file)) return TableOrReason{"no " + display + " for GPU " + gpu};
+    auto type = file_type_at(file);
+    if (!type) return type.error();
+    if (*type == fs::file_type::not_found) return TableOrReason{"no " + display + " for GPU " + gpu};
   } else {
     file = setting;
     display = setting;
-    if (!fs::exists(file) && file.is_relative() && fs::exists(presets.dir() / file)) file = presets.dir() / file;
-    if (!fs::exists(file)) {
+    // The working directory first, then the calibration directory; a path the system cannot look
+    // up (a symlink loop, a name too long) is an error with its reason.
+    auto type = file_type_at(file);
+    if (type && *type == fs::file_type::not_found && file.is_relative()) {
+      auto in_presets = file_type_at(presets.dir() / file);
+      if (!in_presets) return in_presets.error();
+      if (*in_presets != fs::file_type::not_found) {
+        file = presets.dir() / file;
+        type = in_presets;
+      }
+    }
+    if (!type) return type.error();
+    if (*type == fs::file_type::not_found) {
       return Error{"no such file (relative paths are tried in the working directory, then in " + presets.dir().string() + ")"};
     }
   }
@@ -146,10 +161,19 @@ Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides&
   const toml::table* groups = r.table("groups");
   if (!r.failed()) {
     const fs::path file = fs::path(trace).is_absolute() ? fs::path(trace) : fs::path(path).parent_path() / trace;
-    if (!fs::is_regular_file(file)) r.fail("trace", "no such file (relative to the scenario file's folder): " + file.string());
+    const auto type = file_type_at(file);
+    if (!type) {
+      r.fail("trace", type.error().message);
+    } else if (*type == fs::file_type::not_found) {
+      r.fail("trace", "no such file (relative to the scenario file's folder): " + file.string());
+    } else if (*type != fs::file_type::regular) {
+      r.fail("trace", file.string() + ": not a file");
+    }
     if (!r.failed() && t.pp > 1) r.fail("trace", "a trace is one rank's program: it replays with parallel.pp = 1");
     // Absolute, so that a resolved copy of this scenario (docs/sweeps.md) finds it from anywhere.
-    w.path = fs::weakly_canonical(file).string();
+    std::error_code ec;
+    w.path = fs::weakly_canonical(file, ec).string();
+    if (ec && !r.failed()) r.fail("trace", file.string() + ": " + ec.message());
     w.origin = origin_of(origins, &table, "workload", "trace", path);
   }
   if (Status s = r.finish(); !s) return s.error();
@@ -274,7 +298,10 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   sc.nccl_options.fidelity = *network::parse_fidelity(fid);
   sc.nccl_options.jitter = jitter == "on";
   auto constants = presets.nccl(release);
-  if (!constants) return constants.error();
+  if (!constants) {
+    return Error{origin_of(origins, nccl_t, "nccl", "release", path) + ": nccl.release = \"" + release + "\": " +
+                 constants.error().message};
+  }
   sc.nccl = *constants;
   if (!fit_name.empty()) {
     auto fit = presets.fabric_fit(fit_name);

@@ -590,6 +590,37 @@ void expect_one_line_refusal(const CliRun& r, const std::string& says) {
   EXPECT_NE(r.out.find(says), std::string::npos) << r.out;
 }
 
+// A trace that is a symlink loop: the system cannot say what it is (ELOOP), from the file or a --set.
+TEST(HostileInput, TraceThatIsASymlinkLoop) {
+  const std::string trace_scenario =
+      "[cluster]\nnode_type = \"dgx-h100\"\nkernel_table = \"roofline\"\n[model]\nname = \"llama2-1b\"\n"
+      "[parallel]\nstrategy = \"ddp\"\n[workload]\ntrace = \"";
+  namespace fs = std::filesystem;
+  const fs::path loop = fs::path(::testing::TempDir()) / "hostile_loop.json";
+  fs::remove(loop);
+  fs::create_symlink(loop.filename(), loop);
+  const std::string scenario = temp_file("hostile_loop.toml", trace_scenario + "hostile_loop.json\"\n");
+  const std::string out = ::testing::TempDir() + "hostile_loop_trace.json";
+  fs::remove(out);
+  const CliRun file = run("run " + scenario + " --trace " + out);
+  expect_one_line_refusal(file, scenario + ":9: workload.trace = \"hostile_loop.json\": " + loop.string() +
+                                    ": Too many levels of symbolic links");
+  const CliRun set = run("run " + scenario + " --set workload.trace=" + loop.string() + " --trace " + out);
+  expect_one_line_refusal(set, "--set workload.trace=" + loop.string() + ": workload.trace = \"" + loop.string() +
+                                   "\": " + loop.string() + ": Too many levels of symbolic links");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// A name longer than the system allows in a file name (255 bytes) is an error, not an abort.
+TEST(HostileInput, NamesLongerThanAFileNameMayBe) {
+  const std::string name(300, 'x');
+  for (const char* key : {"nccl.fit", "nccl.release", "cluster.kernel_table"}) {
+    const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1] --set " + std::string(key) + "=" + name);
+    expect_one_line_refusal(r, "File name too long");
+    EXPECT_EQ(r.out.rfind("commbound: --set " + std::string(key) + "=" + name + ": ", 0), 0u) << r.out;
+  }
+}
+
 // Header numbers past int or long in an nccl-tests log: validate and fit-fabric refuse in one line.
 TEST(HostileInput, LogNumbersPastTheirType) {
   const std::string row = "     1048576        262144     float     sum      -1   20.00   52.43   91.75      0\n";
