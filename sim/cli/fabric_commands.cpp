@@ -36,10 +36,10 @@ struct CollectiveArgs {
 int run_collective(const CollectiveArgs& a) {
   network::CollectiveSweep sweep;
   sweep.op = *network::parse_collective_op(a.op);
-  auto node_list = sim::parse_list("--nodes", a.nodes, false);
+  auto node_list = sim::parse_list("--nodes", a.nodes, sim::ListKind::node_counts);
   if (!node_list) return fail(node_list.error().message);
   for (double n : *node_list) sweep.nodes.push_back(static_cast<int>(n));
-  auto size_list = sim::parse_list("--bytes", a.bytes, true);
+  auto size_list = sim::parse_list("--bytes", a.bytes, sim::ListKind::sizes_bytes);
   if (!size_list) return fail(size_list.error().message);
   sweep.sizes_bytes = *size_list;
   const sim::Format format = a.format == "csv" ? sim::Format::csv : a.format == "json" ? sim::Format::json : sim::Format::table;

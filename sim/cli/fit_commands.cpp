@@ -28,9 +28,9 @@ int run_fit_fabric(const FitArgs& a) {
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
   sim::FitOptions options;
-  auto min = sim::parse_list("--min-bytes", a.min_bytes, true);
+  auto min = sim::parse_list("--min-bytes", a.min_bytes, sim::ListKind::sizes_bytes);
   if (!min) return fail(min.error().message);
-  auto max = sim::parse_list("--max-bytes", a.max_bytes, true);
+  auto max = sim::parse_list("--max-bytes", a.max_bytes, sim::ListKind::sizes_bytes);
   if (!max) return fail(max.error().message);
   options.min_bytes = min->front();
   options.max_bytes = max->front();

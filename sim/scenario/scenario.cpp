@@ -222,7 +222,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
                                   : nullptr;
   if (node_t != nullptr && cluster.has("node_type")) cluster.fail("node_type", "give node_type or [cluster.node], not both");
   const std::string node_name = node_t != nullptr ? "custom" : cluster.required_string("node_type");
-  sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
+  sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, network::kMaxNodes));
   const std::string kernel_table = cluster.string("kernel_table", "auto");
   if (!cluster.failed() && kernel_table.empty()) cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
   sc.kernel_table_setting = kernel_table;

@@ -611,6 +611,14 @@ TEST(HostileInput, TraceThatIsASymlinkLoop) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Sizes no GPU holds: above 1 TiB --bytes is refused, saying the bound and why, before any output.
+TEST(HostileInput, BytesAboveAnyGpuMemory) {
+  for (const char* bytes : {"1e19", "1e20", "1e30", "1K:2T"}) {
+    const CliRun r = run("collective " + kExample + " --op allreduce --nodes 1 --bytes " + bytes);
+    expect_one_line_refusal(r, ": more than 1T (1099511627776 bytes), the largest buffer taken: no GPU's memory holds");
+  }
+}
+
 // A name longer than the system allows in a file name (255 bytes) is an error, not an abort.
 TEST(HostileInput, NamesLongerThanAFileNameMayBe) {
   const std::string name(300, 'x');
