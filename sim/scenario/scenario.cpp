@@ -74,6 +74,13 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
   try {
     parsed = toml::parse("v = " + value, origin);
   } catch (const toml::parse_error&) {
+    // A number TOML cannot hold (an integer past 64 bits, a float past a double) is out of range,
+    // not the bare string the fallback below would make of it.
+    for (const Status& number : {parse_number<int64_t>(value).status(), parse_number<double>(value).status()}) {
+      if (!number && number.error().message.rfind("out of range", 0) == 0) {
+        return Error{origin + ": " + key + " = " + value + ": " + number.error().message};
+      }
+    }
     std::string quoted = "\"";
     for (char c : value) {
       if (c == '"' || c == '\\') quoted += '\\';
@@ -389,7 +396,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     const std::string model_name = model.required_string("name");
     if (Status s = model.finish(); !s) return s.error();
     auto m = load_model(presets, model_name);
-    if (!m) return Error{where(*model_t->get("name")) + ": model.name = \"" + model_name + "\": " + m.error().message};
+    if (!m) return Error{origin_of(origins, model_t, "model", "name", path) + ": model.name = \"" + model_name + "\": " + m.error().message};
     t.model = *m;
   }
   auto gpu = load_gpu(presets, sc.cluster.node.gpu);
@@ -560,9 +567,13 @@ Expected<Scenario> ScenarioFile::resolve_with(const std::vector<std::string>& ov
   if (base_.sweep && apply_sweep) {
     const Sweep& sw = *base_.sweep;
     const toml::array& values = sw.values.at(i);
+    // The point's values are copies (toml++ copies no source): name the --set that gave the sweep's
+    // key or values, else the values' place in the file.
+    const auto set = std::find_if(origins.begin(), origins.end(), [](const auto& o) { return o.first.rfind("sweep.", 0) == 0; });
+    const std::string at = set != origins.end() ? set->second : origin("sweep.values");
     for (std::size_t k = 0; k < sw.keys.size(); ++k) {
       const toml::node& v = *values.get(k);
-      const std::string origin = where(v, base_.path) + ": sweep.values (" + sw.keys[k] + " = " + render(v) + ")";
+      const std::string origin = (at.empty() ? base_.path : at) + ": sweep.values (" + sw.keys[k] + " = " + render(v) + ")";
       if (Status s = set_value(doc, sw.keys[k], v, origin, origins); !s) return s.error();
     }
   }

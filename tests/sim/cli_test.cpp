@@ -619,6 +619,41 @@ TEST(HostileInput, BytesAboveAnyGpuMemory) {
   }
 }
 
+// Messages say what the user typed and what is true.
+TEST(HostileInput, MessagesSayWhatWasTypedAndWhatIsTrue) {
+  // A folder given as the scenario.
+  expect_one_line_refusal(run("platform " + ::testing::TempDir()), ": is a directory, not a TOML file");
+  // --nodes past the largest cluster speaks of --nodes, not of a --set nobody typed.
+  const CliRun huge = run("collective " + kExample + " --op allreduce --nodes 1:1e9 --bytes 1M");
+  expect_one_line_refusal(huge, "--nodes 1e9: more than 1048576 nodes");
+  EXPECT_EQ(huge.out.find("--set"), std::string::npos) << huge.out;
+  // -1 and 0 are refused alike, for the same stated reason.
+  for (const char* nodes : {"-1", "0"}) {
+    expect_one_line_refusal(run("collective " + kExample + " --op allreduce --bytes 1M --nodes " + nodes),
+                            std::string("--nodes ") + nodes + ": must be a positive integer");
+  }
+  // --set errors are labelled with the --set, never <input> or the scenario file.
+  const std::string paper = "run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1] ";
+  for (const auto& [set, says] : std::vector<std::pair<std::string, std::string>>{
+           {"model.name=llama9", "--set model.name=llama9: model.name = \"llama9\": "},
+           {"nccl.release=9.9.9", "--set nccl.release=9.9.9: nccl.release = \"9.9.9\": "},
+           {"sweep.key=foo", "--set sweep.key=foo: sweep.values (foo = 1): foo = 1: unknown key"},
+           {"cluster.nodes=1e400", "--set cluster.nodes=1e400: cluster.nodes = 1e400: out of range of a double"},
+           {"cluster.nodes=99999999999999999999",
+            "--set cluster.nodes=99999999999999999999: cluster.nodes = 99999999999999999999: out of range (from "}}) {
+    const CliRun r = run(paper + "--set " + set);
+    expect_one_line_refusal(r, says);
+    EXPECT_EQ(r.out.find("<input>"), std::string::npos) << r.out;
+  }
+  // A table a --set made is named by that --set.
+  const CliRun made = run("platform " + kExample + " --set workload.trace=x");
+  expect_one_line_refusal(made, "commbound: --set workload.trace=x: workload = (a table): needs a [model] section");
+  // Bounds read as plain numbers.
+  const std::string link = temp_file("hostile_link.toml", "[cluster]\nnode_type = \"dgx-h100\"\n[fabric.link]\n"
+                                                          "bandwidth_GBps = 2e6\nefficiency = 0.9\nlatency_us = 1\n");
+  expect_one_line_refusal(run("platform " + link), "fabric.link.bandwidth_GBps = 2000000.0: must be between 0.001 and 1000000");
+}
+
 // A name longer than the system allows in a file name (255 bytes) is an error, not an abort.
 TEST(HostileInput, NamesLongerThanAFileNameMayBe) {
   const std::string name(300, 'x');
