@@ -329,7 +329,9 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     Sweep sw;
     const toml::node* key = sweep_t->get("key");
     if (key != nullptr && key->is_array()) {
-      for (const auto& k : *sweep.required_array("key")) sw.keys.push_back(render(k));
+      if (const toml::array* keys = sweep.required_array("key"); keys != nullptr) {  // null (an error) when empty
+        for (const auto& k : *keys) sw.keys.push_back(render(k));
+      }
     } else {
       sw.keys.push_back(sweep.required_string("key"));
     }

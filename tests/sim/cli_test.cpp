@@ -664,6 +664,19 @@ TEST(HostileInput, NamesLongerThanAFileNameMayBe) {
   }
 }
 
+// An empty list of sweep keys, in the file or from --set: refused by run and by sweep.
+TEST(HostileInput, EmptySweepKeys) {
+  const std::string paper = "scenarios/paper/weak_scaling_7b.toml --set 'sweep.key=[]'";
+  expect_one_line_refusal(run("run " + paper), "--set sweep.key=[]: sweep.key = []: expected a non-empty array");
+  const std::string dir = ::testing::TempDir() + "hostile_empty_keys";
+  std::filesystem::remove_all(dir);
+  expect_one_line_refusal(run("sweep " + paper + " --out-dir " + dir), "sweep.key = []: expected a non-empty array");
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  const std::string file = temp_file("hostile_empty_keys.toml", "[cluster]\nnode_type = \"dgx-h100\"\n[model]\n"
+                                                                "name = \"llama2-1b\"\n[sweep]\nkey = []\nvalues = [1]\n");
+  expect_one_line_refusal(run("run " + file), file + ":6: sweep.key = []: expected a non-empty array");
+}
+
 // Header numbers past int or long in an nccl-tests log: validate and fit-fabric refuse in one line.
 TEST(HostileInput, LogNumbersPastTheirType) {
   const std::string row = "     1048576        262144     float     sum      -1   20.00   52.43   91.75      0\n";
