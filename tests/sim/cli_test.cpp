@@ -46,7 +46,7 @@ TEST(Cli, HelpTeachesAndExitsZero) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--nodes LIST"), std::string::npos);
   EXPECT_EQ(run("--help").exit_code, 0);
-  EXPECT_EQ(run("").exit_code, 2);  // no command: usage on stdout, exit 2
+  EXPECT_EQ(run("").exit_code, 2);  // no command: the overview on stderr, exit 2
   // `help` alone is the overview: every command listed, not the help command's own usage.
   const CliRun overview = run("help");
   EXPECT_EQ(overview.exit_code, 0);
@@ -692,6 +692,18 @@ TEST(HostileInput, LogNumbersPastTheirType) {
                             log + ":1: ");
   }
   EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "hostile_fit.toml"));
+}
+
+// --version exists; no command at all is a mistake, its overview on stderr (exit 2), stdout empty.
+TEST(Cli, VersionAndNoCommand) {
+  const CliRun version = run("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out, "commbound " COMMBOUND_VERSION "\n");
+  const auto stdout_only = commbound::testing::run_command(std::string("(") + COMMBOUND_BIN + " 2>/dev/null)");
+  EXPECT_EQ(stdout_only.exit_code, 2);
+  EXPECT_EQ(stdout_only.out, "");
+  const auto stderr_only = commbound::testing::run_command(std::string("(") + COMMBOUND_BIN + " 2>&1 >/dev/null)");
+  EXPECT_NE(stderr_only.out.find("Subcommands:"), std::string::npos) << stderr_only.out;
 }
 
 }  // namespace
