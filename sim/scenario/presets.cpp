@@ -47,13 +47,15 @@ std::string files_in(const std::filesystem::path& dir, const std::string& extens
 
 }  // namespace
 
-std::filesystem::path default_calibration_dir() {
+std::filesystem::path default_data_dir() {
   std::array<char, 4096> buf{};
   const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) return "calibration";
+  if (n <= 0) return ".";  // no /proc: the working directory, as a source checkout lays it out
   return std::filesystem::path(std::string(buf.data(), static_cast<std::size_t>(n))).parent_path().parent_path() /
-         "share" / "commbound" / "calibration";
+         "share" / "commbound";
 }
+
+std::filesystem::path default_calibration_dir() { return default_data_dir() / "calibration"; }
 
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const Overrides* overrides) {

@@ -706,4 +706,15 @@ TEST(Cli, VersionAndNoCommand) {
   EXPECT_NE(stderr_only.out.find("Subcommands:"), std::string::npos) << stderr_only.out;
 }
 
+// fit-fabric without --scenario finds the shipped scenario from the executable, as the calibration
+// data is found, from any working directory: here it gets as far as refusing to replace --out.
+TEST(FitFabric, FindsItsDefaultScenarioFromAnyDirectory) {
+  const std::string log = (std::filesystem::current_path() / "calibration/fabric/logs/s1_dgxc_1node_ar.txt").string();
+  const std::string out = temp_file("fit_exists.toml", "precious\n");
+  const auto r = commbound::testing::run_command("cd " + ::testing::TempDir() + " && " + COMMBOUND_BIN + " fit-fabric " +
+                                                 log + " --name x --nodes 1 --gpus-per-node 8 --out " + out);
+  expect_one_line_refusal(r, out + ": exists; not overwritten");
+  EXPECT_EQ(commbound::testing::file_text(out), "precious\n");
+}
+
 }  // namespace
