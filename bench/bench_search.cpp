@@ -6,6 +6,7 @@
 //
 //   build/bin/bench_search [SCENARIO] [JOBS]   (default scenarios/studies/search_7b_256gpu.toml and
 //                                               the cores; relative to the repository root)
+#include "calibration/base/number_text.hpp"
 #include "sim/layout_search.hpp"
 #include "sim/scenario/presets.hpp"
 
@@ -21,7 +22,13 @@ using namespace commbound;
 
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "scenarios/studies/search_7b_256gpu.toml";
-  const int jobs = argc > 2 ? std::max(1, std::atoi(argv[2])) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto jobs_arg = argc > 2 ? parse_number<int>(argv[2])
+                                 : Expected<int>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  if (!jobs_arg || *jobs_arg < 1) {
+    std::fprintf(stderr, "bench_search: jobs %s: must be a positive integer\n", argv[2]);
+    return 2;
+  }
+  const int jobs = *jobs_arg;
   const auto t0 = std::chrono::steady_clock::now();
   auto file = sim::ScenarioFile::load(scenario, {}, sim::Presets(sim::default_calibration_dir()));
   if (!file) {

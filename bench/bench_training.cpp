@@ -9,6 +9,7 @@
 //
 //   build/bin/bench_training [SCENARIO] [REPEATS]   (default scenarios/paper/weak_scaling_7b.toml, 3;
 //                                                    relative to the repository root)
+#include "calibration/base/number_text.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep_runner.hpp"
@@ -39,7 +40,12 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "scenarios/paper/weak_scaling_7b.toml";
-  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  const auto repeats_arg = argc > 2 ? parse_number<int>(argv[2]) : Expected<int>(3);
+  if (!repeats_arg || *repeats_arg < 1) {
+    std::fprintf(stderr, "bench_training: repeats %s: must be a positive integer\n", argv[2]);
+    return 2;
+  }
+  const int repeats = *repeats_arg;
   const sim::Presets presets(sim::default_calibration_dir());
   std::printf("bench_training: %s, median of %d\n", scenario.c_str(), repeats);
   for (int nodes : {256, 2048}) {

@@ -82,6 +82,10 @@ struct FabricSpec {
   }
 };
 
+// The most nodes a cluster has (cluster.nodes, --nodes): 2^20, far beyond any cluster built, and small
+// enough that every rank count (at most 1024 GPUs per node) fits an int.
+inline constexpr int kMaxNodes = 1 << 20;
+
 struct ClusterSpec {
   NodeType node;
   int nodes = 1;

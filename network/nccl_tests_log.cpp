@@ -1,9 +1,10 @@
 #include "network/nccl_tests_log.hpp"
 
+#include "calibration/base/number_text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -30,32 +31,30 @@ std::vector<std::string> split(const std::string& line) {
 }
 
 std::optional<double> number(const std::string& t) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
+  auto v = parse_number<double>(t);
+  return v ? std::optional<double>(*v) : std::nullopt;
 }
 
 std::optional<long> integer(const std::string& t) {
-  long v = 0;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
-  return v;
+  auto v = parse_number<long>(t);
+  return v ? std::optional<long>(*v) : std::nullopt;
 }
 
 bool is_word(const std::string& t) { return !t.empty() && std::isalpha(static_cast<unsigned char>(t[0])) && t != "N/A"; }
 
-// "2.26.2" from "NCCL version 2.26.2+cuda12.2" or from nccl-tests' "nccl-library=22602".
-std::string version_in(const std::string& line) {
+// "2.26.2" from "NCCL version 2.26.2+cuda12.2" or from nccl-tests' "nccl-library=22602" ("" when the
+// line says neither). A library code too large for a long is an error naming it (`at`: "file:line").
+Expected<std::string> version_in(const std::string& line, const std::string& at) {
   static const std::regex printed(R"(NCCL version (\d+\.\d+\.\d+))");
   static const std::regex library(R"(nccl-library=(\d+))");
   std::smatch m;
-  if (std::regex_search(line, m, printed)) return m[1];
+  if (std::regex_search(line, m, printed)) return std::string(m[1]);
   if (std::regex_search(line, m, library)) {
-    const long code = std::stol(m[1]);
-    return fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+    auto code = parse_number<long>(m.str(1));
+    if (!code) return Error{at + ": nccl-library=" + m.str(1) + ": " + code.error().message};
+    return fmt::format("{}.{}.{}", *code / 10000, *code / 100 % 100, *code % 100);
   }
-  return "";
+  return std::string();
 }
 
 // Parses one timing group (time, algbw, busbw, #wrong). Times are printed in microseconds and
@@ -145,7 +144,10 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
   while (std::getline(in, line)) {
     ++number_of_line;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (std::string v = version_in(line); !v.empty() && facts.nccl_version.empty()) version = v;
+    const std::string at = fmt::format("{}:{}", path, number_of_line);
+    auto line_version = version_in(line, at);
+    if (!line_version) return line_version.error();
+    if (!line_version->empty() && facts.nccl_version.empty()) version = *line_version;
     std::smatch m;
     const std::vector<std::string> tokens = split(line);
     if (tokens.empty()) continue;
@@ -157,7 +159,9 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
         sections.back().first_line = number_of_line;
       } else if (std::regex_search(line, m, rank_line)) {
         Section& s = sections.back();
-        s.host_of_rank[std::stoi(m[1])] = m[2];
+        auto rank = parse_number<int>(m.str(1));
+        if (!rank) return Error{at + ": '#  Rank " + m.str(1) + "': the rank is " + rank.error().message};
+        s.host_of_rank[*rank] = m[2];
         if (s.log.gpu_name.empty()) s.log.gpu_name = m[3];
       } else if (sections.back().log.op_name.empty() && std::regex_search(line, m, perf)) {
         sections.back().log.op_name = std::string(m[1]) + "_perf";  // the command line

@@ -1,11 +1,14 @@
 #include "sim/sweep_folder.hpp"
 
+#include "calibration/base/file_type.hpp"
 #include "sim/report/metrics_report.hpp"
 #include "sim/report/output.hpp"
 #include "sim/scenario/resolved_scenario.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -22,11 +25,87 @@ std::string sweep_fingerprint(const std::string& scenario_text, const std::vecto
   return fmt::format("{:016x}", std::hash<std::string>{}(key));
 }
 
-Status SweepFolder::prepare(bool force) const {
-  if (fs::exists(dir_) && !fs::is_directory(dir_ / "points") && !fs::is_empty(dir_) && !force) {
+namespace {
+
+// `path` as the file system resolves it (relative to the working directory), so that a scenario
+// named "a.toml" by one run and "/abs/a.toml" by a job array's task compare equal; as given when
+// it cannot be resolved.
+std::string resolved(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(path, ec);
+  return ec ? path : canonical.string();
+}
+
+// Whether two manifests are one sweep: the same scenario file, --set and --calibration (the file's
+// text may differ: an edited scenario resumes, its changed points simulated again).
+bool same_sweep(const SweepManifest& a, const SweepManifest& b) {
+  return resolved(a.scenario) == resolved(b.scenario) && a.sets == b.sets &&
+         resolved(a.calibration) == resolved(b.calibration);
+}
+
+// "scenarios/x.toml --set a=1": what a manifest's sweep ran, for a message.
+std::string command_of(const SweepManifest& m) {
+  std::string c = m.scenario;
+  for (const auto& s : m.sets) c += " --set " + s;
+  if (!m.calibration.empty()) c += " --calibration " + m.calibration;
+  return c;
+}
+
+// Whether `file` is a point file: NNNNN.json or NNNNN.toml, the stem all digits (point_file()).
+bool is_point_file(const fs::path& file) {
+  const std::string stem = file.stem().string();
+  const auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  return stem.size() >= 5 && std::all_of(stem.begin(), stem.end(), digit) &&
+         (file.extension() == ".json" || file.extension() == ".toml");
+}
+
+}  // namespace
+
+Status SweepFolder::prepare(const SweepManifest& manifest, bool force) const {
+  std::error_code ec;
+  auto type = file_type_at(dir_);
+  if (!type) return type.error();
+  if (*type != fs::file_type::not_found && *type != fs::file_type::directory) {
+    return Error{dir_.string() + ": exists and is not a folder"};
+  }
+  const bool empty = *type == fs::file_type::not_found || fs::is_empty(dir_, ec);
+  if (ec) return Error{dir_.string() + ": " + ec.message()};
+  auto points_type = file_type_at(dir_ / "points");
+  if (!points_type) return points_type.error();
+  auto manifest_type = file_type_at(dir_ / "sweep.json");
+  if (!manifest_type) return manifest_type.error();
+  const bool has_manifest = *manifest_type != fs::file_type::not_found;
+  bool other_sweep = false;  // this folder's points and results are another sweep's
+  if (has_manifest) {
+    auto existing = read_manifest();
+    if (!existing) {
+      if (!force) return Error{existing.error().message + "; not written into (pass --force to replace its points, or another folder)"};
+      other_sweep = true;
+    } else if (!same_sweep(*existing, manifest)) {
+      if (!force) {
+        return Error{dir_.string() + ": holds the sweep of " + command_of(*existing) +
+                     "; not written into (pass --force to replace its points, or another folder)"};
+      }
+      other_sweep = true;
+    }
+  } else if (!empty && *points_type != fs::file_type::directory && !force) {
     return Error{dir_.string() + ": exists and is not a sweep folder; not written into (pass --force, or another folder)"};
   }
-  std::error_code ec;
+  if (other_sweep) {
+    for (fs::directory_iterator it(dir_ / "points", ec), end; !ec && it != end; it.increment(ec)) {
+      if (!is_point_file(it->path().filename())) continue;
+      std::error_code removed;
+      fs::remove(it->path(), removed);
+      if (removed) return Error{it->path().string() + ": cannot remove: " + removed.message()};
+    }
+    if (ec && ec != std::errc::no_such_file_or_directory) return Error{(dir_ / "points").string() + ": " + ec.message()};
+    for (const char* results : {"results.csv", "results.json"}) {
+      std::error_code removed;
+      fs::remove(dir_ / results, removed);
+      if (removed) return Error{(dir_ / results).string() + ": cannot remove: " + removed.message()};
+    }
+  }
   fs::create_directories(dir_ / "points", ec);
   if (ec) return Error{dir_.string() + ": cannot create: " + ec.message()};
   return Ok{};

@@ -55,9 +55,12 @@ public:
   explicit SweepFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
   const std::filesystem::path& dir() const { return dir_; }
 
-  // Makes the folder and its points/: a new or empty folder, or a sweep folder (one holding
-  // points/); any other only with `force` (nothing in it is removed).
-  Status prepare(bool force) const;
+  // Makes the folder and its points/ for the sweep of `manifest`: a new or empty folder, or a
+  // folder of the same sweep (its sweep.json names the same scenario file, --set and --calibration;
+  // the sweep resumes there, a slice of it adds its points). A folder of another sweep only with
+  // `force`, and then its point files and results are removed first, so that none of them is read
+  // as this sweep's; any other folder only with `force` (nothing in it is removed).
+  Status prepare(const SweepManifest& manifest, bool force) const;
 
   Status write_manifest(const SweepManifest& manifest) const;
   // The manifest; an error names the file when it is missing or not a manifest.

@@ -1,5 +1,9 @@
 #include "calibration/table/table_reader.hpp"
 
+#include "calibration/base/file_type.hpp"
+
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -33,10 +37,12 @@ std::string type_name(const toml::node& node) {
   }
 }
 
+// A bound as a plain decimal, the shortest that reads back exactly: 1048576, 0.001, 1000000 (not
+// 1.04858e+06 or 1e+06, which a reader has to decode and which may not even be the bound).
 std::string fmt(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
+  std::array<char, 400> text{};
+  const auto end = std::to_chars(text.data(), text.data() + text.size(), v, std::chars_format::fixed).ptr;
+  return std::string(text.data(), end);
 }
 
 }  // namespace
@@ -48,6 +54,10 @@ std::string where(const toml::node& node, const std::string& fallback) {
 }
 
 Expected<toml::table> parse_toml_file(const std::filesystem::path& path) {
+  // A folder opens as an empty stream on Linux and would read as an empty document.
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::directory) return Error{path.string() + ": is a directory, not a TOML file"};
   std::ifstream in(path);
   if (!in) return Error{path.string() + ": cannot be read"};
   try {
@@ -63,11 +73,21 @@ TableReader::TableReader(const toml::table& table, std::string prefix, const Ove
 
 std::string TableReader::where_is(const toml::node& node, const std::string& key) const {
   if (node.source().path || overrides_ == nullptr) return where(node);
+  return set_origin(dotted(key)).value_or(where(node));
+}
+
+std::optional<std::string> TableReader::set_origin(const std::string& dotted_key) const {
   // A value from --set has no place in a file: name the --set (of the key, or of a table it made).
-  for (std::string k = dotted(key);; k.erase(k.rfind('.'))) {
+  for (std::string k = dotted_key;; k.erase(k.rfind('.'))) {
     if (auto it = overrides_->find(k); it != overrides_->end()) return it->second;
-    if (k.find('.') == std::string::npos) return where(node);
+    if (k.find('.') == std::string::npos) break;
   }
+  // A table a --set made on its way to a key inside it ("--set workload.trace=x" makes [workload]).
+  const std::string inside = dotted_key + ".";
+  for (const auto& [k, origin] : *overrides_) {
+    if (k.rfind(inside, 0) == 0) return origin;
+  }
+  return std::nullopt;
 }
 
 void TableReader::fail_at(const toml::node* node, const std::string& key, const std::string& reason) {
@@ -75,7 +95,10 @@ void TableReader::fail_at(const toml::node* node, const std::string& key, const 
   if (node != nullptr) {
     error_ = Error{where_is(*node, key) + ": " + dotted(key) + " = " + show(*node) + ": " + reason};
   } else {
-    error_ = Error{where(table_) + ": [" + prefix_ + "] " + dotted(key) + ": " + reason};
+    // The table's place: in its file, or the --set that made it.
+    const bool from_file = table_.source().path || overrides_ == nullptr || prefix_.empty();
+    const std::string at = from_file ? where(table_) : set_origin(prefix_).value_or(where(table_));
+    error_ = Error{at + ": [" + prefix_ + "] " + dotted(key) + ": " + reason};
   }
 }
 

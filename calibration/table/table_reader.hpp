@@ -29,7 +29,7 @@ using Overrides = std::map<std::string, std::string>;
 std::string where(const toml::node& node, const std::string& fallback = "<input>");
 
 // Parses a TOML file; the error names the file and line ("file:line: invalid TOML: why") or says
-// that it cannot be read.
+// that it cannot be read, or is a directory.
 Expected<toml::table> parse_toml_file(const std::filesystem::path& path);
 
 class TableReader {
@@ -68,6 +68,9 @@ private:
   const toml::node* get(const std::string& key, bool required);
   void fail_at(const toml::node* node, const std::string& key, const std::string& reason);
   std::string where_is(const toml::node& node, const std::string& key) const;
+  // The --set behind `dotted_key` (its own, a table's above it, or one inside the table it names,
+  // which made that table); nullopt without one.
+  std::optional<std::string> set_origin(const std::string& dotted_key) const;
 
   const toml::table& table_;
   std::string prefix_;

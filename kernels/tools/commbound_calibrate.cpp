@@ -3,6 +3,7 @@
 // --replay, runs a whole layer (or a small model's step) back to back and compares it with the
 // sum of its ops timed one by one. CUDA only; never links SimGrid.
 #include "calibration/base/atomic_write.hpp"
+#include "calibration/base/file_type.hpp"
 #include "calibration/table/kernel_table.hpp"
 #include "calibration/table/model_zoo.hpp"
 #include "kernels/calibrator.hpp"
@@ -117,7 +118,16 @@ std::filesystem::path data_dir() {
     const auto dir = exe.parent_path().parent_path() / "share" / "commbound";
     if (std::filesystem::exists(dir / "calibration", ec)) return dir;
   }
-  return std::filesystem::current_path();
+  return std::filesystem::current_path(ec);  // empty without a working directory: paths stay relative
+}
+
+// Nothing at `out` yet (it may be written without --force); an error says what is there, or why the
+// system cannot tell (a symlink loop, a name too long).
+Status absent(const std::filesystem::path& out) {
+  auto type = file_type_at(out);
+  if (!type) return type.error();
+  if (*type != std::filesystem::file_type::not_found) return Error{out.string() + " exists; pass --force to overwrite it"};
+  return Ok{};
 }
 
 int usage_error(const std::string& message) {
@@ -164,7 +174,9 @@ Expected<Args> parse_args(int argc, char** argv, bool& help) {
     } else if (opt == "--shapes" || opt == "--add-rows" || opt == "--models" || opt == "--table") {
       auto v = value();
       if (!v) return v.error();
-      if (!std::filesystem::exists(*v)) return Error{opt + " " + *v + ": no such file"};
+      auto type = file_type_at(*v);  // a symlink loop or a name too long: an error, not an exception
+      if (!type) return Error{opt + " " + type.error().message};
+      if (*type == std::filesystem::file_type::not_found) return Error{opt + " " + *v + ": no such file"};
       if (opt == "--shapes") a.shapes.emplace_back(*v);
       else if (opt == "--add-rows") a.add_rows.emplace_back(*v);
       else if (opt == "--table") a.replay_table = *v;
@@ -417,8 +429,8 @@ int main(int argc, char** argv) {
     added.add_rows(*rows);
   }
   if (table.size() == 0) return usage_error("nothing to measure (--no-grid and no --shapes rows)");
-  if (!args->out.empty() && !args->list_shapes && std::filesystem::exists(args->out) && !args->force) {
-    return usage_error(args->out.string() + " exists; pass --force to overwrite it");
+  if (!args->out.empty() && !args->list_shapes && !args->force) {
+    if (Status s = absent(args->out); !s) return usage_error(s.error().message);
   }
   if (args->list_shapes) {
     table.write(std::cout, {std::to_string(table.size()) + " op shapes (commbound-calibrate --list-shapes)"});
@@ -436,8 +448,8 @@ int main(int argc, char** argv) {
   if (args->out.empty()) {
     args->out = args->models.parent_path() / (calibration::table_name_for_device(args->models.parent_path() / "gpus.toml", prov->gpu) + ".toml");
   }
-  if (std::filesystem::exists(args->out) && !args->force) {
-    return usage_error(args->out.string() + " exists; pass --force to overwrite it");
+  if (!args->force) {
+    if (Status s = absent(args->out); !s) return usage_error(s.error().message);
   }
   std::fprintf(stderr, "commbound-calibrate: %s, %d SMs; %zu shapes to measure -> %s\n", prov->gpu.c_str(),
                static_cast<int>(prov->sm_count.value_or(0)), table.size(), args->out.string().c_str());

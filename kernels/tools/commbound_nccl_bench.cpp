@@ -3,6 +3,7 @@
 // main only parses, dispatches and turns errors into exit codes: 2 bad input, 1 the machine or
 // NCCL failed (or returned wrong data). Never links SimGrid.
 #include "calibration/base/atomic_write.hpp"
+#include "calibration/base/file_type.hpp"
 #include "kernels/nccl_bench.hpp"
 
 #include <CLI/CLI.hpp>
@@ -129,8 +130,10 @@ int main(int argc, char** argv) {
   options.max_bytes = *max_bytes;
   options.check = check == 1;
   if (Status s = check_options(options); !s) return fail(kExitBadInput, s.error().message);
-  if (!out.empty() && !force && std::filesystem::exists(out)) {
-    return fail(kExitBadInput, out + " exists; pass --force to overwrite it");
+  if (!out.empty() && !force) {
+    auto type = file_type_at(out);  // a symlink loop or a name too long: an error, not an exception
+    if (!type) return fail(kExitBadInput, type.error().message);
+    if (*type != std::filesystem::file_type::not_found) return fail(kExitBadInput, out + " exists; pass --force to overwrite it");
   }
 
   auto bench = NcclBench::create(options);

@@ -43,7 +43,7 @@ CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsM
 void add_log_fact_args(CLI::App& cmd, LogFactArgs& args) {
   cmd.add_option("--op", args.op, "the logs' collective when they do not say")
       ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
-  cmd.add_option("--nodes", args.nodes, "the logs' node count when they do not say")->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--nodes", args.nodes, "the logs' node count when they do not say")->check(CLI::Range(1, network::kMaxNodes));
   cmd.add_option("--gpus-per-node", args.gpus_per_node, "the logs' GPUs per node when they do not say")
       ->check(CLI::Range(1, 1024));
   cmd.add_option("--algo", args.algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree | pat)")

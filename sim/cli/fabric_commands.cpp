@@ -1,4 +1,5 @@
 // commbound collective | platform | validate: the emulated fabric and NCCL's collectives on it.
+#include "calibration/base/file_type.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/platform.hpp"
 #include "sim/cli/command.hpp"
@@ -35,10 +36,10 @@ struct CollectiveArgs {
 int run_collective(const CollectiveArgs& a) {
   network::CollectiveSweep sweep;
   sweep.op = *network::parse_collective_op(a.op);
-  auto node_list = sim::parse_list("--nodes", a.nodes, false);
+  auto node_list = sim::parse_list("--nodes", a.nodes, sim::ListKind::node_counts);
   if (!node_list) return fail(node_list.error().message);
   for (double n : *node_list) sweep.nodes.push_back(static_cast<int>(n));
-  auto size_list = sim::parse_list("--bytes", a.bytes, true);
+  auto size_list = sim::parse_list("--bytes", a.bytes, sim::ListKind::sizes_bytes);
   if (!size_list) return fail(size_list.error().message);
   sweep.sizes_bytes = *size_list;
   const sim::Format format = a.format == "csv" ? sim::Format::csv : a.format == "json" ? sim::Format::json : sim::Format::table;
@@ -204,7 +205,11 @@ int run_validate(const ValidateArgs& a) {
   const sim::Scenario& sc = file->scenario();
   if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
   auto figures = figure_paths(points, a.plots);
-  if (!a.plots.empty() && !std::filesystem::is_directory(a.plots)) return fail(a.plots + ": not a directory");
+  if (!a.plots.empty()) {
+    auto type = file_type_at(a.plots);
+    if (!type) return fail(type.error().message);
+    if (*type != std::filesystem::file_type::directory) return fail(a.plots + ": not a directory");
+  }
   for (const auto& f : figures) {
     if (Status ok = sim::check_writable(f.path, a.force); !ok) return fail(ok.error().message);
   }
@@ -225,8 +230,11 @@ int run_validate(const ValidateArgs& a) {
       return fail(drawn.error().message);
     }
     if (!a.out.empty()) {  // the document links its figures relative to itself
-      const auto doc_dir = std::filesystem::absolute(a.out).parent_path();
-      f.path = std::filesystem::absolute(f.path).lexically_relative(doc_dir).string();
+      // absolute() fails only without a working directory: then the link stays as given.
+      std::error_code doc_ec, figure_ec;
+      const auto doc_dir = std::filesystem::absolute(a.out, doc_ec).parent_path();
+      const auto figure = std::filesystem::absolute(f.path, figure_ec);
+      if (!doc_ec && !figure_ec) f.path = figure.lexically_relative(doc_dir).string();
     }
   }
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {

@@ -21,16 +21,21 @@ struct FitArgs {
   bool force = false;
 };
 
-int run_fit_fabric(const FitArgs& a) {
+// The hardware of the shipped fit when --scenario is not given, found in the data directory as the
+// calibration data is (so fit-fabric runs from any working directory).
+constexpr const char* kDefaultScenario = "scenarios/examples/dgx-h100-ib-ndr.toml";
+
+int run_fit_fabric(FitArgs a) {
   auto logs = sim::read_logs(a.logs, log_facts(a.facts));
   if (!logs) return fail(logs.error().message);
+  if (a.scenario.scenario.empty()) a.scenario.scenario = (sim::default_data_dir() / kDefaultScenario).string();
   auto file = load(a.scenario);
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
   sim::FitOptions options;
-  auto min = sim::parse_list("--min-bytes", a.min_bytes, true);
+  auto min = sim::parse_list("--min-bytes", a.min_bytes, sim::ListKind::sizes_bytes);
   if (!min) return fail(min.error().message);
-  auto max = sim::parse_list("--max-bytes", a.max_bytes, true);
+  auto max = sim::parse_list("--max-bytes", a.max_bytes, sim::ListKind::sizes_bytes);
   if (!max) return fail(max.error().message);
   options.min_bytes = min->front();
   options.max_bytes = max->front();
@@ -87,8 +92,9 @@ Example (the shipped fit):
 )");
   cmd->add_option("logs", a->logs, "nccl-tests logs, or manifests (*.toml)")->required()->type_name("LOG...");
   cmd->add_option("--name", a->name, "the fit's name: calibration/fabric/NAME.toml")->required();
-  cmd->add_option("--scenario", a->scenario.scenario, "the logs' hardware (node type, link)")
-      ->default_val("scenarios/examples/dgx-h100-ib-ndr.toml");
+  cmd->add_option("--scenario", a->scenario.scenario,
+                  std::string("the logs' hardware (node type, link); default: the shipped ") + kDefaultScenario)
+      ->type_name("SCENARIO");
   add_preset_args(*cmd, a->scenario.sets, a->scenario.calibration);
   add_log_fact_args(*cmd, a->facts);
   cmd->add_option("--min-bytes", a->min_bytes, "smallest size fitted (K M G suffixes; default 32M)");

@@ -1,6 +1,7 @@
 // commbound: the command-line front end. Parses arguments (CLI11) and dispatches to the commands
 // (sim/cli/*_command*.cpp), which call the library. Exit codes: 0 success, 2 bad input (scenario,
-// flags, refusing to overwrite), 1 internal failure.
+// flags, refusing to overwrite, no command at all), 1 internal failure. What was asked for (help,
+// --version, results) goes to stdout; usage after a mistake goes to stderr.
 #include "sim/cli/command.hpp"
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   app.footer(kExamples);
   app.require_subcommand(0, 1);
   app.fallthrough(false);
+  app.set_version_flag("--version", "commbound " COMMBOUND_VERSION, "print the version and exit");
   int exit_code = 0;
   add_run_command(app, exit_code);
   add_collective_command(app, exit_code);
@@ -68,14 +70,18 @@ int main(int argc, char** argv) {
   CLI::App* help = app.add_subcommand("help", "print the help of COMMAND (or this overview)");
   help->add_option("command", topic, "a command")->type_name("COMMAND");
 
+  // No command is a mistake: the overview goes to stderr, as the usage after a bad flag does, so
+  // that nothing a script reads from stdout looks like output.
   if (argc < 2) {
-    std::cout << app.help();
+    std::cerr << app.help();
     return kExitBadInput;
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);  // the version on stdout, exit 0
   } catch (const CLI::ParseError& e) {
     const CLI::App* cmd = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
     std::cerr << "commbound: " << e.what()
@@ -97,7 +103,7 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   if (app.get_subcommands().empty()) {
-    std::cout << app.help();
+    std::cerr << app.help();
     return kExitBadInput;
   }
   return exit_code;

@@ -218,7 +218,9 @@ int draw(const PlotArgs& a, const Figures& figures) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(a.out_dir, ec);
-  if (ec || !fs::is_directory(a.out_dir)) return fail(a.out_dir + ": cannot create the folder");
+  if (ec || !fs::is_directory(a.out_dir, ec)) {
+    return fail(a.out_dir + ": cannot create the folder" + (ec ? " (" + ec.message() + ")" : ""));
+  }
   auto path = [&](const std::string& name) { return (fs::path(a.out_dir) / (name + "." + a.format)).string(); };
   for (const auto& [name, figure] : figures) {
     if (Status ok = sim::check_writable(path(name), a.force); !ok) return fail(ok.error().message);

@@ -1,6 +1,8 @@
 // commbound sweep: every [sweep] point of a scenario, in parallel, resumable, into a results folder
 // (sim/sweep_folder.hpp); or written out as a Slurm job array whose tasks fill the same folder, and
 // the finished points of such a folder collected into its results.
+#include "calibration/base/file_type.hpp"
+#include "calibration/base/number_text.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"
@@ -63,12 +65,13 @@ Expected<LoadedSweep> load_sweep(const SweepArgs& a) {
 
 // "K/N" with 0 <= K < N.
 Expected<std::array<std::size_t, 2>> parse_slice(const std::string& text) {
-  std::size_t k = 0, n = 0;
-  char slash = 0, rest = 0;
-  if (std::sscanf(text.c_str(), "%zu%c%zu%c", &k, &slash, &n, &rest) != 3 || slash != '/' || n == 0 || k >= n) {
-    return Error{"--slice " + text + ": expected K/N with 0 <= K < N"};
-  }
-  return std::array<std::size_t, 2>{k, n};
+  const auto slash = text.find('/');
+  const Error bad{"--slice " + text + ": expected K/N with 0 <= K < N"};
+  if (slash == std::string::npos) return bad;
+  auto k = parse_number<std::size_t>(std::string_view(text).substr(0, slash));
+  auto n = parse_number<std::size_t>(std::string_view(text).substr(slash + 1));
+  if (!k || !n || *n == 0 || *k >= *n) return bad;
+  return std::array<std::size_t, 2>{*k, *n};
 }
 
 // Prints which points a collect found missing, and returns 1 when there are any.
@@ -94,7 +97,7 @@ int run_sweep_command(const SweepArgs& a) {
   if (!sweep) return fail(sweep.error().message);
   const sim::SweepManifest& manifest = sweep->manifest;
   const sim::SweepFolder folder(a.out_dir);
-  if (Status s = folder.prepare(a.force); !s) return fail(s.error().message);
+  if (Status s = folder.prepare(manifest, a.force); !s) return fail(s.error().message);
   // A slice is one of many tasks writing this folder: the manifest and results are the whole sweep's.
   if (!slice) {
     if (Status s = folder.write_manifest(manifest); !s) return fail(s.error().message);
@@ -108,7 +111,7 @@ int run_sweep_command(const SweepArgs& a) {
     auto kept = folder.finished(i, manifest.points[i].fingerprint);
     if (kept) {
       ++resumed;
-    } else if (fs::exists(folder.point_file(i))) {
+    } else if (std::error_code ec; fs::exists(folder.point_file(i), ec)) {
       ++stale;  // another version of the sweep (or a damaged file): simulated again
     }
     return kept;
@@ -149,27 +152,37 @@ std::string shell_quoted(const std::string& word) {
 // --emit slurm DIR: the sweep folder, its manifest, a job-array script and a README.
 int emit_slurm(const SweepArgs& a) {
   if (a.emit.size() != 2 || a.emit[0] != "slurm") return fail("--emit: expected `--emit slurm DIR`");
-  const fs::path dir = fs::absolute(a.emit[1]).lexically_normal();
-  if (fs::exists(dir) && !fs::is_empty(dir) && !a.force) {
+  std::error_code ec;
+  const fs::path dir = fs::absolute(a.emit[1], ec).lexically_normal();
+  if (ec) return fail(a.emit[1] + ": " + ec.message());
+  auto type = file_type_at(dir);
+  if (!type) return fail(type.error().message);
+  const bool empty = *type == fs::file_type::not_found || fs::is_empty(dir, ec);
+  if (ec) return fail(a.emit[1] + ": " + ec.message());
+  if (!empty && !a.force) {
     return fail(a.emit[1] + ": exists and is not empty; not written into (pass --force to rewrite its job script; "
-                            "finished points are kept)");
+                            "finished points of the same sweep are kept)");
   }
   auto sweep = load_sweep(a);
   if (!sweep) return fail(sweep.error().message);
   const std::size_t points = sweep->manifest.points.size();  // each validated: none fails in a task hours later
   const std::size_t tasks = std::min<std::size_t>(a.tasks > 0 ? a.tasks : kMaxArrayTasks, points);
   const sim::SweepFolder folder(dir);
-  if (Status s = folder.prepare(true); !s) return fail(s.error().message);
-  std::error_code ec;
+  if (Status s = folder.prepare(sweep->manifest, true); !s) return fail(s.error().message);
   fs::create_directories(dir / "logs", ec);
   if (ec) return fail((dir / "logs").string() + ": cannot create: " + ec.message());
   if (Status s = folder.write_manifest(sweep->manifest); !s) return fail(s.error().message);
 
-  std::string command = shell_quoted(fs::read_symlink("/proc/self/exe").string()) + " sweep " +
-                        shell_quoted(fs::absolute(a.scenario.scenario).string());
+  // The tasks run this binary on the absolute paths (the job may start anywhere); every path here
+  // was opened already, so none of these fails short of the system losing the working directory.
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return fail("/proc/self/exe: " + ec.message());
+  const fs::path cwd = fs::current_path(ec);
+  if (ec) return fail("the working directory: " + ec.message());
+  std::string command = shell_quoted(exe.string()) + " sweep " + shell_quoted((cwd / a.scenario.scenario).string());
   for (const auto& s : a.scenario.sets) command += " --set " + shell_quoted(s);
   if (!a.scenario.calibration.empty()) {
-    command += " --calibration " + shell_quoted(fs::absolute(a.scenario.calibration).string());
+    command += " --calibration " + shell_quoted((cwd / a.scenario.calibration).string());
   }
   command += " --out-dir " + shell_quoted(dir.string()) + " -j 1 --slice \"${SLURM_ARRAY_TASK_ID}/" +
              std::to_string(tasks) + "\"";
@@ -189,7 +202,7 @@ int emit_slurm(const SweepArgs& a) {
 exec {command}
 )",
       fmt::arg("scenario", a.scenario.scenario), fmt::arg("points", points), fmt::arg("tasks", tasks),
-      fmt::arg("dir", dir.string()), fmt::arg("last", tasks - 1), fmt::arg("cwd", fs::current_path().string()),
+      fmt::arg("dir", dir.string()), fmt::arg("last", tasks - 1), fmt::arg("cwd", cwd.string()),
       fmt::arg("command", command));
   const std::string readme = fmt::format(
       "A commbound sweep of {} ({} points) as a Slurm job array of {} tasks.\n"
@@ -240,7 +253,8 @@ keeps each finished point at once in DIR/points/NNNNN.json (its metrics, the --s
 fingerprint of the scenario file, and the point's fully resolved scenario: every key with the value
 it took effect with) beside DIR/points/NNNNN.toml (the same resolved scenario, which `commbound run`
 reruns alone). Interrupted (Ctrl-C, a killed job) and run again with the same scenario and --set, it
-simulates only the points not yet finished; points of an edited scenario are simulated again. At the
+simulates only the points not yet finished; points of an edited scenario are simulated again. A
+folder of another sweep (another scenario file, --set or --calibration) is refused without --force. At the
 end it writes DIR/results.csv and DIR/results.json (every metric of every point, and in JSON each
 point's resolved scenario; `commbound plot DIR/results.csv --out-dir DIR/figures` draws them).
 Progress goes to stderr: one updating line with the ETA on a terminal, a line per point otherwise.
@@ -273,7 +287,9 @@ Examples:
       ->type_name("DIR")->excludes(out)->excludes(emit);
   cmd->add_option("--slice", a->slice, "simulate only the points i with i % N == K (what an array task runs)")
       ->type_name("K/N")->needs(out)->group("");
-  cmd->add_flag("--force", a->force, "write into a folder that is not a sweep folder (or rewrite an emitted job)");
+  cmd->add_flag("--force", a->force,
+                "write into a folder that is not this sweep's (another sweep's points and results are removed "
+                "first), or rewrite an emitted job");
   cmd->callback([a, &exit_code] { exit_code = sweep_command(*a); });
 }
 

@@ -1,5 +1,7 @@
 #include "sim/report/csv_table.hpp"
 
+#include "calibration/base/number_text.hpp"
+
 #include <algorithm>
 #include <fstream>
 
@@ -41,17 +43,9 @@ Expected<double> CsvTable::number(std::size_t row, const std::string& name) cons
   const int c = column(name);
   if (c < 0) return Error{path + ": no column " + name};
   const std::string& v = rows[row][static_cast<std::size_t>(c)];
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size()) {
-    return Error{path + ":" + std::to_string(lines[row]) + ": " + name + " = \"" + v + "\": not a number"};
-  }
-  return x;
+  auto x = parse_number<double>(v);
+  if (!x) return Error{path + ":" + std::to_string(lines[row]) + ": " + name + " = \"" + v + "\": " + x.error().message};
+  return *x;
 }
 
 Expected<CsvTable> read_csv_table(const std::string& path) {

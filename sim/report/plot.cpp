@@ -60,8 +60,12 @@ std::string gnuplot_script(const LinePlot& plot, const std::string& output) {
   constexpr int kPointTypes[] = {7, 5, 9};
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const std::size_t cycle = std::min<std::size_t>(i / kColours, 2);
-    s << (i ? ", " : "") << "$d" << i << " using 1:2 with " << plot.series[i].style << " lw 2 pt " << kPointTypes[cycle];
-    if (cycle > 0) s << " dt " << cycle + 1;
+    const std::string& style = plot.series[i].style;
+    s << (i ? ", " : "") << "$d" << i << " using 1:2 with " << style << " lw 2";
+    // gnuplot warns of a point type on a style that draws none ("lines dt 2"), and a style that
+    // names its own dashes keeps them.
+    if (style.find("points") != std::string::npos) s << " pt " << kPointTypes[cycle];
+    if (cycle > 0 && style.find(" dt ") == std::string::npos) s << " dt " << cycle + 1;
     s << " title " << quoted(plot.series[i].title);
   }
   s << "\n";
@@ -125,7 +129,8 @@ Status run_gnuplot(const std::string& path, const std::function<std::string(cons
     const std::string script = script_for(tmp.string());
     std::fwrite(script.data(), 1, script.size(), pipe);
     const int status = pclose(pipe);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(tmp)) {
+    std::error_code ec;
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(tmp, ec)) {
       const bool missing = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
       return Error{path + (missing ? ": gnuplot not found (install Debian's gnuplot-nox)" : ": gnuplot failed")};
     }

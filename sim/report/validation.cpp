@@ -1,5 +1,6 @@
 #include "sim/report/validation.hpp"
 
+#include "calibration/base/number_text.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
 
 namespace commbound::sim {
@@ -31,6 +33,18 @@ std::string gpu_in(const std::string& platform) {
 
 enum class Layout { published, collected };
 
+// Field `name` of a row read whole as a T (spaces around it allowed). The error names the row
+// (`at`: "file:line: "), the field and its text.
+template <class T>
+Expected<T> field_number(const std::string& at, const char* name, const std::string& text) {
+  const auto first = text.find_first_not_of(' ');
+  const std::string_view trimmed =
+      first == std::string::npos ? std::string_view() : std::string_view(text).substr(first, text.find_last_not_of(' ') - first + 1);
+  auto v = parse_number<T>(trimmed);
+  if (!v) return Error{at + name + " = \"" + text + "\": " + v.error().message};
+  return *v;
+}
+
 Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const std::string& at) {
   // gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source
   if (f.size() < 8) return Error{at + "expected 8 comma-separated fields, found " + std::to_string(f.size())};
@@ -43,14 +57,17 @@ Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const 
   auto op = network::parse_collective_op(f[3]);
   if (!op) return Error{at + "collective = \"" + f[3] + "\": unknown"};
   p.point.op = *op;
-  try {
-    p.point.nodes = f[1] == "multi" ? kMultiNodes : std::stoi(f[1]);
-    p.gpus_per_node = std::stoi(f[2]);
-    p.point.size_bytes = f[5] == "large" ? kLargeBytes : std::stod(f[5]);
-    p.busbw_bytes_per_s = std::stod(f[6]) * 1e9;
-  } catch (const std::exception&) {
-    return Error{at + "nodes, gpus_per_node, bytes or busbw_GBps is not a number"};
+  auto nodes = f[1] == "multi" ? Expected<int>(kMultiNodes) : field_number<int>(at, "nodes", f[1]);
+  auto gpus_per_node = field_number<int>(at, "gpus_per_node", f[2]);
+  auto size_bytes = f[5] == "large" ? Expected<double>(kLargeBytes) : field_number<double>(at, "bytes", f[5]);
+  auto busbw_GBps = field_number<double>(at, "busbw_GBps", f[6]);
+  for (const Status& s : {nodes.status(), gpus_per_node.status(), size_bytes.status(), busbw_GBps.status()}) {
+    if (!s) return s.error();
   }
+  p.point.nodes = *nodes;
+  p.gpus_per_node = *gpus_per_node;
+  p.point.size_bytes = *size_bytes;
+  p.busbw_bytes_per_s = *busbw_GBps * 1e9;
   if (f[4] != "any") {
     auto a = network::parse_algorithm(f[4]);
     if (!a) return Error{at + "algorithm = \"" + f[4] + "\": unknown"};
@@ -74,14 +91,17 @@ Expected<PublishedPoint> collected_row(const std::vector<std::string>& f, const 
   auto op = network::op_from_name(f[5]);
   if (!op) return Error{at + "op = \"" + f[5] + "\": unknown"};
   p.point.op = *op;
-  try {
-    p.point.nodes = std::stoi(f[3]);
-    p.gpus_per_node = std::stoi(f[4]);
-    p.point.size_bytes = std::stod(f[6]);
-    p.busbw_bytes_per_s = std::stod(f[7]) * 1e9;
-  } catch (const std::exception&) {
-    return Error{at + "nodes, gpus_per_node, bytes or busbw_GBps is not a number"};
+  auto nodes = field_number<int>(at, "nodes", f[3]);
+  auto gpus_per_node = field_number<int>(at, "gpus_per_node", f[4]);
+  auto size_bytes = field_number<double>(at, "bytes", f[6]);
+  auto busbw_GBps = field_number<double>(at, "busbw_GBps", f[7]);
+  for (const Status& s : {nodes.status(), gpus_per_node.status(), size_bytes.status(), busbw_GBps.status()}) {
+    if (!s) return s.error();
   }
+  p.point.nodes = *nodes;
+  p.gpus_per_node = *gpus_per_node;
+  p.point.size_bytes = *size_bytes;
+  p.busbw_bytes_per_s = *busbw_GBps * 1e9;
   // "Ring (forced); NCCL_MIN_CTAS=24": NCCL_ALGO was set; "default ..." lets the tuner choose.
   if (lower(f[8]).find("forced") != std::string::npos) {
     const std::string name = lower(f[8].substr(0, f[8].find_first_of(" ;(")));

@@ -1,8 +1,12 @@
 #include "sim/scenario/presets.hpp"
 
+#include "calibration/base/file_type.hpp"
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 namespace commbound::sim {
 
@@ -26,15 +30,32 @@ Expected<const toml::table*> preset_table(const toml::table& file, const std::fi
   return Error{path.string() + ": no " + what + " named \"" + name + "\" (known: " + names + ")"};
 }
 
+// " a b c": the files of `dir` ending in `extension`, by name (the stem when `stems`), sorted; ""
+// when the folder is missing or cannot be listed (the list only helps an error message).
+std::string files_in(const std::filesystem::path& dir, const std::string& extension, bool stems) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::path& p = it->path();
+    if (p.extension() == extension) names.push_back(stems ? p.stem().string() : p.filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (const auto& n : names) list += " " + n;
+  return list;
+}
+
 }  // namespace
 
-std::filesystem::path default_calibration_dir() {
+std::filesystem::path default_data_dir() {
   std::array<char, 4096> buf{};
   const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) return "calibration";
+  if (n <= 0) return ".";  // no /proc: the working directory, as a source checkout lays it out
   return std::filesystem::path(std::string(buf.data(), static_cast<std::size_t>(n))).parent_path().parent_path() /
-         "share" / "commbound" / "calibration";
+         "share" / "commbound";
 }
+
+std::filesystem::path default_calibration_dir() { return default_data_dir() / "calibration"; }
 
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const Overrides* overrides) {
@@ -103,14 +124,13 @@ Expected<network::NodeType> Presets::node(const std::string& name) const {
 
 Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const {
   const auto path = dir_ / "fabric" / (name + ".toml");
-  if (name.empty() || name.find('/') != std::string::npos || !std::filesystem::exists(path)) {
-    std::string have;
-    if (std::filesystem::is_directory(dir_ / "fabric")) {
-      for (const auto& e : std::filesystem::directory_iterator(dir_ / "fabric")) {
-        if (e.path().extension() == ".toml") have += " " + e.path().stem().string();
-      }
-    }
-    return Error{path.string() + ": no fabric fit named \"" + name + "\" (have:" + have + ")"};
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return Error{"no fabric fit named \"" + name + "\" (have:" + files_in(dir_ / "fabric", ".toml", true) + ")"};
+  }
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::not_found) {
+    return Error{path.string() + ": no fabric fit named \"" + name + "\" (have:" + files_in(dir_ / "fabric", ".toml", true) + ")"};
   }
   auto file = parse_toml_file(path);
   if (!file) return file.error();
@@ -135,10 +155,14 @@ Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const 
 
 Expected<network::NcclConstants> Presets::nccl(const std::string& release) const {
   const auto path = dir_ / "nccl" / ("nccl-" + release + ".toml");
-  if (!std::filesystem::exists(path)) {
-    std::string have;
-    for (const auto& e : std::filesystem::directory_iterator(dir_ / "nccl")) have += " " + e.path().filename().string();
-    return Error{path.string() + ": no constants for NCCL release \"" + release + "\" (have:" + have + ")"};
+  if (release.empty() || release.find('/') != std::string::npos) {
+    return Error{"not a release (have:" + files_in(dir_ / "nccl", ".toml", false) + ")"};
+  }
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::not_found) {
+    return Error{path.string() + ": no constants for NCCL release \"" + release + "\" (have:" +
+                 files_in(dir_ / "nccl", ".toml", false) + ")"};
   }
   auto file = parse_toml_file(path);
   if (!file) return file.error();

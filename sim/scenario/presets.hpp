@@ -16,8 +16,11 @@
 
 namespace commbound::sim {
 
-// Where the shipped calibration data lives: <dir of the executable>/../share/commbound/calibration
-// (the build tree and an install share this layout).
+// Where the shipped data lives: <dir of the executable>/../share/commbound (the build tree and an
+// install share this layout), holding calibration/ and scenarios/. Found from the executable, not
+// the working directory, so that commbound runs from anywhere.
+std::filesystem::path default_data_dir();
+// default_data_dir() / "calibration".
 std::filesystem::path default_calibration_dir();
 
 class Presets {

@@ -1,5 +1,7 @@
 #include "sim/scenario/scenario.hpp"
 
+#include "calibration/base/file_type.hpp"
+#include "calibration/base/number_text.hpp"
 #include "calibration/table/table_reader.hpp"
 #include "sim/scenario/model.hpp"
 
@@ -72,6 +74,13 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
   try {
     parsed = toml::parse("v = " + value, origin);
   } catch (const toml::parse_error&) {
+    // A number TOML cannot hold (an integer past 64 bits, a float past a double) is out of range,
+    // not the bare string the fallback below would make of it.
+    for (const Status& number : {parse_number<int64_t>(value).status(), parse_number<double>(value).status()}) {
+      if (!number && number.error().message.rfind("out of range", 0) == 0) {
+        return Error{origin + ": " + key + " = " + value + ": " + number.error().message};
+      }
+    }
     std::string quoted = "\"";
     for (char c : value) {
       if (c == '"' || c == '\\') quoted += '\\';
@@ -112,12 +121,25 @@ Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const s
   if (setting == "auto") {
     file = presets.dir() / (gpu + ".toml");
     display = presets.dir() == default_calibration_dir() ? "calibration/" + gpu + ".toml" : file.string();
-    if (!fs::exists(file)) return TableOrReason{"no " + display + " for GPU " + gpu};
+    auto type = file_type_at(file);
+    if (!type) return type.error();
+    if (*type == fs::file_type::not_found) return TableOrReason{"no " + display + " for GPU " + gpu};
   } else {
     file = setting;
     display = setting;
-    if (!fs::exists(file) && file.is_relative() && fs::exists(presets.dir() / file)) file = presets.dir() / file;
-    if (!fs::exists(file)) {
+    // The working directory first, then the calibration directory; a path the system cannot look
+    // up (a symlink loop, a name too long) is an error with its reason.
+    auto type = file_type_at(file);
+    if (type && *type == fs::file_type::not_found && file.is_relative()) {
+      auto in_presets = file_type_at(presets.dir() / file);
+      if (!in_presets) return in_presets.error();
+      if (*in_presets != fs::file_type::not_found) {
+        file = presets.dir() / file;
+        type = in_presets;
+      }
+    }
+    if (!type) return type.error();
+    if (*type == fs::file_type::not_found) {
       return Error{"no such file (relative paths are tried in the working directory, then in " + presets.dir().string() + ")"};
     }
   }
@@ -146,10 +168,19 @@ Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides&
   const toml::table* groups = r.table("groups");
   if (!r.failed()) {
     const fs::path file = fs::path(trace).is_absolute() ? fs::path(trace) : fs::path(path).parent_path() / trace;
-    if (!fs::is_regular_file(file)) r.fail("trace", "no such file (relative to the scenario file's folder): " + file.string());
+    const auto type = file_type_at(file);
+    if (!type) {
+      r.fail("trace", type.error().message);
+    } else if (*type == fs::file_type::not_found) {
+      r.fail("trace", "no such file (relative to the scenario file's folder): " + file.string());
+    } else if (*type != fs::file_type::regular) {
+      r.fail("trace", file.string() + ": not a file");
+    }
     if (!r.failed() && t.pp > 1) r.fail("trace", "a trace is one rank's program: it replays with parallel.pp = 1");
     // Absolute, so that a resolved copy of this scenario (docs/sweeps.md) finds it from anywhere.
-    w.path = fs::weakly_canonical(file).string();
+    std::error_code ec;
+    w.path = fs::weakly_canonical(file, ec).string();
+    if (ec && !r.failed()) r.fail("trace", file.string() + ": " + ec.message());
     w.origin = origin_of(origins, &table, "workload", "trace", path);
   }
   if (Status s = r.finish(); !s) return s.error();
@@ -198,7 +229,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
                                   : nullptr;
   if (node_t != nullptr && cluster.has("node_type")) cluster.fail("node_type", "give node_type or [cluster.node], not both");
   const std::string node_name = node_t != nullptr ? "custom" : cluster.required_string("node_type");
-  sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, 1 << 20));
+  sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, network::kMaxNodes));
   const std::string kernel_table = cluster.string("kernel_table", "auto");
   if (!cluster.failed() && kernel_table.empty()) cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
   sc.kernel_table_setting = kernel_table;
@@ -274,7 +305,10 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   sc.nccl_options.fidelity = *network::parse_fidelity(fid);
   sc.nccl_options.jitter = jitter == "on";
   auto constants = presets.nccl(release);
-  if (!constants) return constants.error();
+  if (!constants) {
+    return Error{origin_of(origins, nccl_t, "nccl", "release", path) + ": nccl.release = \"" + release + "\": " +
+                 constants.error().message};
+  }
   sc.nccl = *constants;
   if (!fit_name.empty()) {
     auto fit = presets.fabric_fit(fit_name);
@@ -295,7 +329,9 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     Sweep sw;
     const toml::node* key = sweep_t->get("key");
     if (key != nullptr && key->is_array()) {
-      for (const auto& k : *sweep.required_array("key")) sw.keys.push_back(render(k));
+      if (const toml::array* keys = sweep.required_array("key"); keys != nullptr) {  // null (an error) when empty
+        for (const auto& k : *keys) sw.keys.push_back(render(k));
+      }
     } else {
       sw.keys.push_back(sweep.required_string("key"));
     }
@@ -362,7 +398,7 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     const std::string model_name = model.required_string("name");
     if (Status s = model.finish(); !s) return s.error();
     auto m = load_model(presets, model_name);
-    if (!m) return Error{where(*model_t->get("name")) + ": model.name = \"" + model_name + "\": " + m.error().message};
+    if (!m) return Error{origin_of(origins, model_t, "model", "name", path) + ": model.name = \"" + model_name + "\": " + m.error().message};
     t.model = *m;
   }
   auto gpu = load_gpu(presets, sc.cluster.node.gpu);
@@ -548,9 +584,13 @@ Expected<Scenario> ScenarioFile::resolve_with(const std::vector<std::string>& ov
   if (base_.sweep && apply_sweep) {
     const Sweep& sw = *base_.sweep;
     const toml::array& values = sw.values.at(i);
+    // The point's values are copies (toml++ copies no source): name the --set that gave the sweep's
+    // key or values, else the values' place in the file.
+    const auto set = std::find_if(origins.begin(), origins.end(), [](const auto& o) { return o.first.rfind("sweep.", 0) == 0; });
+    const std::string at = set != origins.end() ? set->second : origin("sweep.values");
     for (std::size_t k = 0; k < sw.keys.size(); ++k) {
       const toml::node& v = *values.get(k);
-      const std::string origin = where(v, base_.path) + ": sweep.values (" + sw.keys[k] + " = " + render(v) + ")";
+      const std::string origin = (at.empty() ? base_.path : at) + ": sweep.values (" + sw.keys[k] + " = " + render(v) + ")";
       if (Status s = set_value(doc, sw.keys[k], v, origin, origins); !s) return s.error();
     }
   }

@@ -1,5 +1,6 @@
 #include "sim/trace/kineto_trace.hpp"
 
+#include "calibration/base/number_text.hpp"
 #include "sim/trace/internal/json_file.hpp"
 
 #include <algorithm>
@@ -222,13 +223,14 @@ private:
     }
     static const std::string kStep = "ProfilerStep#";
     if (ph == "X" && cat != "gpu_user_annotation" && name.rfind(kStep, 0) == 0) {
-      const std::string digits = name.substr(kStep.size());
-      if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) || digits.size() > 12) return Ok{};
+      // A step number that is not one (or too long for a long) leaves the event an ordinary annotation.
+      const auto step = parse_number<long>(name.substr(kStep.size()));
+      if (!step || *step < 0) return Ok{};
       auto ts = number(e, i, "ts", false);
       if (!ts) return ts.error();
       auto dur = number(e, i, "dur", true);
       if (!dur) return dur.error();
-      steps_.push_back({std::stol(digits), *ts, *dur});
+      steps_.push_back({*step, *ts, *dur});
     }
     return Ok{};
   }

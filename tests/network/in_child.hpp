@@ -4,6 +4,7 @@
 #pragma once
 
 #include "calibration/base/child_process.hpp"
+#include "calibration/base/number_text.hpp"
 
 #include <cstdio>
 #include <functional>
@@ -11,14 +12,16 @@
 
 namespace commbound::testing {
 
-// `f()` evaluated in a child process; -1 when the child failed to report.
+// `f()` evaluated in a child process; -1 when the child failed to report (or reported no finite number).
 inline double in_child(const std::function<double()>& f) {
   const auto text = run_in_child([&]() -> Expected<std::string> {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.17g", f());  // round-trips a double exactly
     return std::string(buf);
   });
-  return text ? std::stod(*text) : -1;
+  if (!text) return -1;
+  const auto value = parse_number<double>(*text);
+  return value ? *value : -1;
 }
 
 }  // namespace commbound::testing

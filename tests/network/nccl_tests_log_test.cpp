@@ -130,6 +130,24 @@ TEST(NcclTestsLog, RejectsABrokenLogWithItsLine) {
   }
 }
 
+// Numbers in header lines past what their type holds: an error naming the line and the number, not
+// an exception (a '#  Rank' line past int, an nccl-library code past long).
+TEST(NcclTestsLog, HeaderNumbersPastTheirTypeAreErrorsNamingTheLine) {
+  const std::string row = printed_row(1 << 20, 50.0, 0.75, true, true);
+  std::string rank_line = kNewHeader;
+  rank_line.replace(rank_line.find("Rank  2 "), 8, "Rank 99999999999 ");
+  auto rank = parse_nccl_tests_log("new.log", rank_line + row, {});
+  ASSERT_FALSE(rank);
+  EXPECT_EQ(rank.error().message,
+            "new.log:8: '#  Rank 99999999999': the rank is out of range (from -2147483648 to 2147483647)");
+  std::string library = kNewHeader;
+  library.replace(library.find("nccl-library=22602"), 18, "nccl-library=99999999999999999999");
+  auto version = parse_nccl_tests_log("new.log", library + row, {});
+  ASSERT_FALSE(version);
+  EXPECT_EQ(version.error().message.rfind("new.log:1: nccl-library=99999999999999999999: out of range (from ", 0), 0u)
+      << version.error().message;
+}
+
 TEST(NcclTestsLog, AsksForWhatTheLogDoesNotSay) {
   const std::string row = printed_row(1 << 20, 20.0, 14.0 / 8.0, true, true);
   auto no_op = parse_nccl_tests_log("run.log", row, {.nodes = 1, .gpus_per_node = 8});

@@ -1,5 +1,6 @@
 // The commbound CLI as a user meets it: exit codes, one-line errors, no partial or overwritten
 // output, stable CSV, and the published-data validation (label golden).
+#include "calibration/base/number_text.hpp"
 #include "sim/report/csv_table.hpp"
 #include "tests/support/run_command.hpp"
 
@@ -45,7 +46,7 @@ TEST(Cli, HelpTeachesAndExitsZero) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--nodes LIST"), std::string::npos);
   EXPECT_EQ(run("--help").exit_code, 0);
-  EXPECT_EQ(run("").exit_code, 2);  // no command: usage on stdout, exit 2
+  EXPECT_EQ(run("").exit_code, 2);  // no command: the overview on stderr, exit 2
   // `help` alone is the overview: every command listed, not the help command's own usage.
   const CliRun overview = run("help");
   EXPECT_EQ(overview.exit_code, 0);
@@ -131,12 +132,15 @@ void expect_validated(const std::string& scenario) {
     while (std::getline(cells, cell, ',')) f.push_back(cell);
     ASSERT_GE(f.size(), 11u) << line;
     const std::string& bytes = f[4];
-    const bool large = bytes == "large" || std::stod(bytes) >= 1073741824.0;
+    const auto size_bytes = commbound::parse_number<double>(bytes);
+    ASSERT_TRUE(bytes == "large" || size_bytes) << line;
+    const bool large = bytes == "large" || *size_bytes >= 1073741824.0;
     if (!large) continue;  // below 1 GiB the model is optimistic by 4-57%: see README "Validation"
     // Exclusion 1: a GCP A3 Mega log (8 x 200 Gb/s GPUDirect-TCPXO, not InfiniBand NDR).
     if (f[10] == "same" || f[10].find("a3mega") != std::string::npos) continue;
-    const double ratio = std::stod(f[7]);
-    EXPECT_NEAR(ratio, 1.0, 0.15) << line;
+    const auto ratio = commbound::parse_number<double>(f[7]);
+    ASSERT_TRUE(ratio) << line;
+    EXPECT_NEAR(*ratio, 1.0, 0.15) << line;
     ++checked;
   }
   EXPECT_GE(checked, 3);
@@ -254,12 +258,16 @@ TEST(Plot, DrawsTheFiguresOfAScalingSweepAndOfALayoutSweep) {
   fs::remove_all(dir);
   const CliRun weak = run("plot tests/golden/paper/weak_scaling_7b.csv --out-dir " + (dir / "weak").string());
   ASSERT_EQ(weak.exit_code, 0) << weak.out;
+  // gnuplot draws every figure without a word: a warning (a point type on the ideal line's dashed
+  // "lines" style) is a script commbound wrote wrong.
+  EXPECT_EQ(weak.out.find("warning"), std::string::npos) << weak.out;
   EXPECT_EQ(pngs_in(dir / "weak"), 6);
   for (const char* name : {"throughput", "per_gpu", "mfu", "power", "energy", "breakdown"}) {
     EXPECT_TRUE(fs::exists(dir / "weak" / (std::string(name) + ".png"))) << name;
   }
   const CliRun layouts = run("plot tests/golden/paper/model_parallel_7b_256gpu.csv --out-dir " + (dir / "tp").string());
   ASSERT_EQ(layouts.exit_code, 0) << layouts.out;
+  EXPECT_EQ(layouts.out.find("warning"), std::string::npos) << layouts.out;
   EXPECT_EQ(pngs_in(dir / "tp"), 2);
   EXPECT_EQ(run("plot tests/golden/paper/weak_scaling_7b.csv --out-dir " + (dir / "weak").string()).exit_code, 2);
   const std::string bad = temp_file("bad_results.csv", "scenario,gpus,oom,tokens_per_s,compute_s,exposed_comm_s\na,eight,0,1,1,0\n");
@@ -574,6 +582,143 @@ TEST(Cli, WithoutATableTheReportSaysRoofline) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("compute roofline: datasheet peaks"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# cost model: every compute op by the datasheet roofline"), std::string::npos) << r.out;
+}
+
+// Hostile input, each case as the review found it: one line on stderr naming where the value came
+// from (file and line, or the --set or flag as typed), exit 2, never an abort or a crash, and no
+// output file written.
+void expect_one_line_refusal(const CliRun& r, const std::string& says) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(r.out.rfind("commbound: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(says), std::string::npos) << r.out;
+}
+
+// A trace that is a symlink loop: the system cannot say what it is (ELOOP), from the file or a --set.
+TEST(HostileInput, TraceThatIsASymlinkLoop) {
+  const std::string trace_scenario =
+      "[cluster]\nnode_type = \"dgx-h100\"\nkernel_table = \"roofline\"\n[model]\nname = \"llama2-1b\"\n"
+      "[parallel]\nstrategy = \"ddp\"\n[workload]\ntrace = \"";
+  namespace fs = std::filesystem;
+  const fs::path loop = fs::path(::testing::TempDir()) / "hostile_loop.json";
+  fs::remove(loop);
+  fs::create_symlink(loop.filename(), loop);
+  const std::string scenario = temp_file("hostile_loop.toml", trace_scenario + "hostile_loop.json\"\n");
+  const std::string out = ::testing::TempDir() + "hostile_loop_trace.json";
+  fs::remove(out);
+  const CliRun file = run("run " + scenario + " --trace " + out);
+  expect_one_line_refusal(file, scenario + ":9: workload.trace = \"hostile_loop.json\": " + loop.string() +
+                                    ": Too many levels of symbolic links");
+  const CliRun set = run("run " + scenario + " --set workload.trace=" + loop.string() + " --trace " + out);
+  expect_one_line_refusal(set, "--set workload.trace=" + loop.string() + ": workload.trace = \"" + loop.string() +
+                                   "\": " + loop.string() + ": Too many levels of symbolic links");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Sizes no GPU holds: above 1 TiB --bytes is refused, saying the bound and why, before any output.
+TEST(HostileInput, BytesAboveAnyGpuMemory) {
+  for (const char* bytes : {"1e19", "1e20", "1e30", "1K:2T"}) {
+    const CliRun r = run("collective " + kExample + " --op allreduce --nodes 1 --bytes " + bytes);
+    expect_one_line_refusal(r, ": more than 1T (1099511627776 bytes), the largest buffer taken: no GPU's memory holds");
+  }
+}
+
+// Messages say what the user typed and what is true.
+TEST(HostileInput, MessagesSayWhatWasTypedAndWhatIsTrue) {
+  // A folder given as the scenario.
+  expect_one_line_refusal(run("platform " + ::testing::TempDir()), ": is a directory, not a TOML file");
+  // --nodes past the largest cluster speaks of --nodes, not of a --set nobody typed.
+  const CliRun huge = run("collective " + kExample + " --op allreduce --nodes 1:1e9 --bytes 1M");
+  expect_one_line_refusal(huge, "--nodes 1e9: more than 1048576 nodes");
+  EXPECT_EQ(huge.out.find("--set"), std::string::npos) << huge.out;
+  // -1 and 0 are refused alike, for the same stated reason.
+  for (const char* nodes : {"-1", "0"}) {
+    expect_one_line_refusal(run("collective " + kExample + " --op allreduce --bytes 1M --nodes " + nodes),
+                            std::string("--nodes ") + nodes + ": must be a positive integer");
+  }
+  // --set errors are labelled with the --set, never <input> or the scenario file.
+  const std::string paper = "run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1] ";
+  for (const auto& [set, says] : std::vector<std::pair<std::string, std::string>>{
+           {"model.name=llama9", "--set model.name=llama9: model.name = \"llama9\": "},
+           {"nccl.release=9.9.9", "--set nccl.release=9.9.9: nccl.release = \"9.9.9\": "},
+           {"sweep.key=foo", "--set sweep.key=foo: sweep.values (foo = 1): foo = 1: unknown key"},
+           {"cluster.nodes=1e400", "--set cluster.nodes=1e400: cluster.nodes = 1e400: out of range of a double"},
+           {"cluster.nodes=99999999999999999999",
+            "--set cluster.nodes=99999999999999999999: cluster.nodes = 99999999999999999999: out of range (from "}}) {
+    const CliRun r = run(paper + "--set " + set);
+    expect_one_line_refusal(r, says);
+    EXPECT_EQ(r.out.find("<input>"), std::string::npos) << r.out;
+  }
+  // A table a --set made is named by that --set.
+  const CliRun made = run("platform " + kExample + " --set workload.trace=x");
+  expect_one_line_refusal(made, "commbound: --set workload.trace=x: workload = (a table): needs a [model] section");
+  // Bounds read as plain numbers.
+  const std::string link = temp_file("hostile_link.toml", "[cluster]\nnode_type = \"dgx-h100\"\n[fabric.link]\n"
+                                                          "bandwidth_GBps = 2e6\nefficiency = 0.9\nlatency_us = 1\n");
+  expect_one_line_refusal(run("platform " + link), "fabric.link.bandwidth_GBps = 2000000.0: must be between 0.001 and 1000000");
+}
+
+// A name longer than the system allows in a file name (255 bytes) is an error, not an abort.
+TEST(HostileInput, NamesLongerThanAFileNameMayBe) {
+  const std::string name(300, 'x');
+  for (const char* key : {"nccl.fit", "nccl.release", "cluster.kernel_table"}) {
+    const CliRun r = run("run scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1] --set " + std::string(key) + "=" + name);
+    expect_one_line_refusal(r, "File name too long");
+    EXPECT_EQ(r.out.rfind("commbound: --set " + std::string(key) + "=" + name + ": ", 0), 0u) << r.out;
+  }
+}
+
+// An empty list of sweep keys, in the file or from --set: refused by run and by sweep.
+TEST(HostileInput, EmptySweepKeys) {
+  const std::string paper = "scenarios/paper/weak_scaling_7b.toml --set 'sweep.key=[]'";
+  expect_one_line_refusal(run("run " + paper), "--set sweep.key=[]: sweep.key = []: expected a non-empty array");
+  const std::string dir = ::testing::TempDir() + "hostile_empty_keys";
+  std::filesystem::remove_all(dir);
+  expect_one_line_refusal(run("sweep " + paper + " --out-dir " + dir), "sweep.key = []: expected a non-empty array");
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  const std::string file = temp_file("hostile_empty_keys.toml", "[cluster]\nnode_type = \"dgx-h100\"\n[model]\n"
+                                                                "name = \"llama2-1b\"\n[sweep]\nkey = []\nvalues = [1]\n");
+  expect_one_line_refusal(run("run " + file), file + ":6: sweep.key = []: expected a non-empty array");
+}
+
+// Header numbers past int or long in an nccl-tests log: validate and fit-fabric refuse in one line.
+TEST(HostileInput, LogNumbersPastTheirType) {
+  const std::string row = "     1048576        262144     float     sum      -1   20.00   52.43   91.75      0\n";
+  const std::string rank = temp_file("hostile_rank_all_reduce.log",
+                                     "#  Rank 99999999999 Group  0 Pid  1 on node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n" + row);
+  const std::string library = temp_file("hostile_library_all_reduce.log",
+                                        "# nccl-tests version 2.14.1 nccl-headers=22602 nccl-library=99999999999999999999\n" + row);
+  for (const std::string& log : {rank, library}) {
+    expect_one_line_refusal(run("validate " + kExample + " --nccl-tests " + log + " --nodes 1 --gpus-per-node 8"),
+                            log + ":1: ");
+    expect_one_line_refusal(run("fit-fabric " + log + " --name x --nodes 1 --gpus-per-node 8 --out " +
+                                ::testing::TempDir() + "hostile_fit.toml"),
+                            log + ":1: ");
+  }
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "hostile_fit.toml"));
+}
+
+// --version exists; no command at all is a mistake, its overview on stderr (exit 2), stdout empty.
+TEST(Cli, VersionAndNoCommand) {
+  const CliRun version = run("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out, "commbound " COMMBOUND_VERSION "\n");
+  const auto stdout_only = commbound::testing::run_command(std::string("(") + COMMBOUND_BIN + " 2>/dev/null)");
+  EXPECT_EQ(stdout_only.exit_code, 2);
+  EXPECT_EQ(stdout_only.out, "");
+  const auto stderr_only = commbound::testing::run_command(std::string("(") + COMMBOUND_BIN + " 2>&1 >/dev/null)");
+  EXPECT_NE(stderr_only.out.find("Subcommands:"), std::string::npos) << stderr_only.out;
+}
+
+// fit-fabric without --scenario finds the shipped scenario from the executable, as the calibration
+// data is found, from any working directory: here it gets as far as refusing to replace --out.
+TEST(FitFabric, FindsItsDefaultScenarioFromAnyDirectory) {
+  const std::string log = (std::filesystem::current_path() / "calibration/fabric/logs/s1_dgxc_1node_ar.txt").string();
+  const std::string out = temp_file("fit_exists.toml", "precious\n");
+  const auto r = commbound::testing::run_command("cd " + ::testing::TempDir() + " && " + COMMBOUND_BIN + " fit-fabric " +
+                                                 log + " --name x --nodes 1 --gpus-per-node 8 --out " + out);
+  expect_one_line_refusal(r, out + ": exists; not overwritten");
+  EXPECT_EQ(commbound::testing::file_text(out), "precious\n");
 }
 
 }  // namespace

@@ -259,16 +259,43 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(ParseList, SizesAndRanges) {
-  auto v = parse_list("--bytes", "1K,1M:4M,1G", true);
+  auto v = parse_list("--bytes", "1K,1M:4M,1G", ListKind::sizes_bytes);
   ASSERT_TRUE(v) << v.error().message;
   EXPECT_EQ(*v, (std::vector<double>{1024, 1048576, 2097152, 4194304, 1073741824}));
-  auto n = parse_list("--nodes", "1:8", false);
+  auto n = parse_list("--nodes", "1:8", ListKind::node_counts);
   ASSERT_TRUE(n);
   EXPECT_EQ(*n, (std::vector<double>{1, 2, 4, 8}));
-  EXPECT_FALSE(parse_list("--nodes", "2.5", false));
-  EXPECT_FALSE(parse_list("--nodes", "4K", false));
-  EXPECT_FALSE(parse_list("--bytes", "1X", true));
-  EXPECT_FALSE(parse_list("--bytes", "8:4", true));
+  EXPECT_FALSE(parse_list("--nodes", "2.5", ListKind::node_counts));
+  EXPECT_FALSE(parse_list("--nodes", "4K", ListKind::node_counts));
+  EXPECT_FALSE(parse_list("--bytes", "1X", ListKind::sizes_bytes));
+  EXPECT_FALSE(parse_list("--bytes", "8:4", ListKind::sizes_bytes));
+}
+
+// Each kind's bounds, said as they are: 1T is the largest buffer (no GPU holds more), node counts
+// are 1 to 2^20 (cluster.nodes' bound) and -1 is refused as 0 is, as not a positive integer.
+TEST(ParseList, BoundsAreSaidAsTheyAre) {
+  auto tib = parse_list("--bytes", "1T", ListKind::sizes_bytes);
+  ASSERT_TRUE(tib) << tib.error().message;
+  EXPECT_EQ(tib->front(), 1099511627776.0);
+  for (const char* huge : {"1e19", "1e20", "1e30", "2T", "1K:2T"}) {
+    auto too_big = parse_list("--bytes", huge, ListKind::sizes_bytes);
+    ASSERT_FALSE(too_big) << huge;
+    EXPECT_NE(too_big.error().message.find(": more than 1T (1099511627776 bytes), the largest buffer taken: no GPU's memory"),
+              std::string::npos)
+        << too_big.error().message;
+  }
+  auto overflow = parse_list("--bytes", "1e400", ListKind::sizes_bytes);
+  ASSERT_FALSE(overflow);
+  EXPECT_EQ(overflow.error().message, "--bytes 1e400: out of range of a double");
+  auto nodes = parse_list("--nodes", "1:1e9", ListKind::node_counts);
+  ASSERT_FALSE(nodes);
+  EXPECT_EQ(nodes.error().message,
+            "--nodes 1e9: more than 1048576 nodes, the largest cluster a scenario describes (cluster.nodes)");
+  for (const char* not_positive : {"-1", "0"}) {
+    auto refused = parse_list("--nodes", not_positive, ListKind::node_counts);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message, std::string("--nodes ") + not_positive + ": must be a positive integer");
+  }
 }
 
 }  // namespace

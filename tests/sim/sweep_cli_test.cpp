@@ -361,6 +361,48 @@ TEST(SweepCollect, SlicesFillTheFolderAndCollectGivesTheLocalResults) {
   EXPECT_EQ(file_text(dir / "sweep.sbatch"), script);
 }
 
+// A sweep folder belongs to one sweep (scenario file, --set, --calibration). Another sweep is
+// refused there and changes nothing; with --force it replaces the first one's points and results
+// whole, leaving no point file of the first behind. The same sweep again resumes (nothing simulated).
+TEST(SweepFolder, AnotherSweepIsRefusedAndForceLeavesNoStalePoints) {
+  const fs::path dir = temp_path("sweep_other");
+  fs::remove_all(dir);
+  auto r = run_command(commbound("sweep " + kSweep + " -j 2 --out-dir " + dir.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string results = file_text(dir / "results.csv");
+  auto point_files = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir / "points")) n += e.is_regular_file();
+    return n;
+  };
+  ASSERT_EQ(point_files(), 8);  // 4 points, each NNNNN.json and NNNNN.toml
+
+  const std::string other_set = "scenarios/paper/weak_scaling_7b.toml --set 'sweep.values=[1,2]'";
+  const std::string other_scenario = "scenarios/paper/strong_scaling_gbs32.toml";
+  for (const std::string& other : {other_set, other_scenario}) {
+    r = run_command(commbound("sweep " + other + " -j 2 --out-dir " + dir.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_NE(r.out.find(dir.string() + ": holds the sweep of scenarios/paper/weak_scaling_7b.toml --set sweep.values=[1,2,4,8]; "
+                         "not written into (pass --force"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(file_text(dir / "results.csv"), results);
+    EXPECT_EQ(point_files(), 8);
+  }
+
+  r = run_command(commbound("sweep " + other_set + " -j 2 --out-dir " + dir.string() + " --force"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(point_files(), 4);  // the new sweep's 2 points; none of the first sweep's 00002 and 00003
+  EXPECT_FALSE(fs::exists(dir / "points" / "00002.json"));
+  const std::string replaced = file_text(dir / "results.csv");
+  EXPECT_EQ(std::count(replaced.begin(), replaced.end(), '\n'), 3) << replaced;  // header and 2 rows
+
+  r = run_command(commbound("sweep " + other_set + " -j 2 --out-dir " + dir.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 simulated, 2 kept from an earlier run"), std::string::npos) << r.out;
+}
+
 // The real thing: a one-node Slurm cluster runs the emitted job array (2 tasks of 2 points each,
 // into the same folder), and --collect gives exactly the local sweep's results.csv.
 TEST(SlurmSweep, JobArrayGivesTheLocalResults) {

@@ -5,12 +5,14 @@
 #include "calibration/base/child_process.hpp"
 #include "sim/pipeline.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/trace/internal/json_file.hpp"
 #include "sim/trace/kineto_trace.hpp"
 #include "sim/trace/trace_program.hpp"
 #include "tests/network/in_child.hpp"
 #include "tests/support/run_command.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 #include <nlohmann/json.hpp>
 
 
@@ -305,6 +307,44 @@ TEST(KinetoTrace, HostileFilesAreOneLineErrorsNamingTheFile) {
             std::string::npos);
   EXPECT_NE(error_of(write_text("trace_missing.json.gz", "")).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(temp_path("no_such_trace.json")).find("cannot be read"), std::string::npos);
+}
+
+// `repeats` copies of `unit` between `head` and `tail`, gzip-compressed into `name`: a file of a
+// few hundred kilobytes that decompresses to hundreds of megabytes.
+std::string write_gzip_repeating(const std::string& name, const std::string& head, const std::string& unit,
+                                 std::size_t repeats, const std::string& tail) {
+  const std::string path = temp_path(name);
+  gzFile out = gzopen(path.c_str(), "wb9");
+  EXPECT_NE(out, nullptr) << path;
+  gzwrite(out, head.data(), static_cast<unsigned>(head.size()));
+  std::string block;
+  for (int i = 0; i < 4096; ++i) block += unit;
+  for (std::size_t i = 0; i < repeats / 4096; ++i) gzwrite(out, block.data(), static_cast<unsigned>(block.size()));
+  gzwrite(out, tail.data(), static_cast<unsigned>(tail.size()));
+  gzclose(out);
+  return path;
+}
+
+// A highly compressible trace, "[0,0,0,...]": 40 kB of gzip, 40 MB of JSON, 20 million values
+// (the review's 0.9 MB file held 450 million and cost 3.7 GB before it was refused). Reading stops
+// at the bound on values held, 16 million, and says which bound it was.
+TEST(KinetoTrace, CompressedBombStopsAtTheBoundOnValuesHeld) {
+  const std::string bomb = write_gzip_repeating("trace_bomb.json.gz", "[", "0,", 20'000'000, "0]");
+  EXPECT_LT(std::filesystem::file_size(bomb), 100'000u);
+  auto t = read_kineto_trace(bomb);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().message.rfind(bomb + ": more than 16000000 JSON values to hold after ", 0), 0u)
+      << t.error().message;
+}
+
+// The bound on decompressed text, made small here: reading stops there and says so.
+TEST(KinetoTrace, TextPastItsBoundIsRefusedNamingTheBound) {
+  const std::string big = write_gzip_repeating("trace_long.json.gz", "{\"traceEvents\": [", "          ", 1 << 21, "]}");
+  auto doc = internal::read_json_file(big, {}, {.max_text_bytes = 1 << 20, .max_kept_values = 1000});
+  ASSERT_FALSE(doc);
+  EXPECT_EQ(doc.error().message.rfind(big + ": more than 1 MiB of JSON (decompressed)", 0), 0u) << doc.error().message;
+  // The public trace reads within the default bounds.
+  EXPECT_TRUE(internal::read_json_file(kDdpTrace)) << kDdpTrace;
 }
 
 TEST(TraceWorkloadScenario, MissingTraceFileNamesFileLineAndKey) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -16,8 +17,27 @@ namespace commbound::sim::internal {
 // the replay does not read; leaving them out keeps a large trace's document small.
 using KeepObject = std::function<bool(int depth, const nlohmann::json& object)>;
 
+// What reading one document may cost. A gzip file decompresses up to about 1000 times its size
+// (deflate's limit), so the file's size bounds neither the text nor the memory: a 1 MB file of
+// "[0,0,0,..." holds a billion-value array. Both are bounded as they are read, and reading stops at
+// the first bound crossed.
+struct JsonLimits {
+  std::size_t max_text_bytes;   // the text after decompression
+  std::size_t max_kept_values;  // values held in the document (objects left out by `keep` not counted)
+};
+
+// A profiler trace's bounds, far above what one rank's trace of a few steps needs: the public DDP
+// trace (scenarios/traces/public/hta_ddp_2rank_nccl_data.json.gz, 3 steps) is 9.8 MB of text of
+// which the reader keeps 12,517 events (GPU activities, runtime calls) in 198,061 values. Text:
+// 8 GiB. Values: 16 million, a million such events (80 times that trace), about 1.5 GB in memory
+// at some 100 bytes per value of an event. A trace that needs more holds many steps (profile
+// fewer: docs/traces.md).
+inline constexpr JsonLimits kTraceLimits{8ull << 30, 16'000'000};
+
 // The document at `path` (every object kept unless `keep` says otherwise). Errors name the file:
-// cannot be read, truncated or corrupt gzip, not JSON (with the byte offset where parsing stopped).
-Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObject& keep = {});
+// cannot be read, truncated or corrupt gzip, not JSON (with the byte offset where parsing stopped),
+// larger than `limits` (which bound, and what it is).
+Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObject& keep = {},
+                                        const JsonLimits& limits = kTraceLimits);
 
 }  // namespace commbound::sim::internal
