@@ -1,5 +1,5 @@
 // CUDA support: every runtime call checked into an error value, and RAII owners for device memory,
-// streams and events (STYLE.md rules 5 and 6). CUDA translation units and GPU tests only.
+// streams and events. CUDA translation units and GPU tests only.
 #pragma once
 
 #include "calibration/base/expected.hpp"

@@ -35,7 +35,7 @@ Status nccl_check(ncclResult_t code, const std::string& what) {
   return Error{message};
 }
 
-// An NCCL communicator owned for its lifetime (STYLE.md rule 6).
+// An NCCL communicator owned for its lifetime.
 class NcclComm {
 public:
   explicit NcclComm(ncclComm_t comm) : comm_(comm) {}

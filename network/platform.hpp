@@ -1,7 +1,7 @@
 // Platform: the emulated cluster inside SimGrid (one per process: SimGrid runs one Engine per process).
 //
 // Creating a Platform starts the SimGrid engine with the pure max-min network model (CM02, no
-// TCP factors: see shared/reference/simgrid-notes.md) and builds the cluster described by a
+// TCP factors: see docs/reference/simgrid.md) and builds the cluster described by a
 // ClusterSpec: per node, GPUs on an NVSwitch (split-duplex NVLink at the preset's effective rate)
 // or, on a mesh node, one split-duplex NVLink per GPU pair (NodeType::nvlink_link_bw_bytes_per_s),
 // a PCIe path from each GPU to its rail's NIC, and the scale-out fabric (single switch, fat-tree

@@ -1,4 +1,4 @@
-// COMMBOUND_CHECK: an always-on assertion for broken invariants (STYLE.md rule 5). Unlike assert()
+// COMMBOUND_CHECK: an always-on assertion for broken invariants. Unlike assert()
 // it stays in release builds (RelWithDebInfo defines NDEBUG): a broken invariant is a bug in
 // commbound, reported with its place and condition, never a wrong number printed as a result.
 // Bad user input is never checked this way: it is an Error value (expected.hpp).

@@ -1,7 +1,7 @@
 // Expected<T>: a value or an Error, the way every fallible call in commbound reports failure. The base
 // room (calibration/base/) holds the vocabulary every other room uses: kernels/, network/ and sim/
 // include it, it includes nothing of theirs.
-// Errors are values (STYLE.md rule 5): only main() turns one into an exit code.
+// Errors are values: only main() turns one into an exit code.
 #pragma once
 
 #include "calibration/base/check.hpp"

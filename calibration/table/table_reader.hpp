@@ -1,6 +1,6 @@
 // TableReader: typed, validated reads of one TOML table, with errors that name the file, the line,
 // the dotted key and the offending value. Every key a table holds must be read: finish() reports
-// the first unknown key, so a typo never silently keeps a default (STYLE.md rule 12). The one
+// the first unknown key, so a typo never silently keeps a default. The one
 // validated reader of commbound's TOML: calibration tables, the model zoo, presets and scenarios.
 //
 // The first error wins; later reads return their fallback and are ignored. Typical use:

@@ -8,7 +8,7 @@
 // collectives in flight still shares the links with them.
 //
 // Segments. One SimGrid flow per edge would be exact but slow: the max-min solver pays about
-// 12 us per concurrent flow per event (shared/reference/simgrid-notes.md), and a ring over 2048
+// 12 us per concurrent flow per event (docs/reference/simgrid.md), and a ring over 2048
 // ranks with 8 rail groups has 16k edges. Because a group's edges move at one rate, consecutive
 // edges (in path order, so neighbours share a host) can travel as one flow over their
 // concatenated routes, capped at the group's rate: a segment (Platform::route_segment). Shorter

@@ -265,7 +265,7 @@ TEST(CollectiveRunner, FittedRingAddsItsMechanisms) {
 // One DGX H100, AllGather 1 GiB as NCCL's tuner picks it (ring, Simple): every GPU pushes 7/8 of
 // the buffer through its NVLink at 370.8 GB/s, 2.53 ms, plus 8.4 + 7 x 3.4 us of latency, so busbw
 // = 7/8 x 1 GiB / 2.566 ms = 366 GB/s: inside the 350-370 GB/s NVIDIA publishes for such nodes
-// (shared/reference/hardware.md).
+// (docs/reference/hardware.md).
 TEST(CollectiveRunner, SingleNodeAllGatherLiesInThePublishedRange) {
   auto platform = Platform::create(testing::dgx_h100(1));
   ASSERT_TRUE(platform) << platform.error().message;

@@ -43,7 +43,7 @@ network::NcclTestsLog log_of(network::CollectiveOp op, int nodes, const std::vec
 TEST(FabricFitter, RefusesLogsNoHealthyFabricProduces) {
   const Scenario sc = h100_ib();
   // 2 nodes x 8 x 400G NICs: a ring moves at most 400 GB/s busbw; half of that is the health floor.
-  // nccl-tests issue 290's 2-node AllReduce at 8 GiB: 155 GB/s (misconfigured, "do not calibrate").
+  // NVIDIA/nccl-tests issue 290's 2-node AllReduce at 8 GiB: 155 GB/s (misconfigured, "do not calibrate").
   const double big = 8589934592.0;
   const double slow_s = big / (155e9 / network::bus_bw_factor(network::CollectiveOp::all_reduce, 16));
   auto slow = check_healthy(log_of(network::CollectiveOp::all_reduce, 2, {{big, slow_s}}), sc);

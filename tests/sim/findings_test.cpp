@@ -1,9 +1,11 @@
-// The study's findings (shared/DESIGN.md, findings 1-8), asserted as the direction each metric must
-// move, on the paper scenarios as shipped, through the same library call as `commbound run`. A
-// golden file only says the numbers did not change; these say the emulator still shows what the
-// study measured. Findings 3 (small TP raises throughput at scale) and 8 (CP worse than TP at 4k)
-// are NOT reproduced today: their tests are DISABLED_ with the numbers, so gtest reports them on
-// every run, and they are enabled once the collective and compute models (issues 8 and 9) fix them.
+// The study's findings (arXiv 2411.13055, numbered as in docs/reference/study.md), asserted as the
+// direction each metric must move, on the paper scenarios as shipped, through the same library call
+// as `commbound run`. A golden file only says the numbers did not change; these say the emulator
+// still shows what the study measured. Findings 3 (small TP raises throughput at scale) and 8 (CP
+// worse than TP at 4k) are NOT reproduced today: their tests are DISABLED_ with the numbers, so
+// gtest reports them on every run, and they are enabled once the collective model (FSDP and TP
+// collectives priced too cheap) and the compute model (ring attention priced as ideal fused kernels
+// with perfect overlap) fix them.
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep_runner.hpp"
@@ -64,8 +66,8 @@ TEST(Findings, TensorParallelismAcrossNodesIsSlowerThanInsideANode) {
 
 // Finding 3, first half: NOT REPRODUCED. The study measured that tp 2-4 raises per-GPU throughput
 // at 256 GPUs (the FSDP groups shrink). commbound (2026-11-23) gives tp 1: 12316, tp 2: 10670,
-// tp 4: 9727 tokens/s/GPU: its FSDP all-gather / reduce-scatter at 32 nodes are too cheap
-// (issue 8), so shrinking them buys less than tensor parallelism costs.
+// tp 4: 9727 tokens/s/GPU: its FSDP all-gather / reduce-scatter at 32 nodes are too cheap (the
+// collective model's open gap), so shrinking them buys less than tensor parallelism costs.
 TEST(Findings, DISABLED_SmallTensorParallelismRaisesThroughputAtScale) {
   auto m = run_paper("model_parallel_7b_256gpu");
   EXPECT_GT(m.at("parallel.tp=2 parallel.pp=1").tokens_per_s_per_gpu, m.at("parallel.tp=1 parallel.pp=1").tokens_per_s_per_gpu);
@@ -122,7 +124,7 @@ TEST(Findings, LongerSequencesExposeLessCommunication) {
 // Finding 8: NOT REPRODUCED. The study found context parallelism a worse choice than tensor
 // parallelism at sequence 4096. commbound (2026-11-23) gives cp 2: 11715 vs tp 2: 10415, cp 4: 9644
 // vs tp 4: 9121 tokens/s/GPU (64 H100): its ring attention is priced as ideal fused kernels with
-// perfect overlap (issue 9), its TP collectives as too cheap to lose by much (issue 8).
+// perfect overlap, its TP collectives as too cheap to lose by much.
 TEST(Findings, DISABLED_ContextParallelismIsWorseThanTensorParallelismAt4k) {
   auto m = run_paper("cp_vs_tp");
   EXPECT_LT(m.at("parallel.tp=1 parallel.cp=2").tokens_per_s_per_gpu, m.at("parallel.tp=2 parallel.cp=1").tokens_per_s_per_gpu);

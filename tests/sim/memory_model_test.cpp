@@ -1,5 +1,5 @@
 // The memory model against figures worked out by hand from the models' published dimensions
-// (shared/reference/models.md), not from the code's own formulas: each category's bytes are
+// (docs/reference/models.md), not from the code's own formulas: each category's bytes are
 // written as numbers, with their arithmetic beside them.
 #include "sim/workload/memory_model.hpp"
 #include "sim/scenario/presets.hpp"

@@ -1,4 +1,4 @@
-// Model zoo: parameter counts against the published sizes (shared/reference/models.md).
+// Model zoo: parameter counts against the published sizes (docs/reference/models.md).
 #include "sim/scenario/model.hpp"
 
 #include <gtest/gtest.h>
