@@ -40,7 +40,16 @@ double GemmShape::flops() const { return 2.0 * static_cast<double>(m) * static_c
 
 double GemmShape::bytes() const {
   const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
-  return kBf16 * (M * K + K * N + M * N);
+  const double operand = precision == Precision::fp8 ? 1 : kBf16;
+  return operand * (M * K + K * N) + kBf16 * M * N;
+}
+
+const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp8"; }
+
+std::optional<Precision> parse_precision(std::string_view s) {
+  if (s == "bf16") return Precision::bf16;
+  if (s == "fp8") return Precision::fp8;
+  return std::nullopt;
 }
 
 double AttentionShape::flops() const {
@@ -69,6 +78,10 @@ double MemoryBoundShape::bytes() const {
 
 const char* to_string(ElementwiseKind k) { return k == ElementwiseKind::streaming ? "streaming" : "reduction"; }
 
+bool is_memory_bound(const KernelShape& shape) {
+  return std::holds_alternative<MemoryBoundShape>(shape) || std::holds_alternative<ElementwiseShape>(shape);
+}
+
 double flops(const KernelShape& shape) {
   if (const auto* g = std::get_if<GemmShape>(&shape)) return g->flops();
   if (const auto* a = std::get_if<AttentionShape>(&shape)) return a->flops();
@@ -86,8 +99,9 @@ double bytes(const KernelShape& shape) {
 std::string describe(const KernelShape& shape) {
   char buf[160];
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld", to_string(g->layout), static_cast<long long>(g->m),
-                  static_cast<long long>(g->n), static_cast<long long>(g->k));
+    std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld%s", to_string(g->layout), static_cast<long long>(g->m),
+                  static_cast<long long>(g->n), static_cast<long long>(g->k),
+                  g->precision == Precision::fp8 ? " fp8" : "");
   } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     std::snprintf(buf, sizeof buf, "attention %s b%lld h%lld/%lld s%lld d%lld%s", to_string(a->direction),
                   static_cast<long long>(a->batch), static_cast<long long>(a->heads),

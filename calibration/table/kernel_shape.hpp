@@ -35,6 +35,11 @@ namespace commbound::calibration {
 //   dgrad    dX = dY W      {m = T,   n = in,  k = out}   A [m x k], B stored [k x n]
 //   wgrad    dW = dY^T X    {m = out, n = in,  k = T}     A stored [k x m], B [k x n]
 enum class GemmLayout { forward, dgrad, wgrad };
+// The operands' precision of a matrix product: bf16, or fp8 (e4m3/e5m2 operands with per-tensor or
+// per-row scales, bf16 output, as Transformer Engine and torchao's float8 training run them).
+enum class Precision { bf16, fp8 };
+const char* to_string(Precision p);
+std::optional<Precision> parse_precision(std::string_view s);
 enum class Direction { forward, backward };
 
 const char* to_string(GemmLayout l);
@@ -45,9 +50,10 @@ std::optional<Direction> parse_direction(std::string_view s);
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   GemmLayout layout = GemmLayout::forward;
+  Precision precision = Precision::bf16;  // calibration tables hold bf16 rows only
   double flops() const;  // 2 m n k
-  double bytes() const;  // bf16 A, B read and C written: 2 (mk + kn + mn)
-  auto key() const { return std::tie(m, n, k, layout); }
+  double bytes() const;  // A, B read (2 B an element, fp8: 1) and bf16 C written: e (mk + kn) + 2 mn
+  auto key() const { return std::tie(m, n, k, layout, precision); }
 };
 
 struct AttentionShape {
@@ -107,6 +113,10 @@ inline bool operator!=(const ElementwiseShape& a, const ElementwiseShape& b) { r
 
 // What a compute op runs; std::monostate for the zero-cost synchronisation points and collectives.
 using KernelShape = std::variant<std::monostate, GemmShape, AttentionShape, MemoryBoundShape, ElementwiseShape>;
+
+// Whether the kernel is bound by memory, not by its arithmetic: the memory-bound kernels and a
+// framework's elementwise ones (what draws memory-bound power, what the energy bound counts so).
+bool is_memory_bound(const KernelShape& shape);
 
 // The shape's FLOPs and fewest bytes (0 and 0 for std::monostate; memory-bound and elementwise
 // kernels: 0 FLOPs).

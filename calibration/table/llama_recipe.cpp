@@ -59,7 +59,34 @@ std::optional<Framework> parse_framework(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// The layer's kernels with FP8 matrix products (LlamaRecipe's constructor says how).
+std::vector<RecipeKernel> in_fp8(const std::vector<RecipeKernel>& kernels) {
+  std::vector<RecipeKernel> out;
+  for (const RecipeKernel& k : kernels) {
+    const auto* g = std::get_if<GemmShape>(&k.shape);
+    if (g == nullptr) {
+      out.push_back(k);
+      continue;
+    }
+    if (g->layout != GemmLayout::wgrad) {
+      const double elements = static_cast<double>(g->m) * static_cast<double>(g->k);  // X [T x in] or dY [T x out]
+      out.push_back({k.name + ".fp8_cast", ElementwiseShape{"fp8_cast_transpose", g->m * g->k, 4 * elements,
+                                                            ElementwiseKind::streaming},
+                     1, "", k.host_ops});
+    }
+    RecipeKernel fp8 = k;
+    std::get<GemmShape>(fp8.shape).precision = Precision::fp8;
+    out.push_back(fp8);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
+  if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).layer(direction));
   if (framework_ == Framework::pytorch_eager) return recipe::eager_layer(model_, layout_, direction);
   const ModelSpec& m = model_;
   const double T = layout_.tokens();

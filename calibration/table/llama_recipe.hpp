@@ -83,8 +83,14 @@ struct RecipeKernel {
 
 class LlamaRecipe {
 public:
-  LlamaRecipe(ModelSpec model, StepLayout layout, Framework framework = Framework::fused)
-      : model_(std::move(model)), layout_(layout), framework_(framework) {}
+  // `precision`: fp8 runs each layer's matrix products in FP8, each after the cast of its input
+  // (forward: the activation; dgrad: the output gradient) to FP8 with its transpose and amax, as
+  // Transformer Engine's cast_transpose does (read bf16, write two fp8 copies: 4 B an element);
+  // the wgrad reuses both casts. The LM head stays bf16 (Megatron's output layer is not a TE
+  // module).
+  LlamaRecipe(ModelSpec model, StepLayout layout, Framework framework = Framework::fused,
+              Precision precision = Precision::bf16)
+      : model_(std::move(model)), layout_(layout), framework_(framework), precision_(precision) {}
 
   const ModelSpec& model() const { return model_; }
   const StepLayout& layout() const { return layout_; }
@@ -104,6 +110,7 @@ private:
   ModelSpec model_;
   StepLayout layout_;
   Framework framework_ = Framework::fused;
+  Precision precision_ = Precision::bf16;
 };
 
 // Why `model` cannot run at `layout` with every size exact: the degrees must be positive, tp must

@@ -1,6 +1,8 @@
 #include "sim/engine/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace commbound::sim {
 namespace {
@@ -28,13 +30,24 @@ CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::Kern
 Priced CostModel::price(const Op& op) const {
   if (op.fixed_s) return {*op.fixed_s, Match::exact, 0.0};  // measured: its own time, no spread to draw from
   if (!table_) {
-    return {std::max(op.flops / gpu_.peak_flops_per_s, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
+    const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);
+    const double peak = g && g->precision == calibration::Precision::fp8 ? gpu_.peak_fp8_flops_per_s : gpu_.peak_flops_per_s;
+    return {std::max(op.flops / peak, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
   }
   for (const PricedKernel& m : memo_) {
     if (m.kernel == op.kernel) return m.priced;
   }
-  // A synchronisation point (no kernel): 0, exact.
-  memo_.push_back({op.kernel, table_->price(op.kernel, attention_kernel_)});
+  // A synchronisation point (no kernel): 0, exact. An FP8 matrix product: the bf16 one's price
+  // times the datasheet's bf16 / fp8 peak ratio (derived until an FP8 row is measured).
+  calibration::KernelShape priced_as = op.kernel;
+  double factor = 1;
+  if (auto* g = std::get_if<calibration::GemmShape>(&priced_as); g && g->precision == calibration::Precision::fp8) {
+    g->precision = calibration::Precision::bf16;
+    factor = gpu_.peak_flops_per_s / gpu_.peak_fp8_flops_per_s;
+  }
+  Priced p = table_->price(priced_as, attention_kernel_);
+  p.seconds *= factor;
+  memo_.push_back({op.kernel, p});
   return memo_.back().priced;
 }
 
@@ -63,6 +76,12 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
     for (const Op& op : p.ops) {
       if (std::holds_alternative<std::monostate>(op.kernel) || op.fixed_s) continue;
       const Priced priced = price(op);
+      const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);
+      if (table_ && g && g->precision == calibration::Precision::fp8) {
+        ++s.fallback_ops;
+        ++s.fallbacks["gemm_fp8_derived"];
+        continue;
+      }
       if (table_ && priced.match == Match::exact) {
         ++s.exact_ops;
         continue;
@@ -74,11 +93,20 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
   return s;
 }
 
-double CostModel::power_w(double compute_bound_fraction, double memory_bound_fraction) const {
+double CostModel::comm_w() const {
+  if (!table_ || !table_->power()) return gpu_.idle_w;
+  const calibration::TablePower& p = *table_->power();
+  const auto& c = table_->contention();
+  const auto& sms = table_->provenance().sm_count;
+  if (!c || !c->comm_sms || !sms || *sms <= 0) return p.idle_w;
+  return p.idle_w + (p.memory_bound_w - p.idle_w) * static_cast<double>(*c->comm_sms) / static_cast<double>(*sms);
+}
+
+double CostModel::power_w(double compute_bound_fraction, double memory_bound_fraction, double comm_only_fraction) const {
   if (table_ && table_->power()) {
     const calibration::TablePower& p = *table_->power();
     return p.idle_w + (p.gemm_w - p.idle_w) * compute_bound_fraction +
-           (p.memory_bound_w - p.idle_w) * memory_bound_fraction;
+           (p.memory_bound_w - p.idle_w) * memory_bound_fraction + (comm_w() - p.idle_w) * comm_only_fraction;
   }
   return gpu_.idle_w + (gpu_.tdp_w - gpu_.idle_w) * (compute_bound_fraction + memory_bound_fraction);
 }
@@ -86,7 +114,9 @@ double CostModel::power_w(double compute_bound_fraction, double memory_bound_fra
 std::string CostModel::describe_power() const {
   if (table_ && table_->power()) {
     return std::string(table_->provenance().derived ? "derived" : "measured") + ": [power] of " +
-           table_->display_path() + ": idle_W, gemm_W while GEMM/attention run, memory_bound_W while memory-bound kernels run";
+           table_->display_path() + ": idle_W, gemm_W while GEMM/attention run, memory_bound_W while memory-bound kernels run; "
+           "while only communication runs " + std::to_string(std::lround(comm_w())) +
+           " W, derived (idle + memory-bound power x NCCL's share of the SMs), not measured";
   }
   return "derived: idle + (TDP - idle) x compute-busy fraction (calibration/gpus.toml), not measured";
 }

@@ -26,7 +26,8 @@ namespace commbound::sim {
 // How the compute ops of a set of programs were priced: `exact` ops by their own table row,
 // `fallback` ops otherwise (without a table: every op), with the fallbacks by "<kind>_<how>"
 // (gemm_nearest, attention_roofline, memory_bound_nearest, elementwise_nearest (a framework's
-// elementwise kernels, priced from the measured rows of their kind), ..., or "roofline" without a table).
+// elementwise kernels, priced from the measured rows of their kind), gemm_fp8_derived (an FP8
+// matrix product: its bf16 price x bf16 / fp8 datasheet peak), ..., or "roofline" without a table).
 struct CostSummary {
   int exact_ops = 0;
   int fallback_ops = 0;
@@ -58,9 +59,17 @@ public:
 
   // Mean board power (W) over an iteration whose compute stream ran compute-bound kernels (GEMM,
   // attention) for `compute_bound_fraction` of it and memory-bound kernels for
-  // `memory_bound_fraction`. Table with [power]: idle_W + (gemm_W - idle_W) x compute-bound +
-  // (memory_bound_W - idle_W) x memory-bound; otherwise idle + (TDP - idle) x busy fraction.
-  double power_w(double compute_bound_fraction, double memory_bound_fraction) const;
+  // `memory_bound_fraction`, and in which only communication ran for `comm_only_fraction`. Table
+  // with [power]: idle_W + (gemm_W - idle_W) x compute-bound + (memory_bound_W - idle_W) x
+  // memory-bound + (comm_w() - idle_W) x communication-only; otherwise idle + (TDP - idle) x busy
+  // fraction (communication alone priced as idle: nothing to derive it from).
+  double power_w(double compute_bound_fraction, double memory_bound_fraction, double comm_only_fraction = 0) const;
+  // The board power (W) while NCCL's kernels run and no compute does. DERIVED, not measured: they
+  // hold [contention] comm_sms of the GPU's [provenance] sm_count SMs for the whole collective
+  // (copying, reducing, polling their peers' flags), each taken to draw what an SM draws in a
+  // memory-bound kernel: idle_W + (memory_bound_W - idle_W) x comm_sms / sm_count. Idle power
+  // when the table lacks either figure.
+  double comm_w() const;
   std::string describe_power() const;
 
 private:

@@ -89,7 +89,7 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
     const bool collective = op.kind == OpKind::collective;
     auto& [compute, comm] = per_rank[s.rank];
     (collective ? comm : compute).emplace_back(s.start_s, s.end_s);
-    if (std::holds_alternative<MemoryBoundShape>(op.kernel)) {
+    if (calibration::is_memory_bound(op.kernel)) {
       memory_bound_s += s.end_s - s.start_s;
     } else if (!collective) {
       compute_bound_s += s.end_s - s.start_s;
@@ -120,7 +120,7 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
   const double busy_fraction = m.compute_s / m.iteration_s;
   const double compute_bound_fraction = busy_s > 0 ? busy_fraction * compute_bound_s / busy_s : 0;
   const double memory_bound_fraction = busy_s > 0 ? busy_fraction * memory_bound_s / busy_s : 0;
-  m.power_w_per_gpu = cost.power_w(compute_bound_fraction, memory_bound_fraction);
+  m.power_w_per_gpu = cost.power_w(compute_bound_fraction, memory_bound_fraction, m.exposed_comm_fraction);
   m.tokens_per_joule = m.tokens_per_s / (m.power_w_per_gpu * m.gpus);
   m.memory = memory;
   m.memory_bytes_per_gpu = memory.total_bytes;

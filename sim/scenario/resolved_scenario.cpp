@@ -126,7 +126,8 @@ toml::table resolved_scenario(const Scenario& sc) {
                                      {"activation_checkpointing", to_string(t.recompute)},
                                      {"warmup_iterations", t.warmup_iterations},
                                      {"attention_kernel", t.attention_kernel},
-                                     {"framework", calibration::to_string(t.framework)}});
+                                     {"framework", calibration::to_string(t.framework)},
+                                     {"precision", calibration::to_string(t.precision)}});
   doc.insert("parallel", toml::table{{"strategy", strategy_name(t.strategy)},
                                      {"zero_stage", t.zero_stage},
                                      {"hsdp_shard", t.hsdp_shard},

@@ -489,6 +489,15 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
     tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU); " + t.model.name +
                              " is not");
   }
+  t.precision = *calibration::parse_precision(tr.choice("precision", "bf16", {"bf16", "fp8"}));
+  if (!tr.failed() && t.precision == calibration::Precision::fp8) {
+    if (t.gpu.peak_fp8_flops_per_s <= 0) {
+      tr.fail("precision", t.gpu.name + " has no FP8 tensor cores (no dense_fp8_TFLOPs in calibration/gpus.toml)");
+    } else if (t.framework == calibration::Framework::pytorch_eager) {
+      tr.fail("precision", "FP8 training runs through Transformer Engine or torch.compile (torchao): use framework "
+                           "\"megatron-te\", \"pytorch-compile\" or \"fused\"");
+    }
+  }
   if (!tr.failed()) {
     auto host = load_host_costs(presets, t.framework);
     if (!host) return host.error();

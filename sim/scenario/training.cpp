@@ -30,6 +30,7 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   g.device_name = r.string("device_name", "");
   g.peak_dtype = r.choice("peak_dtype", "bf16", {"bf16", "fp16"});
   g.peak_flops_per_s = r.required_number("dense_bf16_TFLOPs", 1, 1e6) * 1e12;
+  g.peak_fp8_flops_per_s = r.number("dense_fp8_TFLOPs", 0, 0, 1e6) * 1e12;
   g.hbm_bytes_per_s = r.required_number("hbm_GBps", 1, 1e7) * 1e9;
   g.memory_bytes = r.required_number("memory_GB", 1, 1e5) * 1e9;
   g.tdp_w = r.required_number("tdp_W", 1, 1e5);

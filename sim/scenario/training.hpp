@@ -17,6 +17,7 @@ struct GpuSpec {
   std::string device_name;  // the name CUDA reports (cudaGetDeviceProperties), e.g. "NVIDIA H100 80GB HBM3"
   std::string peak_dtype = "bf16";  // the precision of peak_flops_per_s ("fp16" for GPUs without bf16)
   double peak_flops_per_s = 0;   // dense bf16 tensor throughput
+  double peak_fp8_flops_per_s = 0;  // dense fp8 tensor throughput; 0: no FP8 tensor cores
   double hbm_bytes_per_s = 0;
   double memory_bytes = 0;
   double tdp_w = 0;
@@ -82,6 +83,8 @@ struct TrainingSpec {
   // Whose kernels a step runs (calibration/table/framework_recipe.hpp) and its host's costs.
   calibration::Framework framework = calibration::Framework::fused;
   HostCosts host;
+  // The layers' matrix products in bf16 or fp8 (calibration/table/llama_recipe.hpp).
+  calibration::Precision precision = calibration::Precision::bf16;
 
   int world() const { return dp * tp * pp * cp; }
   bool sharded() const { return strategy != Strategy::ddp; }

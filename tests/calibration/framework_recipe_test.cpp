@@ -84,6 +84,31 @@ TEST(FrameworkRecipe, CompiledAndMegatronRunTheFusedKernelsOneHostOpEach) {
   }
 }
 
+// FP8 layers: each forward and dgrad product follows the cast of its input (the activation X [T x
+// in], the output gradient dY [T x out]) to two fp8 copies, 4 B an element; wgrad reuses them.
+TEST(FrameworkRecipe, Fp8LayersCastBeforeEveryForwardAndDgradProduct) {
+  const StepLayout layout{1, 4096, 1, 1};
+  const double T = 4096, h = 4096;
+  for (Direction d : {Direction::forward, Direction::backward}) {
+    const auto bf16 = LlamaRecipe(kLlama7b, layout, Framework::megatron_te).layer(d);
+    const auto fp8 = LlamaRecipe(kLlama7b, layout, Framework::megatron_te, Precision::fp8).layer(d);
+    const int casts = 4;  // qkv, o_proj, gate_up, down: forward or dgrad each
+    EXPECT_EQ(fp8.size(), bf16.size() + casts);
+    EXPECT_DOUBLE_EQ(flops_of(fp8), flops_of(bf16));
+    for (const RecipeKernel& k : fp8) {
+      if (const auto* g = std::get_if<GemmShape>(&k.shape)) EXPECT_EQ(g->precision, Precision::fp8) << k.name;
+    }
+  }
+  const auto forward = LlamaRecipe(kLlama7b, layout, Framework::megatron_te, Precision::fp8).layer(Direction::forward);
+  // Inputs of qkv, o_proj, gate_up (h wide each but o_proj's, h too at tp 1) and down (ffn wide).
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "qkv.fp8_cast"), 4 * T * h);
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "down.fp8_cast"), 4 * T * 11008);
+  const auto backward = LlamaRecipe(kLlama7b, layout, Framework::megatron_te, Precision::fp8).layer(Direction::backward);
+  // dgrad of down: dY is [T x h]; of gate_up: [T x 2 ffn].
+  EXPECT_DOUBLE_EQ(bytes_of(backward, "down.dgrad.fp8_cast"), 4 * T * h);
+  EXPECT_DOUBLE_EQ(bytes_of(backward, "gate_up.dgrad.fp8_cast"), 4 * T * 2 * 11008);
+}
+
 TEST(FrameworkRecipe, NamesRoundTrip) {
   for (const std::string& name : framework_names()) EXPECT_EQ(to_string(*parse_framework(name)), name);
   EXPECT_FALSE(parse_framework("pytorch").has_value());

@@ -143,6 +143,44 @@ TEST(CostModel, ContentionAndPowerFromTheTable) {
   EXPECT_EQ(roofline.source(), "roofline");
 }
 
+// While only communication runs, NCCL's kernels hold comm_sms of the GPU's SMs, each drawing what
+// an SM draws in a memory-bound kernel: the tiny table (idle 100 W, memory-bound 300 W, 100 SMs)
+// with comm_sms = 25 gives 100 + 200 x 25 / 100 = 150 W; a fifth of the iteration so adds 10 W.
+// Without comm_sms the phase is idle, as before.
+TEST(CostModel, CommunicationPhasesDrawTheirShareOfTheSms) {
+  const GpuSpec gpu = *load_gpu(kPresets, "h100-sxm5");
+  std::string text = read_all(kTiny);
+  text.replace(text.find("[contention]\n"), 13, "[contention]\ncomm_sms = 25\n");
+  const std::string path = temp_file("tiny_comm_sms.toml", text);
+  auto table = calibration::KernelTable::load(path, path);
+  ASSERT_TRUE(table) << table.error().message;
+  const CostModel cost(gpu, std::make_shared<const calibration::KernelTable>(*table), "commbound");
+  EXPECT_DOUBLE_EQ(cost.comm_w(), 150);
+  EXPECT_DOUBLE_EQ(cost.power_w(0.5, 0.25, 0.2) - cost.power_w(0.5, 0.25), 10);
+  const CostModel without(gpu, std::make_shared<const calibration::KernelTable>(tiny()), "commbound");
+  EXPECT_DOUBLE_EQ(without.comm_w(), 100);
+}
+
+// An FP8 matrix product costs its bf16 row's time times the datasheet's bf16 / fp8 peak ratio
+// (989.4 / 1978.9 on H100), and is counted as derived; without a table, the fp8 peak's roofline.
+TEST(CostModel, Fp8GemmsAreTheBf16RowScaledByThePeakRatio) {
+  const GpuSpec gpu = *load_gpu(kPresets, "h100-sxm5");
+  ASSERT_GT(gpu.peak_fp8_flops_per_s, 0);
+  const CostModel cost(gpu, std::make_shared<const calibration::KernelTable>(tiny()), "commbound");
+  Op bf16, fp8;
+  bf16.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward};
+  fp8.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward, calibration::Precision::fp8};
+  EXPECT_DOUBLE_EQ(cost.seconds(fp8), 0.04 * kMs * 989.4 / 1978.9);
+  EXPECT_DOUBLE_EQ(cost.seconds(bf16), 0.04 * kMs);
+  Program p;
+  p.ops = {bf16, fp8};
+  const CostSummary s = cost.summarize({p});
+  EXPECT_EQ(s.exact_ops, 1);
+  EXPECT_EQ(s.fallbacks.at("gemm_fp8_derived"), 1);
+  fp8.flops = calibration::flops(fp8.kernel);
+  EXPECT_DOUBLE_EQ(CostModel(gpu).seconds(fp8), fp8.flops / 1978.9e12);
+}
+
 // The example of docs/calibration.md's format section, every key of the format, reads cleanly.
 TEST(KernelTablePricing, ReadsTheDocumentedExample) {
   const std::string doc = read_all("docs/calibration.md");

@@ -40,7 +40,7 @@ std::vector<RecipeKernel> renamed(std::vector<RecipeKernel> kernels, const std::
 
 ProgramWriter::ProgramWriter(const TrainingSpec& t)
     : t_(t),
-      recipe_(t.model, layout_of(t), t.framework),
+      recipe_(t.model, layout_of(t), t.framework, t.precision),
       layer_fwd_(recipe_.layer(Direction::forward)),
       layer_bwd_(recipe_.layer(Direction::backward)),
       head_fwd_(recipe_.lm_head(Direction::forward)),
