@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace commbound::network {
 
@@ -94,7 +95,14 @@ struct ClusterSpec {
   int gpus() const { return node.gpus * nodes; }
 };
 
-const char* to_string(Topology t);
-const char* to_string(Routing r);
+// Each enum's names as scenario and preset files spell them: the one map, read and written.
+const char* to_string(Topology t);  // "single-switch", "fat-tree", "rail-optimized"
+const char* to_string(Routing r);   // "ecmp", "adaptive"
+const char* to_string(HostCpu c);   // "intel", "amd", "other"
+const char* to_string(NvlinkTopology t);  // "switch", "mesh"
+std::optional<Topology> parse_topology(std::string_view name);
+std::optional<Routing> parse_routing(std::string_view name);
+std::optional<HostCpu> parse_host_cpu(std::string_view name);
+std::optional<NvlinkTopology> parse_nvlink_topology(std::string_view name);
 
 }  // namespace commbound::network

@@ -71,6 +71,39 @@ const char* to_string(Topology t) {
 
 const char* to_string(Routing r) { return r == Routing::ecmp ? "ecmp" : "adaptive"; }
 
+const char* to_string(HostCpu c) {
+  switch (c) {
+    case HostCpu::intel: return "intel";
+    case HostCpu::amd: return "amd";
+    case HostCpu::other: return "other";
+  }
+  return "?";
+}
+
+const char* to_string(NvlinkTopology t) { return t == NvlinkTopology::mesh ? "mesh" : "switch"; }
+
+namespace {
+// The value of `values` whose to_string is `name`, exactly.
+template <class E>
+std::optional<E> by_name(std::string_view name, std::initializer_list<E> values) {
+  for (E e : values) {
+    if (name == to_string(e)) return e;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<Topology> parse_topology(std::string_view name) {
+  return by_name(name, {Topology::single_switch, Topology::fat_tree, Topology::rail_optimized});
+}
+std::optional<Routing> parse_routing(std::string_view name) { return by_name(name, {Routing::ecmp, Routing::adaptive}); }
+std::optional<HostCpu> parse_host_cpu(std::string_view name) {
+  return by_name(name, {HostCpu::intel, HostCpu::amd, HostCpu::other});
+}
+std::optional<NvlinkTopology> parse_nvlink_topology(std::string_view name) {
+  return by_name(name, {NvlinkTopology::nvswitch, NvlinkTopology::mesh});
+}
+
 namespace {
 std::string lower(std::string_view s) {
   std::string out(s);

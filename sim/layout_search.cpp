@@ -78,16 +78,19 @@ const char* to_string(Verdict v) {
   return "?";
 }
 
-std::vector<std::string> LayoutChoice::overrides() const {
-  const char* strategy_name = strategy == DataParallel::ddp ? "ddp" : strategy == DataParallel::hsdp ? "hsdp" : "fsdp";
-  return {"parallel.tp=" + std::to_string(tp),
-          "parallel.cp=" + std::to_string(cp),
-          "parallel.pp=" + std::to_string(pp),
-          "parallel.virtual_stages=" + std::to_string(virtual_stages),
-          std::string("parallel.strategy=") + strategy_name,
-          "parallel.zero_stage=" + std::to_string(strategy == DataParallel::zero3 ? 3 : 2),
-          "training.micro_batch=" + std::to_string(micro_batch),
-          std::string("training.activation_checkpointing=") + (checkpointing ? "true" : "false")};
+std::vector<ScenarioEdit> LayoutChoice::edits() const {
+  const Strategy data_parallel = strategy == DataParallel::ddp    ? Strategy::ddp
+                                 : strategy == DataParallel::hsdp ? Strategy::hsdp
+                                                                  : Strategy::fsdp;
+  const Recompute recompute = checkpointing ? Recompute::full : Recompute::none;
+  return {{"parallel.tp", long{tp}},
+          {"parallel.cp", long{cp}},
+          {"parallel.pp", long{pp}},
+          {"parallel.virtual_stages", long{virtual_stages}},
+          {"parallel.strategy", std::string(to_string(data_parallel))},
+          {"parallel.zero_stage", long{strategy == DataParallel::zero3 ? 3 : 2}},
+          {"training.micro_batch", long{micro_batch}},
+          {"training.activation_checkpointing", std::string(to_string(recompute))}};
 }
 
 std::string LayoutChoice::name() const {
@@ -147,7 +150,7 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
        enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus, base.training->global_batch, options.space)) {
     Candidate c;
     c.layout = layout;
-    auto sc = file.unswept(layout.overrides());
+    auto sc = file.unswept(layout.edits(), "search layout " + layout.name());
     if (!sc) {
       c.verdict = Verdict::invalid;
       c.reason = sc.error().message;

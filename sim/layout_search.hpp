@@ -37,8 +37,8 @@ struct LayoutChoice {
   int tp = 1, cp = 1, pp = 1, virtual_stages = 1, dp = 1, micro_batch = 1;
   DataParallel strategy = DataParallel::zero2;
   bool checkpointing = false;
-  // The scenario keys that set it (--set syntax).
-  std::vector<std::string> overrides() const;
+  // The scenario keys that set it, as typed edits.
+  std::vector<ScenarioEdit> edits() const;
   // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (ckpt only when on).
   std::string name() const;
 };

@@ -2,7 +2,53 @@
 
 #include "calibration/table/table_reader.hpp"
 
+// Key tables are written with designated initializers that leave the fields a key does not use
+// at their defaults; GCC warns about each omitted field all the same.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace commbound::calibration {
+
+const std::vector<KeySpec<ModelSpec>>& model_keys() {
+  // Dimensions: integers, each read as a number and then checked integral (read_model).
+  auto dimension = [](const char* key, double upper, const char* doc, auto field) {
+    return KeySpec<ModelSpec>{.key = key, .type = KeyType::integer, .lower = 1, .upper = upper, .required = true,
+                              .doc = doc, .set = field.set, .get = field.get};
+  };
+  static const std::vector<KeySpec<ModelSpec>> keys = {
+      {.key = "name", .derived = "`custom` with explicit dimensions",
+       .doc = "a `calibration/models.toml` model (`llama2-7b`, ...) or, beside explicit dimensions, the model's name",
+       .get = KeyField<&ModelSpec::name>::get},
+      {.key = "description", .fallback = KeyValue{std::string()}, .doc = "free text"},
+      dimension("layers", 100000, "transformer layers", KeyField<&ModelSpec::layers>{}),
+      dimension("hidden", 1 << 20, "hidden size", KeyField<&ModelSpec::hidden>{}),
+      dimension("heads", 1 << 16, "attention heads (divide hidden)", KeyField<&ModelSpec::heads>{}),
+      dimension("kv_heads", 1 << 16, "key/value heads (divide heads)", KeyField<&ModelSpec::kv_heads>{}),
+      dimension("ffn", 1 << 22, "MLP inner size", KeyField<&ModelSpec::ffn>{}),
+      dimension("vocab", 1 << 24, "vocabulary size", KeyField<&ModelSpec::vocab>{}),
+      // The architecture's variants; absent keys are the Llama architecture.
+      {.key = "mlp", .type = KeyType::choice, .fallback = KeyValue{std::string("swiglu")},
+       .names = names_of({Mlp::swiglu, Mlp::gelu, Mlp::relu2}),
+       .doc = "`swiglu` (three matrices), `gelu` or `relu2` (squared ReLU; two matrices)",
+       .set = KeyEnum<parse_mlp, &ModelSpec::mlp>::set, .get = KeyEnum<parse_mlp, &ModelSpec::mlp>::get},
+      {.key = "norm", .type = KeyType::choice, .fallback = KeyValue{std::string("rmsnorm")},
+       .names = names_of({Norm::rmsnorm, Norm::layernorm}), .doc = "`rmsnorm` or `layernorm` (weight and bias)",
+       .set = KeyEnum<parse_norm, &ModelSpec::norm>::set, .get = KeyEnum<parse_norm, &ModelSpec::norm>::get},
+      {.key = "position", .type = KeyType::choice, .fallback = KeyValue{std::string("rope")},
+       .names = names_of({Position::rope, Position::learned}),
+       .doc = "`rope` (rotary) or `learned` (absolute positions, a table of `max_positions` rows)",
+       .set = KeyEnum<parse_position, &ModelSpec::position>::set,
+       .get = KeyEnum<parse_position, &ModelSpec::position>::get},
+      {.key = "max_positions", .type = KeyType::integer, .lower = 0, .upper = 1 << 24, .fallback = KeyValue{0L},
+       .doc = "learned positions: rows of the position table (>= 1 with `position = \"learned\"`)",
+       .set = KeyField<&ModelSpec::max_positions>::set, .get = KeyField<&ModelSpec::max_positions>::get},
+      {.key = "bias", .type = KeyType::boolean, .fallback = KeyValue{false}, .doc = "biases on every linear layer",
+       .set = KeyField<&ModelSpec::bias>::set, .get = KeyField<&ModelSpec::bias>::get},
+      {.key = "tied_embeddings", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "the LM head is the input embedding",
+       .set = KeyField<&ModelSpec::tied_embeddings>::set, .get = KeyField<&ModelSpec::tied_embeddings>::get},
+  };
+  return keys;
+}
 
 Expected<ModelSpec> read_model(const toml::table& table, const std::string& name, const std::string& prefix,
                                const std::map<std::string, std::string>* overrides) {
@@ -10,25 +56,23 @@ Expected<ModelSpec> read_model(const toml::table& table, const std::string& name
   ModelSpec m;
   m.name = r.string("name", name);
   r.string("description", "");
-  m.layers = static_cast<int>(r.required_number("layers", 1, 100000));
-  m.hidden = static_cast<int>(r.required_number("hidden", 1, 1 << 20));
-  m.heads = static_cast<int>(r.required_number("heads", 1, 1 << 16));
-  m.kv_heads = static_cast<int>(r.required_number("kv_heads", 1, 1 << 16));
-  m.ffn = static_cast<int>(r.required_number("ffn", 1, 1 << 22));
-  m.vocab = static_cast<int>(r.required_number("vocab", 1, 1 << 24));
-  // The architecture's variants; absent keys are the Llama architecture.
-  m.mlp = *parse_mlp(r.choice("mlp", "swiglu", {"swiglu", "gelu", "relu2"}));
-  m.norm = *parse_norm(r.choice("norm", "rmsnorm", {"rmsnorm", "layernorm"}));
-  m.position = *parse_position(r.choice("position", "rope", {"rope", "learned"}));
-  m.max_positions = static_cast<int>(r.number("max_positions", 0, 0, 1 << 24));
-  m.bias = r.boolean("bias", false);
-  m.tied_embeddings = r.boolean("tied_embeddings", false);
+  // Integers read as numbers, so that 4096.0 says "expected an integer" rather than its type.
+  for (const KeySpec<ModelSpec>& k : model_keys()) {
+    if (k.set == nullptr) continue;  // name and description, read above
+    if (k.type == KeyType::integer) {
+      const double v = k.required ? r.required_number(k.key, k.lower, k.upper)
+                                  : r.number(k.key, static_cast<double>(std::get<long>(*k.fallback)), k.lower, k.upper);
+      k.set(m, KeyValue{static_cast<long>(v)}, 1);
+    } else if (std::optional<KeyValue> v = read_key(r, k)) {
+      k.set(m, *v, 1);
+    }
+  }
   if (!r.failed() && m.position == Position::learned && m.max_positions < 1) {
     r.fail("max_positions", "learned positions need the position table's rows (>= 1)");
   }
-  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "max_positions"}) {
-    const toml::node* n = table.get(key);
-    if (!r.failed() && n != nullptr && !n->is_integer()) r.fail(key, "expected an integer");
+  for (const KeySpec<ModelSpec>& k : model_keys()) {
+    const toml::node* n = table.get(k.key);
+    if (k.type == KeyType::integer && !r.failed() && n != nullptr && !n->is_integer()) r.fail(k.key, "expected an integer");
   }
   if (!r.failed() && m.hidden % m.heads != 0) r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ")");
   if (!r.failed() && m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "calibration/table/key_table.hpp"
 #include "calibration/table/model_spec.hpp"
 
 #include <toml++/toml.h>
@@ -14,6 +15,10 @@
 #include <vector>
 
 namespace commbound::calibration {
+
+// The keys of a model table, as data (key_table.hpp): the zoo and a scenario's [model] are read,
+// written back and documented from these.
+const std::vector<KeySpec<ModelSpec>>& model_keys();
 
 // Reads explicit dimensions (layers, hidden, heads, kv_heads, ffn, vocab: integers; optional name,
 // defaulting to `name`, and description) from `table`, whose dotted path is `prefix`; `overrides`

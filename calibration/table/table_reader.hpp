@@ -39,6 +39,8 @@ public:
   TableReader(const toml::table& table, std::string prefix, const Overrides* overrides = nullptr);
 
   bool has(const std::string& key) const { return table_.contains(key); }
+  bool is_table(const std::string& key) const { return table_.contains(key) && table_.get(key)->is_table(); }
+  bool is_boolean(const std::string& key) const { return table_.contains(key) && table_.get(key)->is_boolean(); }
   std::string string(const std::string& key, const std::string& fallback);
   std::string required_string(const std::string& key);
   // A string that must be one of `allowed`.

@@ -62,11 +62,8 @@ std::string title_of(const sim::Scenario& base, const std::vector<sim::PointResu
   std::ostringstream title;
   title << "commbound run: " << base.path << ": " << (model_per_row ? std::string("model per row") : t.model.name)
         << ", seq " << t.seq_len << ", "
-        << (t.strategy == sim::Strategy::ddp ? std::string("DDP")
-                                             : std::string(t.strategy == sim::Strategy::hsdp     ? "HSDP"
-                                                           : t.strategy == sim::Strategy::diloco ? "DiLoCo"
-                                                                                                 : "FSDP") +
-                                                   " ZeRO-" + std::to_string(t.zero_stage))
+        << sim::display_name(t.strategy)
+        << (t.strategy == sim::Strategy::ddp ? std::string() : " ZeRO-" + std::to_string(t.zero_stage))
         << ", tp " << t.tp;
   std::vector<std::string> computes, powers;
   for (const auto& row : rows) {

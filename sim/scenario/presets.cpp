@@ -1,6 +1,7 @@
 #include "sim/scenario/presets.hpp"
 
 #include "calibration/base/file_type.hpp"
+#include "calibration/base/units.hpp"
 
 #include <unistd.h>
 
@@ -8,15 +9,23 @@
 #include <array>
 #include <vector>
 
+// Key tables are written with designated initializers that leave the fields a key does not use
+// at their defaults; GCC warns about each omitted field all the same.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace commbound::sim {
 
+using calibration::KeyEnum;
+using calibration::KeyField;
+using calibration::KeySpec;
+using calibration::KeyType;
+using calibration::KeyValue;
+using calibration::KeyValues;
 using calibration::Overrides;
 using calibration::parse_toml_file;
+using calibration::read_keys;
 using calibration::TableReader;
 namespace {
-
-constexpr double kBytesPerGB = 1e9;
-constexpr double kSecondsPerUs = 1e-6;
 
 // The named sub-table of a preset file, or an error listing the names it has.
 Expected<const toml::table*> preset_table(const toml::table& file, const std::filesystem::path& path,
@@ -57,15 +66,32 @@ std::filesystem::path default_data_dir() {
 
 std::filesystem::path default_calibration_dir() { return default_data_dir() / "calibration"; }
 
+const std::vector<KeySpec<network::LinkTech>>& link_keys() {
+  using network::LinkTech;
+  static const std::vector<KeySpec<LinkTech>> keys = {
+      {.key = "name", .derived = "the preset's name, or `custom`",
+       .doc = "how reports and `nccl.fit` name the link; a resolved scenario keeps its preset's name here",
+       .set = KeyField<&LinkTech::name>::set, .get = KeyField<&LinkTech::name>::get},
+      {.key = "description", .fallback = KeyValue{std::string()}, .doc = "free text"},
+      {.key = "bandwidth_GBps", .type = KeyType::number, .si_per_unit = kBytesPerGB, .lower = 1e-3, .upper = 1e6,
+       .required = true, .doc = "signalling rate per direction",
+       .set = KeyField<&LinkTech::bw_bytes_per_s>::set, .get = KeyField<&LinkTech::bw_bytes_per_s>::get},
+      {.key = "efficiency", .type = KeyType::number, .lower = 0.01, .upper = 1.0, .required = true,
+       .doc = "achievable payload fraction of the bandwidth (headers, flow control)",
+       .set = KeyField<&LinkTech::efficiency>::set, .get = KeyField<&LinkTech::efficiency>::get},
+      {.key = "latency_us", .type = KeyType::number, .si_per_unit = kSecondsPerUs, .lower = 0.0, .upper = 1e6,
+       .required = true, .doc = "one traversal of the link (for fabric technologies: one switch traversal)",
+       .set = KeyField<&LinkTech::latency_s>::set, .get = KeyField<&LinkTech::latency_s>::get},
+  };
+  return keys;
+}
+
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const Overrides* overrides) {
   TableReader r(table, prefix, overrides);
   network::LinkTech t;
-  t.name = r.string("name", name);  // a resolved scenario's [fabric.link] keeps its preset's name
-  r.string("description", "");
-  t.bw_bytes_per_s = r.required_number("bandwidth_GBps", 1e-3, 1e6) * kBytesPerGB;
-  t.efficiency = r.required_number("efficiency", 0.01, 1.0);
-  t.latency_s = r.required_number("latency_us", 0.0, 1e6) * kSecondsPerUs;
+  t.name = name;
+  read_keys(r, link_keys(), t);
   if (Status s = r.finish(); !s) return s.error();
   return t;
 }
@@ -79,31 +105,65 @@ Expected<network::LinkTech> Presets::link(const std::string& name) const {
   return read_link(**table, name, name);
 }
 
+const std::vector<KeySpec<network::NodeType>>& node_keys() {
+  using network::NodeType;
+  // The links are presets by name: read_node loads them; a writer names them.
+  auto nvlink_name = [](const NodeType& n, double) -> std::optional<KeyValue> { return KeyValue{n.nvlink.name}; };
+  auto pcie_name = [](const NodeType& n, double) -> std::optional<KeyValue> { return KeyValue{n.pcie.name}; };
+  static const std::vector<KeySpec<NodeType>> keys = {
+      {.key = "name", .derived = "the preset's name, or `custom`",
+       .doc = "how reports and `nccl.fit` name the node; a resolved scenario keeps its preset's name here",
+       .set = KeyField<&NodeType::name>::set, .get = KeyField<&NodeType::name>::get},
+      {.key = "description", .fallback = KeyValue{std::string()}, .doc = "free text"},
+      {.key = "gpu", .required = true, .doc = "a `calibration/gpus.toml` preset",
+       .set = KeyField<&NodeType::gpu>::set, .get = KeyField<&NodeType::gpu>::get},
+      {.key = "gpus", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{8L},
+       .doc = "GPUs per node", .set = KeyField<&NodeType::gpus>::set, .get = KeyField<&NodeType::gpus>::get},
+      {.key = "nics", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{8L},
+       .doc = "NICs on the compute fabric (GPUs a multiple of NICs); NIC k serves rail k",
+       .set = KeyField<&NodeType::nics>::set, .get = KeyField<&NodeType::nics>::get},
+      {.key = "nvlink", .required = true, .doc = "a `calibration/links.toml` preset: each GPU's NVLink, per direction",
+       .get = nvlink_name},
+      {.key = "pcie", .required = true, .doc = "a `calibration/links.toml` preset: GPU to NIC", .get = pcie_name},
+      {.key = "nvlink_topology", .type = KeyType::choice, .fallback = KeyValue{std::string("switch")},
+       .names = calibration::names_of({network::NvlinkTopology::nvswitch, network::NvlinkTopology::mesh}),
+       .doc = "`switch`: every GPU on an NVSwitch at the `nvlink` rate; `mesh`: no switch, one link per GPU pair "
+              "at the `nvlink` rate / (gpus - 1), up to 4 GPUs, `nvls = false`",
+       .set = KeyEnum<network::parse_nvlink_topology, &NodeType::nvlink_topology>::set,
+       .get = KeyEnum<network::parse_nvlink_topology, &NodeType::nvlink_topology>::get},
+      {.key = "sm_arch", .type = KeyType::integer, .lower = 60, .upper = 200, .fallback = KeyValue{90L},
+       .doc = "80 Ampere, 90 Hopper: selects NCCL's per-architecture constants",
+       .set = KeyField<&NodeType::sm_arch>::set, .get = KeyField<&NodeType::sm_arch>::get},
+      {.key = "nvls", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "NVSwitch with in-switch reduction (NVLink SHARP)",
+       .set = KeyField<&NodeType::nvls>::set, .get = KeyField<&NodeType::nvls>::get},
+      {.key = "nccl_channels", .type = KeyType::integer, .lower = 1, .upper = 64, .fallback = KeyValue{16L},
+       .doc = "channels NCCL runs per collective on this node type",
+       .set = KeyField<&NodeType::nccl_channels>::set, .get = KeyField<&NodeType::nccl_channels>::get},
+      {.key = "nic", .required = true, .doc = "a `calibration/links.toml` preset: the NICs as shipped (the fabric's default link)",
+       .set = KeyField<&NodeType::nic>::set, .get = KeyField<&NodeType::nic>::get},
+      {.key = "host_cpu", .type = KeyType::choice, .fallback = KeyValue{std::string("intel")},
+       .names = calibration::names_of({network::HostCpu::intel, network::HostCpu::amd, network::HostCpu::other}),
+       .doc = "selects NCCL's netOverhead (1 us Intel, 2 us AMD)",
+       .set = KeyEnum<network::parse_host_cpu, &NodeType::host_cpu>::set,
+       .get = KeyEnum<network::parse_host_cpu, &NodeType::host_cpu>::get},
+  };
+  return keys;
+}
+
 Expected<network::NodeType> read_node(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const Presets& presets, const Overrides* overrides) {
   TableReader r(table, prefix, overrides);
   network::NodeType n;
-  n.name = r.string("name", name);  // a resolved scenario's [cluster.node] keeps its preset's name
-  r.string("description", "");
-  n.gpu = r.required_string("gpu");
-  n.gpus = static_cast<int>(r.integer("gpus", 8, 1, 1024));
-  n.nics = static_cast<int>(r.integer("nics", 8, 1, 1024));
-  const std::string nvlink = r.required_string("nvlink");
-  const std::string pcie = r.required_string("pcie");
-  n.nvlink_topology = r.choice("nvlink_topology", "switch", {"switch", "mesh"}) == "mesh"
-                          ? network::NvlinkTopology::mesh
-                          : network::NvlinkTopology::nvswitch;
-  n.sm_arch = static_cast<int>(r.integer("sm_arch", 90, 60, 200));
-  n.nvls = r.boolean("nvls", false);
-  n.nccl_channels = static_cast<int>(r.integer("nccl_channels", 16, 1, 64));
-  n.nic = r.required_string("nic");
-  const std::string cpu = r.choice("host_cpu", "intel", {"intel", "amd", "other"});
-  n.host_cpu = cpu == "intel" ? network::HostCpu::intel : (cpu == "amd" ? network::HostCpu::amd : network::HostCpu::other);
+  n.name = name;
+  const KeyValues v = read_keys(r, node_keys(), n);
   if (!r.failed() && n.gpus % n.nics != 0) r.fail("nics", "GPUs per node (" + std::to_string(n.gpus) + ") must be a multiple of NICs");
   if (!r.failed()) {
     if (std::string why = n.nvlink_topology_problem(); !why.empty()) r.fail("nvlink_topology", why);
   }
   if (Status s = r.finish(); !s) return s.error();
+  const std::string& nvlink = v.text("nvlink");
+  const std::string& pcie = v.text("pcie");
   auto nv = presets.link(nvlink);
   if (!nv) return Error{prefix + ".nvlink = \"" + nvlink + "\": " + nv.error().message};
   auto pc = presets.link(pcie);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "calibration/table/key_table.hpp"
 #include "calibration/table/table_reader.hpp"
 #include "network/cluster_spec.hpp"
 #include "network/nccl_constants.hpp"
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace commbound::sim {
 
@@ -39,6 +41,12 @@ private:
   std::filesystem::path dir_;
 };
 
+// The keys of a link technology table and of a node type table, as data (key_table.hpp): the
+// presets and a scenario's [fabric.link] and [cluster.node] are read, written back and documented
+// from these.
+const std::vector<calibration::KeySpec<network::LinkTech>>& link_keys();
+const std::vector<calibration::KeySpec<network::NodeType>>& node_keys();
+
 // Reads one link technology table (keys as in calibration/links.toml: description, bandwidth_GBps,
 // efficiency, latency_us); `prefix` is its dotted path for error messages.
 Expected<network::LinkTech> read_link(const toml::table& table, const std::string& name, const std::string& prefix,
@@ -50,8 +58,5 @@ Expected<network::LinkTech> read_link(const toml::table& table, const std::strin
 Expected<network::NodeType> read_node(const toml::table& table, const std::string& name, const std::string& prefix,
                                       const Presets& presets,
                                       const std::map<std::string, std::string>* overrides = nullptr);
-
-// The validated TOML reader of the calibration room (calibration/table/table_reader.hpp), by the
-// names the simulator's readers (presets, scenarios, models) spell unqualified.
 
 }  // namespace commbound::sim

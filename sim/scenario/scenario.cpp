@@ -4,6 +4,7 @@
 #include "calibration/base/number_text.hpp"
 #include "calibration/table/table_reader.hpp"
 #include "sim/scenario/model.hpp"
+#include "sim/scenario/scenario_schema.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -15,14 +16,14 @@
 
 namespace commbound::sim {
 
+using calibration::KeyType;
+using calibration::KeyValues;
 using calibration::Overrides;
 using calibration::parse_toml_file;
+using calibration::read_keys;
 using calibration::TableReader;
 using calibration::where;
-using calibration::read_model;
 namespace {
-
-constexpr double kSecondsPerUs = 1e-6;
 
 // Where the value of `section_name.key` came from, for an error: its --set, else its place in
 // the file, else the file itself.
@@ -71,6 +72,11 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
   const std::string value = assignment.substr(eq + 1);
   const std::string origin = "--set " + assignment;
   toml::table parsed;
+  // A string key of the schema takes the text as given (--set nccl.release=2.30 is not 2.3).
+  const calibration::KeySpec<Scenario>* spec = find_scenario_key(key);
+  const bool text_key = spec != nullptr && (spec->type == KeyType::string || spec->type == KeyType::choice) &&
+                        spec->boolean_names.empty() && !value.starts_with('"');
+  if (text_key) return set_value(doc, key, toml::value<std::string>(value), origin, origins);
   try {
     parsed = toml::parse("v = " + value, origin);
   } catch (const toml::parse_error&) {
@@ -155,6 +161,69 @@ Expected<TableOrReason> resolve_kernel_table(const std::string& setting, const s
   return TableOrReason{shared};
 }
 
+// [sweep]: key (one dotted key, or several), values (one per point) and grid ("zip" or
+// "cartesian"); each point's values are kept typed as the file wrote them.
+Expected<Sweep> read_sweep(const toml::table& table, const Overrides& origins) {
+  TableReader sweep(table, "sweep", &origins);
+  Sweep sw;
+  const toml::node* key = table.get("key");
+  if (key != nullptr && key->is_array()) {
+    if (const toml::array* keys = sweep.required_array("key"); keys != nullptr) {  // null (an error) when empty
+      for (const auto& k : *keys) sw.keys.push_back(render(k));
+    }
+  } else {
+    sw.keys.push_back(sweep.required_string("key"));
+  }
+  // grid = "zip" (default): each value is one point, an array with one entry per key;
+  // "cartesian": values holds one array per key, and every combination is a point (first key outermost).
+  const std::string grid = sweep.choice("grid", "zip", {"zip", "cartesian"});
+  const toml::array* values = sweep.required_array("values");
+  toml::array combinations;
+  if (values != nullptr && grid == "cartesian" && sw.keys.size() > 1) {
+    const bool shaped = values->size() == sw.keys.size() &&
+                        std::all_of(values->begin(), values->end(), [](const toml::node& n) { return n.is_array(); });
+    if (!shaped) {
+      sweep.fail("values", "grid = \"cartesian\" needs one array of values per key (" + std::to_string(sw.keys.size()) + ")");
+    } else {
+      std::vector<toml::array> points(1);
+      for (const auto& axis : *values) {
+        std::vector<toml::array> grown;
+        for (const auto& point : points) {
+          for (const auto& v : *axis.as_array()) {
+            toml::array next = point;
+            next.push_back(v);
+            grown.push_back(std::move(next));
+          }
+        }
+        points = std::move(grown);
+      }
+      for (auto& point : points) combinations.push_back(std::move(point));
+      values = &combinations;
+    }
+  }
+  if (values != nullptr && !sweep.failed()) {
+    for (const auto& v : *values) {
+      toml::array point;
+      if (sw.keys.size() == 1) {
+        point.push_back(v);
+      } else if (v.is_array() && v.as_array()->size() == sw.keys.size()) {
+        point = *v.as_array();
+      } else {
+        sweep.fail("values", "each value must be an array of " + std::to_string(sw.keys.size()) + " entries, one per key");
+        break;
+      }
+      std::string name;
+      for (std::size_t k = 0; k < point.size(); ++k) {
+        name += (name.empty() ? "" : " ") + sw.keys[k] + "=" + render(*point.get(k));
+      }
+      sw.names.push_back(name);
+      sw.values.push_back(std::move(point));
+    }
+  }
+  if (Status s = sweep.finish(); !s) return s.error();
+  return sw;
+}
+
 // [workload]: trace (a file, relative to the scenario file's folder), step, collectives, groups.
 Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides& origins, const std::string& path,
                                       const TrainingSpec& t) {
@@ -197,300 +266,302 @@ Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides&
   return w;
 }
 
-}  // namespace
+// Reads a parsed (and overridden) document into a Scenario: each section's keys through the schema
+// (scenario_schema.hpp), then that section's cross-key rules, each a small function below. The
+// first error wins and is returned as soon as its section ends.
+class Resolver {
+public:
+  Resolver(const toml::table& doc, const Overrides& origins, const std::string& path, const Presets& presets,
+           TableCache& tables)
+      : doc_(doc), origins_(origins), path_(path), presets_(presets), tables_(tables) {}
 
-// Validates the parsed (and overridden) document into a Scenario.
-Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, const std::string& path,
-                           const Presets& presets, TableCache& tables) {
-  Scenario sc;
-  sc.path = path;
-  TableReader top(doc, "", &origins);
-  sc.description = top.string("description", "");
-  const toml::table empty;
-  const toml::table* cluster_t = top.table("cluster");
-  const toml::table* fabric_t = top.table("fabric");
-  const toml::table* nccl_t = top.table("nccl");
-  const toml::table* model_t = top.table("model");
-  const toml::table* training_t = top.table("training");
-  const toml::table* parallel_t = top.table("parallel");
-  const toml::table* sweep_t = top.table("sweep");
-  const toml::table* workload_t = top.table("workload");
-  if (!top.failed() && (training_t != nullptr || parallel_t != nullptr || workload_t != nullptr) && model_t == nullptr) {
-    top.fail(training_t != nullptr ? "training" : parallel_t != nullptr ? "parallel" : "workload", "needs a [model] section");
+  Expected<Scenario> resolve() {
+    sc_.path = path_;
+    if (Status s = read_top(); !s) return s.error();
+    if (Status s = read_cluster(); !s) return s.error();
+    if (Status s = read_fabric(); !s) return s.error();
+    if (Status s = read_nccl(); !s) return s.error();
+    if (sweep_t_ != nullptr) {
+      auto sweep = read_sweep(*sweep_t_, origins_);
+      if (!sweep) return sweep.error();
+      sc_.sweep = std::move(*sweep);
+    }
+    if (model_t_ == nullptr) return sc_;
+    sc_.training.emplace();
+    if (Status s = read_model(); !s) return s.error();
+    if (Status s = read_parallel(); !s) return s.error();
+    if (Status s = read_training(); !s) return s.error();
+    if (workload_t_ != nullptr) {
+      auto workload = read_workload(*workload_t_, origins_, path_, *sc_.training);
+      if (!workload) return workload.error();
+      sc_.workload = std::move(*workload);
+    }
+    return sc_;
   }
-  if (!top.failed() && cluster_t == nullptr) top.fail("cluster", "missing table [cluster]");
-  if (Status s = top.finish(); !s) return s.error();
 
-  // [cluster]
-  TableReader cluster(*cluster_t, "cluster", &origins);
+private:
+  // The schema's keys of `section`, read from `r` into the scenario.
+  KeyValues read_section(TableReader& r, const char* section) {
+    return read_keys(r, scenario_section(section).keys, sc_);
+  }
+  const toml::table& section_or_empty(const toml::table* t) const { return t != nullptr ? *t : empty_; }
+
+  Status read_top() {
+    TableReader top(doc_, "", &origins_);
+    read_section(top, "");
+    cluster_t_ = top.table("cluster");
+    fabric_t_ = top.table("fabric");
+    nccl_t_ = top.table("nccl");
+    model_t_ = top.table("model");
+    training_t_ = top.table("training");
+    parallel_t_ = top.table("parallel");
+    sweep_t_ = top.table("sweep");
+    workload_t_ = top.table("workload");
+    if (!top.failed() && (training_t_ != nullptr || parallel_t_ != nullptr || workload_t_ != nullptr) &&
+        model_t_ == nullptr) {
+      top.fail(training_t_ != nullptr ? "training" : parallel_t_ != nullptr ? "parallel" : "workload",
+               "needs a [model] section");
+    }
+    if (!top.failed() && cluster_t_ == nullptr) top.fail("cluster", "missing table [cluster]");
+    return top.finish();
+  }
+
+  Status read_cluster() {
+    TableReader cluster(*cluster_t_, "cluster", &origins_);
+    const KeyValues v = read_section(cluster, "cluster");
+    if (Status s = cluster.finish(); !s) return s;
+    if (Status s = check_node_choice(cluster, v); !s) return s;
+    if (Status s = load_node(v); !s) return s;
+    // The kernel table prices a training iteration's compute: read it only for one.
+    if (model_t_ != nullptr) return load_kernel_table();
+    return Ok{};
+  }
+
   // The node: a preset of calibration/nodes.toml (node_type) or described here ([cluster.node]).
-  const toml::table* node_t = cluster_t->get("node") != nullptr && cluster_t->get("node")->is_table()
-                                  ? cluster.table("node")
-                                  : nullptr;
-  if (node_t != nullptr && cluster.has("node_type")) cluster.fail("node_type", "give node_type or [cluster.node], not both");
-  const std::string node_name = node_t != nullptr ? "custom" : cluster.required_string("node_type");
-  sc.cluster.nodes = static_cast<int>(cluster.integer("nodes", 1, 1, network::kMaxNodes));
-  const std::string kernel_table = cluster.string("kernel_table", "auto");
-  if (!cluster.failed() && kernel_table.empty()) cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
-  sc.kernel_table_setting = kernel_table;
-  if (Status s = cluster.finish(); !s) return s.error();
-  auto node = node_t != nullptr ? read_node(*node_t, "custom", "cluster.node", presets, &origins) : presets.node(node_name);
-  if (!node && node_t != nullptr) return node.error();
-  if (!node) {
-    return Error{origin_of(origins, cluster_t, "cluster", "node_type", path) + ": cluster.node_type = \"" + node_name +
-                 "\": " + node.error().message};
+  Status check_node_choice(TableReader& cluster, const KeyValues& v) {
+    const bool inline_node = cluster_t_->get("node") != nullptr && cluster_t_->get("node")->is_table();
+    if (inline_node && v.has("node_type")) cluster.fail("node_type", "give node_type or [cluster.node], not both");
+    if (!inline_node) cluster.required_string("node_type");
+    if (!cluster.failed() && sc_.kernel_table_setting.empty()) {
+      cluster.fail("kernel_table", "expected \"auto\", \"roofline\" or a file");
+    }
+    return cluster.finish();
   }
-  sc.cluster.node = *node;
-  // The kernel table prices a training iteration's compute: read it only for one.
-  if (model_t != nullptr) {
-    auto table = resolve_kernel_table(kernel_table, sc.cluster.node.gpu, presets, tables);
+
+  Status load_node(const KeyValues& v) {
+    if (!v.has("node_type")) {
+      auto node = read_node(*cluster_t_->get("node")->as_table(), "custom", "cluster.node", presets_, &origins_);
+      if (!node) return node.error();
+      sc_.cluster.node = *node;
+      return Ok{};
+    }
+    const std::string& name = v.text("node_type");
+    auto node = presets_.node(name);
+    if (!node) {
+      return Error{origin_of(origins_, cluster_t_, "cluster", "node_type", path_) + ": cluster.node_type = \"" + name +
+                   "\": " + node.error().message};
+    }
+    sc_.cluster.node = *node;
+    return Ok{};
+  }
+
+  Status load_kernel_table() {
+    const std::string& setting = sc_.kernel_table_setting;
+    auto table = resolve_kernel_table(setting, sc_.cluster.node.gpu, presets_, tables_);
     if (!table) {
-      const std::string at = origin_of(origins, cluster_t, "cluster", "kernel_table", path);
-      return Error{at + ": cluster.kernel_table = \"" + kernel_table + "\": " + table.error().message};
+      const std::string at = origin_of(origins_, cluster_t_, "cluster", "kernel_table", path_);
+      return Error{at + ": cluster.kernel_table = \"" + setting + "\": " + table.error().message};
     }
     if (std::holds_alternative<std::string>(*table)) {
-      sc.roofline_reason = std::get<std::string>(*table);
+      sc_.roofline_reason = std::get<std::string>(*table);
     } else {
-      sc.kernel_table = std::get<std::shared_ptr<const calibration::KernelTable>>(*table);
+      sc_.kernel_table = std::get<std::shared_ptr<const calibration::KernelTable>>(*table);
     }
+    return Ok{};
   }
 
-  // [fabric]
-  TableReader fabric(fabric_t != nullptr ? *fabric_t : empty, "fabric", &origins);
-  network::FabricSpec& f = sc.cluster.fabric;
-  const std::string topo = fabric.choice("topology", "fat-tree", {"single-switch", "fat-tree", "rail-optimized"});
-  f.topology = topo == "single-switch" ? network::Topology::single_switch
-               : topo == "fat-tree"    ? network::Topology::fat_tree
-                                       : network::Topology::rail_optimized;
-  // fabric.link: a preset name from calibration/links.toml, or a table defining a technology.
-  const bool custom_link = fabric_t != nullptr && fabric_t->get("link") != nullptr && fabric_t->get("link")->is_table();
-  const toml::table* link_table = custom_link ? fabric.table("link") : nullptr;
-  // Default: the technology of the NICs the node type ships with.
-  const std::string link_name = custom_link ? "custom" : fabric.string("link", sc.cluster.node.nic);
-  f.routing = fabric.choice("routing", "adaptive", {"adaptive", "ecmp"}) == "ecmp" ? network::Routing::ecmp
-                                                                                  : network::Routing::adaptive;
-  f.oversubscription = fabric.number("oversubscription", 1.0, 1.0, 64.0);
-  f.switch_radix = static_cast<int>(fabric.integer("switch_radix", 64, 4, 1024));
-  f.levels = static_cast<int>(fabric.integer("levels", 0, 0, 3));
-  f.ecmp_seed = static_cast<unsigned>(fabric.integer("ecmp_seed", 0, 0, 1L << 31));
-  f.sharp = fabric.boolean("sharp", false);
-  const bool latency_given = fabric.has("switch_latency_us");
-  const double switch_latency_us = fabric.number("switch_latency_us", 0, 0, 1e3);
-  if (fabric_t != nullptr && fabric_t->contains("levels") && f.levels == 1) {
-    fabric.fail("levels", "use topology = \"single-switch\" for one switch; levels is 2 or 3 (0 = automatic)");
-  }
-  if (Status s = fabric.finish(); !s) return s.error();
-  auto link = custom_link ? read_link(*link_table, "custom", "fabric.link", &origins) : presets.link(link_name);
-  if (!link && custom_link) return link.error();
-  if (!link) {
-    return Error{origin_of(origins, fabric_t, "fabric", "link", path) + ": fabric.link = \"" + link_name + "\": " + link.error().message};
-  }
-  f.link = *link;
-  f.switch_latency_s = latency_given ? switch_latency_us * kSecondsPerUs : link->latency_s;
-
-  // [nccl]
-  TableReader nccl(nccl_t != nullptr ? *nccl_t : empty, "nccl", &origins);
-  const std::string release = nccl.string("release", "2.30.7");
-  const std::string algo = nccl.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree", "pat"});
-  const std::string proto = nccl.choice("protocol", "auto", {"auto", "LL", "LL128", "Simple"});
-  const std::string fid = nccl.choice("fidelity", "fluid", {"fluid", "step"});
-  const std::string jitter = nccl.choice("jitter", "on", {"on", "off"});
-  const std::string fit_name = nccl.string("fit", "");
-  if (nccl.has("channels")) {
-    sc.cluster.node.nccl_channels = static_cast<int>(nccl.integer("channels", 16, 1, 64));
-  }
-  if (Status s = nccl.finish(); !s) return s.error();
-  if (algo != "auto") sc.nccl_options.algorithm = network::parse_algorithm(algo);
-  if (proto != "auto") sc.nccl_options.protocol = network::parse_protocol(proto);
-  sc.nccl_options.fidelity = *network::parse_fidelity(fid);
-  sc.nccl_options.jitter = jitter == "on";
-  auto constants = presets.nccl(release);
-  if (!constants) {
-    return Error{origin_of(origins, nccl_t, "nccl", "release", path) + ": nccl.release = \"" + release + "\": " +
-                 constants.error().message};
-  }
-  sc.nccl = *constants;
-  if (!fit_name.empty()) {
-    auto fit = presets.fabric_fit(fit_name);
-    const std::string at = origin_of(origins, nccl_t, "nccl", "fit", path);
-    if (!fit) {
-      return Error{at + ": nccl.fit = \"" + fit_name + "\": " + fit.error().message};
+  Status read_fabric() {
+    TableReader fabric(section_or_empty(fabric_t_), "fabric", &origins_);
+    const KeyValues v = read_section(fabric, "fabric");
+    network::FabricSpec& f = sc_.cluster.fabric;
+    if (!fabric.failed() && v.has("levels") && f.levels == 1) {
+      fabric.fail("levels", "use topology = \"single-switch\" for one switch; levels is 2 or 3 (0 = automatic)");
     }
-    if (fit->node_type != sc.cluster.node.name || fit->link != f.link.name) {
-      return Error{at + ": nccl.fit = \"" + fit_name + "\": fitted on " + fit->node_type + " + " + fit->link +
-                   ", but this cluster is " + sc.cluster.node.name + " + " + f.link.name +
+    if (Status s = fabric.finish(); !s) return s;
+    if (Status s = load_link(v); !s) return s;
+    // One switch traversal: the link technology's latency unless given.
+    if (!v.has("switch_latency_us")) f.switch_latency_s = f.link.latency_s;
+    return Ok{};
+  }
+
+  // fabric.link: a preset name from calibration/links.toml (default: the technology of the NICs the
+  // node type ships with), or a table defining a technology.
+  Status load_link(const KeyValues& v) {
+    const toml::node* given = fabric_t_ != nullptr ? fabric_t_->get("link") : nullptr;
+    if (given != nullptr && given->is_table()) {
+      auto link = read_link(*given->as_table(), "custom", "fabric.link", &origins_);
+      if (!link) return link.error();
+      sc_.cluster.fabric.link = *link;
+      return Ok{};
+    }
+    const std::string name = v.has("link") ? v.text("link") : sc_.cluster.node.nic;
+    auto link = presets_.link(name);
+    if (!link) {
+      return Error{origin_of(origins_, fabric_t_, "fabric", "link", path_) + ": fabric.link = \"" + name +
+                   "\": " + link.error().message};
+    }
+    sc_.cluster.fabric.link = *link;
+    return Ok{};
+  }
+
+  Status read_nccl() {
+    TableReader nccl(section_or_empty(nccl_t_), "nccl", &origins_);
+    const KeyValues v = read_section(nccl, "nccl");
+    if (Status s = nccl.finish(); !s) return s;
+    const std::string& release = v.text("release");
+    auto constants = presets_.nccl(release);
+    if (!constants) {
+      return Error{origin_of(origins_, nccl_t_, "nccl", "release", path_) + ": nccl.release = \"" + release + "\": " +
+                   constants.error().message};
+    }
+    sc_.nccl = *constants;
+    return load_fit(v.text("fit"));
+  }
+
+  // nccl.fit: a fabric fit, which must have been fitted on this cluster's node type and link.
+  Status load_fit(const std::string& name) {
+    if (name.empty()) return Ok{};
+    network::FabricSpec& f = sc_.cluster.fabric;
+    auto fit = presets_.fabric_fit(name);
+    const std::string at = origin_of(origins_, nccl_t_, "nccl", "fit", path_);
+    if (!fit) return Error{at + ": nccl.fit = \"" + name + "\": " + fit.error().message};
+    if (fit->node_type != sc_.cluster.node.name || fit->link != f.link.name) {
+      return Error{at + ": nccl.fit = \"" + name + "\": fitted on " + fit->node_type + " + " + fit->link +
+                   ", but this cluster is " + sc_.cluster.node.name + " + " + f.link.name +
                    " (fit this fabric's own logs: commbound fit-fabric)"};
     }
     f.fit = *fit;
+    return Ok{};
   }
 
-  if (sweep_t != nullptr) {
-    TableReader sweep(*sweep_t, "sweep", &origins);
-    Sweep sw;
-    const toml::node* key = sweep_t->get("key");
-    if (key != nullptr && key->is_array()) {
-      if (const toml::array* keys = sweep.required_array("key"); keys != nullptr) {  // null (an error) when empty
-        for (const auto& k : *keys) sw.keys.push_back(render(k));
-      }
+  // [model]: a zoo name, or explicit dimensions (model_keys()); and the GPU it runs on.
+  Status read_model() {
+    TrainingSpec& t = *sc_.training;
+    if (model_t_->contains("layers")) {
+      auto m = calibration::read_model(*model_t_, "custom", "model", &origins_);
+      if (!m) return m.error();
+      t.model = *m;
     } else {
-      sw.keys.push_back(sweep.required_string("key"));
-    }
-    // grid = "zip" (default): each value is one point, an array with one entry per key;
-    // "cartesian": values holds one array per key, and every combination is a point (first key outermost).
-    const std::string grid = sweep.choice("grid", "zip", {"zip", "cartesian"});
-    const toml::array* values = sweep.required_array("values");
-    toml::array combinations;
-    if (values != nullptr && grid == "cartesian" && sw.keys.size() > 1) {
-      const bool shaped = values->size() == sw.keys.size() &&
-                          std::all_of(values->begin(), values->end(), [](const toml::node& n) { return n.is_array(); });
-      if (!shaped) {
-        sweep.fail("values", "grid = \"cartesian\" needs one array of values per key (" + std::to_string(sw.keys.size()) + ")");
-      } else {
-        std::vector<toml::array> points(1);
-        for (const auto& axis : *values) {
-          std::vector<toml::array> grown;
-          for (const auto& point : points) {
-            for (const auto& v : *axis.as_array()) {
-              toml::array next = point;
-              next.push_back(v);
-              grown.push_back(std::move(next));
-            }
-          }
-          points = std::move(grown);
-        }
-        for (auto& point : points) combinations.push_back(std::move(point));
-        values = &combinations;
+      TableReader model(*model_t_, "model", &origins_);
+      const std::string name = model.required_string("name");
+      if (Status s = model.finish(); !s) return s;
+      auto m = load_model(presets_, name);
+      if (!m) {
+        return Error{origin_of(origins_, model_t_, "model", "name", path_) + ": model.name = \"" + name + "\": " +
+                     m.error().message};
       }
+      t.model = *m;
     }
-    if (values != nullptr && !sweep.failed()) {
-      for (const auto& v : *values) {
-        toml::array point;
-        if (sw.keys.size() == 1) {
-          point.push_back(v);
-        } else if (v.is_array() && v.as_array()->size() == sw.keys.size()) {
-          point = *v.as_array();
-        } else {
-          sweep.fail("values", "each value must be an array of " + std::to_string(sw.keys.size()) + " entries, one per key");
-          break;
-        }
-        std::string name;
-        for (std::size_t k = 0; k < point.size(); ++k) {
-          name += (name.empty() ? "" : " ") + sw.keys[k] + "=" + render(*point.get(k));
-        }
-        sw.names.push_back(name);
-        sw.values.push_back(std::move(point));
-      }
+    auto gpu = load_gpu(presets_, sc_.cluster.node.gpu);
+    if (!gpu) return gpu.error();
+    t.gpu = *gpu;
+    return Ok{};
+  }
+
+  Status read_parallel() {
+    TableReader par(section_or_empty(parallel_t_), "parallel", &origins_);
+    const KeyValues v = read_section(par, "parallel");
+    if (Status s = par.finish(); !s) return s;
+    check_model_split(par);
+    check_world_size(par);
+    if (!par.failed()) default_hsdp_shard(v);
+    check_replica_groups(par);
+    return par.finish();
+  }
+
+  // tp divides the heads and KV heads; pp (x virtual stages) the layers; cp the sequence.
+  void check_model_split(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    if (!par.failed() && t.model.heads % t.tp != 0) {
+      par.fail("tp", "must divide the model's " + std::to_string(t.model.heads) + " attention heads");
     }
-    if (Status s = sweep.finish(); !s) return s.error();
-    sc.sweep = sw;
+    if (!par.failed() && t.model.kv_heads % t.tp != 0) {
+      par.fail("tp", "must divide the model's " + std::to_string(t.model.kv_heads) + " KV heads");
+    }
+    if (!par.failed() && t.model.layers % t.pp != 0) {
+      par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
+    }
+    if (!par.failed() && t.virtual_stages > 1 && t.pp == 1) par.fail("virtual_stages", "interleaving needs pp > 1");
+    if (!par.failed() && t.model.layers % (t.pp * t.virtual_stages) != 0) {
+      par.fail("virtual_stages", "pp x virtual_stages must divide the model's " + std::to_string(t.model.layers) +
+                                     " layers");
+    }
+    if (!par.failed() && t.cp > 1 && training_t_ != nullptr) {
+      const toml::node* seq = training_t_->get("seq_len");
+      if (seq != nullptr && seq->value_or<int64_t>(0) % t.cp != 0) par.fail("cp", "must divide training.seq_len");
+    }
   }
-  if (model_t == nullptr) return sc;
 
-  // [model], [training], [parallel]
-  TrainingSpec t;
-  // [model]: a zoo name, or explicit dimensions (layers, hidden, heads, kv_heads, ffn, vocab).
-  if (model_t->contains("layers")) {
-    auto m = read_model(*model_t, "custom", "model", &origins);
-    if (!m) return m.error();
-    t.model = *m;
-  } else {
-    TableReader model(*model_t, "model", &origins);
-    const std::string model_name = model.required_string("name");
-    if (Status s = model.finish(); !s) return s.error();
-    auto m = load_model(presets, model_name);
-    if (!m) return Error{origin_of(origins, model_t, "model", "name", path) + ": model.name = \"" + model_name + "\": " + m.error().message};
-    t.model = *m;
+  // World size = dp x tp x pp x cp: the model-parallel degrees divide the cluster, dp is the rest.
+  void check_world_size(TableReader& par) {
+    TrainingSpec& t = *sc_.training;
+    const int world = sc_.cluster.gpus();
+    const int model_parallel = t.tp * t.pp * t.cp;
+    if (!par.failed() && world % model_parallel != 0) {
+      par.fail(parallel_t_ != nullptr && parallel_t_->contains("tp") ? "tp" : "pp",
+               "tp x pp x cp = " + std::to_string(model_parallel) + " does not divide the " + std::to_string(world) +
+                   " GPUs of the cluster");
+    }
+    if (!par.failed()) t.dp = world / model_parallel;
   }
-  auto gpu = load_gpu(presets, sc.cluster.node.gpu);
-  if (!gpu) return gpu.error();
-  t.gpu = *gpu;
 
-  TableReader par(parallel_t != nullptr ? *parallel_t : empty, "parallel", &origins);
-  const std::string strategy = par.choice("strategy", "fsdp", {"fsdp", "hsdp", "ddp", "diloco"});
-  t.strategy = strategy == "ddp"      ? Strategy::ddp
-               : strategy == "hsdp"   ? Strategy::hsdp
-               : strategy == "diloco" ? Strategy::diloco
-                                      : Strategy::fsdp;
-  t.zero_stage = static_cast<int>(par.integer("zero_stage", 2, 2, 3));
-  t.tp = static_cast<int>(par.integer("tp", 1, 1, 1024));
-  t.pp = static_cast<int>(par.integer("pp", 1, 1, 1024));
-  t.cp = static_cast<int>(par.integer("cp", 1, 1, 1024));
-  t.sequence_parallel = par.boolean("sequence_parallel", false);
-  t.max_inflight_allgathers = static_cast<int>(par.integer("max_inflight_allgathers", 2, 1, 64));
-  t.ddp_bucket_bytes = par.number("ddp_bucket_MB", 25, 1, 1e5) * 1e6;
-  if (!par.failed() && t.model.heads % t.tp != 0) {
-    par.fail("tp", "must divide the model's " + std::to_string(t.model.heads) + " attention heads");
-  }
-  if (!par.failed() && t.model.kv_heads % t.tp != 0) {
-    par.fail("tp", "must divide the model's " + std::to_string(t.model.kv_heads) + " KV heads");
-  }
-  t.virtual_stages = static_cast<int>(par.integer("virtual_stages", 1, 1, 1024));
-  if (!par.failed() && t.model.layers % t.pp != 0) {
-    par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
-  }
-  if (!par.failed() && t.virtual_stages > 1 && t.pp == 1) par.fail("virtual_stages", "interleaving needs pp > 1");
-  if (!par.failed() && t.model.layers % (t.pp * t.virtual_stages) != 0) {
-    par.fail("virtual_stages", "pp x virtual_stages must divide the model's " + std::to_string(t.model.layers) +
-                                   " layers");
-  }
-  if (!par.failed() && t.cp > 1 && training_t != nullptr) {
-    const toml::node* seq = training_t->get("seq_len");
-    if (seq != nullptr && seq->value_or<int64_t>(0) % t.cp != 0) par.fail("cp", "must divide training.seq_len");
-  }
-  const int world = sc.cluster.gpus();
-  const int model_parallel = t.tp * t.pp * t.cp;
-  if (!par.failed() && world % model_parallel != 0) {
-    par.fail(parallel_t != nullptr && parallel_t->contains("tp") ? "tp" : "pp",
-             "tp x pp x cp = " + std::to_string(model_parallel) + " does not divide the " + std::to_string(world) +
-                 " GPUs of the cluster");
-  }
-  const int per_node = sc.cluster.node.gpus;
   // Default HSDP shard: the parameter replicas on one node (tp ranks share one replica).
-  const long shard_default = std::gcd(std::max(1, per_node / t.tp), std::max(1, world / model_parallel * t.cp));
-  t.hsdp_shard = static_cast<int>(par.integer("hsdp_shard", shard_default, 1, 1 << 20));
-  t.dp = world / model_parallel;
-  if (!par.failed() && t.strategy == Strategy::hsdp && t.replicas() % t.hsdp_shard != 0) {
-    par.fail("hsdp_shard", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
+  void default_hsdp_shard(const KeyValues& v) {
+    TrainingSpec& t = *sc_.training;
+    if (v.has("hsdp_shard")) return;
+    const int per_node = sc_.cluster.node.gpus;
+    t.hsdp_shard = std::gcd(std::max(1, per_node / t.tp), std::max(1, t.dp * t.cp));
   }
-  t.diloco_islands = static_cast<int>(par.integer("diloco_islands", 8, 1, 1 << 20));
-  t.diloco_sync_every = static_cast<int>(par.integer("diloco_sync_every", 500, 1, 1L << 30));
-  // Like hsdp_shard, read under every strategy (so a sweep can set them beside other strategies) and
-  // used by diloco only.
-  if (!par.failed() && t.strategy == Strategy::diloco && t.replicas() % t.diloco_islands != 0) {
-    par.fail("diloco_islands", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
-  }
-  if (Status s = par.finish(); !s) return s.error();
 
-  TableReader tr(training_t != nullptr ? *training_t : empty, "training", &origins);
-  t.seq_len = static_cast<int>(tr.integer("seq_len", 4096, 1, 1 << 24));
-  const bool has_global = tr.has("global_batch");
-  const bool has_local = tr.has("local_batch");
-  const long global = tr.integer("global_batch", 0, 1, 1L << 40);
-  const long local = tr.integer("local_batch", 2, 1, 1L << 30);
-  // activation_checkpointing: "none" | "selective" | "selective_op" | "full"; the boolean of
-  // earlier scenarios still reads (true = "full", false = "none").
-  const toml::node* recompute = training_t != nullptr ? training_t->get("activation_checkpointing") : nullptr;
-  if (recompute != nullptr && recompute->is_boolean()) {
-    t.recompute = tr.boolean("activation_checkpointing", false) ? Recompute::full : Recompute::none;
-  } else {
-    const std::string r = tr.choice("activation_checkpointing", "none", {"none", "selective", "selective_op", "full"});
-    t.recompute = r == "full"           ? Recompute::full
-                  : r == "selective"    ? Recompute::selective
-                  : r == "selective_op" ? Recompute::selective_op
-                                        : Recompute::none;
+  // HSDP shards and DiLoCo islands split the parameter replicas evenly. Both keys are read under
+  // every strategy (so a sweep can set them beside other strategies) and checked under their own.
+  void check_replica_groups(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    if (!par.failed() && t.strategy == Strategy::hsdp && t.replicas() % t.hsdp_shard != 0) {
+      par.fail("hsdp_shard", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
+    }
+    if (!par.failed() && t.strategy == Strategy::diloco && t.replicas() % t.diloco_islands != 0) {
+      par.fail("diloco_islands", "must divide the " + std::to_string(t.replicas()) + " parameter replicas (dp x cp)");
+    }
   }
-  t.warmup_iterations = static_cast<int>(tr.integer("warmup_iterations", 0, 0, 100));
-  // framework: whose kernels and host a step runs (calibration/table/framework_recipe.hpp);
-  // Megatron-LM + Transformer Engine runs cuDNN's fused attention unless told otherwise.
-  t.framework = *calibration::parse_framework(tr.choice("framework", "fused", calibration::framework_names()));
-  if (!tr.failed() && t.framework == calibration::Framework::pytorch_eager &&
-      (t.model.mlp != calibration::Mlp::swiglu || t.model.norm != calibration::Norm::rmsnorm ||
-       t.model.position != calibration::Position::rope)) {
-    tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU); " + t.model.name +
-                             " is not");
+
+  Status read_training() {
+    TableReader tr(section_or_empty(training_t_), "training", &origins_);
+    const KeyValues v = read_section(tr, "training");
+    check_framework_model(tr);
+    check_precision(tr);
+    if (Status s = tr.finish(); !s) return s;
+    if (Status s = load_host(); !s) return s;
+    if (Status s = check_attention_kernel(tr, v); !s) return s;
+    check_batches(tr, v);
+    return tr.finish();
   }
-  t.precision = *calibration::parse_precision(tr.choice("precision", "bf16", {"bf16", "fp8"}));
-  if (!tr.failed() && t.precision == calibration::Precision::fp8) {
+
+  // pytorch-eager's recipe is the Llama architecture's kernels, read from the reference code.
+  void check_framework_model(TableReader& tr) const {
+    const TrainingSpec& t = *sc_.training;
+    if (!tr.failed() && t.framework == calibration::Framework::pytorch_eager &&
+        (t.model.mlp != calibration::Mlp::swiglu || t.model.norm != calibration::Norm::rmsnorm ||
+         t.model.position != calibration::Position::rope)) {
+      tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU); " + t.model.name +
+                               " is not");
+    }
+  }
+
+  // FP8 needs FP8 tensor cores, and runs through Transformer Engine or torch.compile (torchao).
+  void check_precision(TableReader& tr) const {
+    const TrainingSpec& t = *sc_.training;
+    if (tr.failed() || t.precision != calibration::Precision::fp8) return;
     if (t.gpu.peak_fp8_flops_per_s <= 0) {
       tr.fail("precision", t.gpu.name + " has no FP8 tensor cores (no dense_fp8_TFLOPs in calibration/gpus.toml)");
     } else if (t.framework == calibration::Framework::pytorch_eager) {
@@ -498,50 +569,83 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
                            "\"megatron-te\", \"pytorch-compile\" or \"fused\"");
     }
   }
-  if (!tr.failed()) {
-    auto host = load_host_costs(presets, t.framework);
+
+  Status load_host() {
+    TrainingSpec& t = *sc_.training;
+    auto host = load_host_costs(presets_, t.framework);
     if (!host) return host.error();
     t.host = *host;
+    return Ok{};
   }
-  t.attention_kernel = tr.choice("attention_kernel", t.framework == calibration::Framework::megatron_te ? "cudnn" : "commbound",
-                                 {"commbound", "cudnn"});
-  // A table that has attention rows must have some of the chosen kernel: pricing one kernel's
-  // attention by another's rows, or by the roofline, would be silent and wrong.
-  if (!tr.failed() && sc.kernel_table && !sc.kernel_table->attentions().empty() &&
-      !sc.kernel_table->has_attention(t.attention_kernel)) {
-    if (tr.has("attention_kernel")) {
-      tr.fail("attention_kernel", sc.kernel_table->display_path() + " has no [[attention]] rows of implementation \"" +
-                                      t.attention_kernel + "\"");
-    } else {
-      return Error{path + ": training.attention_kernel = \"commbound\" (the default): " + sc.kernel_table->display_path() +
-                   " has no [[attention]] rows of implementation \"commbound\"; set training.attention_kernel"};
+
+  // Megatron-LM + Transformer Engine runs cuDNN's fused attention unless told otherwise. A table
+  // that has attention rows must have some of the chosen kernel: pricing one kernel's attention by
+  // another's rows, or by the roofline, would be silent and wrong.
+  Status check_attention_kernel(TableReader& tr, const KeyValues& v) {
+    TrainingSpec& t = *sc_.training;
+    if (!v.has("attention_kernel")) {
+      t.attention_kernel = t.framework == calibration::Framework::megatron_te ? "cudnn" : "commbound";
     }
+    const auto& table = sc_.kernel_table;
+    if (!table || table->attentions().empty() || table->has_attention(t.attention_kernel)) return Ok{};
+    if (v.has("attention_kernel")) {
+      tr.fail("attention_kernel", table->display_path() + " has no [[attention]] rows of implementation \"" +
+                                      t.attention_kernel + "\"");
+      return tr.finish();
+    }
+    return Error{path_ + ": training.attention_kernel = \"commbound\" (the default): " + table->display_path() +
+                 " has no [[attention]] rows of implementation \"commbound\"; set training.attention_kernel"};
   }
-  if (!tr.failed() && has_global && has_local) tr.fail("local_batch", "give global_batch or local_batch, not both");
-  const long per_replica = has_global ? global / t.dp : local;
-  if (!tr.failed() && has_global && global % t.dp != 0) {
-    tr.fail("global_batch", "must be divisible by the " + std::to_string(t.dp) + " data-parallel replicas");
+
+  // global_batch or local_batch (one of them): the sequences of one replica split evenly into
+  // micro-batches, and an interleaved pipeline's micro-batches a multiple of pp.
+  void check_batches(TableReader& tr, const KeyValues& v) {
+    TrainingSpec& t = *sc_.training;
+    const bool has_global = v.has("global_batch");
+    if (!tr.failed() && has_global && v.has("local_batch")) tr.fail("local_batch", "give global_batch or local_batch, not both");
+    const long global = has_global ? v.integer("global_batch") : 0;
+    const long per_replica = has_global ? global / t.dp : v.integer("local_batch");
+    if (!tr.failed() && has_global && global % t.dp != 0) {
+      tr.fail("global_batch", "must be divisible by the " + std::to_string(t.dp) + " data-parallel replicas");
+    }
+    const long micro = v.has("micro_batch") ? v.integer("micro_batch") : per_replica;
+    if (!tr.failed() && per_replica % micro != 0) {
+      tr.fail("micro_batch", "must divide the " + std::to_string(per_replica) + " sequences per replica");
+    }
+    if (!tr.failed() && t.virtual_stages > 1 && (per_replica / micro) % t.pp != 0) {
+      tr.fail("micro_batch", "interleaved pipelines need micro-batches per replica (" +
+                                 std::to_string(per_replica / micro) + ") to be a multiple of pp (" +
+                                 std::to_string(t.pp) + ")");
+    }
+    if (tr.failed()) return;
+    t.global_batch = static_cast<int>(per_replica * t.dp);
+    t.micro_batch = static_cast<int>(micro);
+    t.micro_batches = static_cast<int>(per_replica / micro);
   }
-  const long micro = tr.integer("micro_batch", per_replica, 1, 1L << 30);
-  if (!tr.failed() && per_replica % micro != 0) {
-    tr.fail("micro_batch", "must divide the " + std::to_string(per_replica) + " sequences per replica");
-  }
-  if (!tr.failed() && t.virtual_stages > 1 && (per_replica / micro) % t.pp != 0) {
-    tr.fail("micro_batch", "interleaved pipelines need micro-batches per replica (" + std::to_string(per_replica / micro) +
-                               ") to be a multiple of pp (" + std::to_string(t.pp) + ")");
-  }
-  if (Status s = tr.finish(); !s) return s.error();
-  t.global_batch = static_cast<int>(per_replica * t.dp);
-  t.micro_batch = static_cast<int>(micro);
-  t.micro_batches = static_cast<int>(per_replica / micro);
-  sc.training = t;
-  if (workload_t != nullptr) {
-    auto workload = read_workload(*workload_t, origins, path, t);
-    if (!workload) return workload.error();
-    sc.workload = std::move(*workload);
-  }
-  return sc;
+
+  const toml::table& doc_;
+  const Overrides& origins_;
+  const std::string& path_;
+  const Presets& presets_;
+  TableCache& tables_;
+  const toml::table empty_;
+  const toml::table* cluster_t_ = nullptr;
+  const toml::table* fabric_t_ = nullptr;
+  const toml::table* nccl_t_ = nullptr;
+  const toml::table* model_t_ = nullptr;
+  const toml::table* training_t_ = nullptr;
+  const toml::table* parallel_t_ = nullptr;
+  const toml::table* sweep_t_ = nullptr;
+  const toml::table* workload_t_ = nullptr;
+  Scenario sc_;
+};
+
+Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, const std::string& path,
+                           const Presets& presets, TableCache& tables) {
+  return Resolver(doc, origins, path, presets, tables).resolve();
 }
+
+}  // namespace
 
 struct ScenarioFile::State {
   toml::table doc;
@@ -576,8 +680,15 @@ Expected<Scenario> ScenarioFile::point(std::size_t i, const std::vector<std::str
   return resolve_with(overrides, true, i);
 }
 
-Expected<Scenario> ScenarioFile::unswept(const std::vector<std::string>& overrides) const {
-  return resolve_with(overrides, false, 0);
+Expected<Scenario> ScenarioFile::unswept(const std::vector<ScenarioEdit>& edits, const std::string& origin) const {
+  toml::table doc = state_->doc;
+  Overrides origins = state_->origins;
+  for (const ScenarioEdit& e : edits) {
+    toml::table typed;
+    calibration::insert_value(typed, "v", e.value);
+    if (Status s = set_value(doc, e.key, *typed.get("v"), origin, origins); !s) return s.error();
+  }
+  return resolve(doc, origins, base_.path, state_->presets, state_->tables);
 }
 
 std::string ScenarioFile::origin(const std::string& key) const {

@@ -11,6 +11,7 @@
 #include "calibration/base/expected.hpp"
 #include "network/nccl_constants.hpp"
 #include "calibration/table/kernel_table.hpp"
+#include "calibration/table/key_table.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/training.hpp"
 
@@ -73,6 +74,14 @@ struct Scenario {
   std::optional<Sweep> sweep;
 };
 
+// One key set to a typed value, in the unit the file writes it ("parallel.tp" = 2L,
+// "training.activation_checkpointing" = "full"): how a program changes a scenario, with no text to
+// format and parse. Validated like the file's own keys (scenario_schema.hpp).
+struct ScenarioEdit {
+  std::string key;
+  calibration::KeyValue value;
+};
+
 // A scenario file read once, and the points of its [sweep] built from it: each point applies its
 // values to the parsed document (typed, as the file wrote them) and validates the result, reusing
 // the kernel table already read. Cheap to copy (the parsed document is shared).
@@ -90,9 +99,10 @@ public:
   // The scenario of point `i`: its sweep values set, then `overrides`, validated. Errors name the
   // [sweep] value's file and line.
   Expected<Scenario> point(std::size_t i, const std::vector<std::string>& overrides = {}) const;
-  // The file as written, its [sweep] not applied, with `overrides` set and validated (a layout
-  // search's candidates).
-  Expected<Scenario> unswept(const std::vector<std::string>& overrides) const;
+  // The file as written (with its --set), its [sweep] not applied, with `edits` applied and
+  // validated by the same schema and rules as the file (a layout search's candidates). Errors
+  // about an edited key name `origin` where a file would name its line.
+  Expected<Scenario> unswept(const std::vector<ScenarioEdit>& edits, const std::string& origin) const;
   // Where the file (or a --set) gives dotted `key` ("file:line", or "--set key=value"); empty when
   // neither does.
   std::string origin(const std::string& key) const;

@@ -1,5 +1,6 @@
 #include "sim/scenario/training.hpp"
 
+#include "calibration/base/units.hpp"
 #include "calibration/table/table_reader.hpp"
 
 namespace commbound::sim {
@@ -13,6 +14,40 @@ const char* to_string(Recompute r) {
     case Recompute::selective: return "selective";
     case Recompute::selective_op: return "selective_op";
     case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::full}) {
+    if (name == to_string(r)) return r;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(Strategy s) {
+  switch (s) {
+    case Strategy::ddp: return "ddp";
+    case Strategy::fsdp: return "fsdp";
+    case Strategy::hsdp: return "hsdp";
+    case Strategy::diloco: return "diloco";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view name) {
+  for (Strategy s : {Strategy::ddp, Strategy::fsdp, Strategy::hsdp, Strategy::diloco}) {
+    if (name == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
+const char* display_name(Strategy s) {
+  switch (s) {
+    case Strategy::ddp: return "DDP";
+    case Strategy::fsdp: return "FSDP";
+    case Strategy::hsdp: return "HSDP";
+    case Strategy::diloco: return "DiLoCo";
   }
   return "?";
 }
@@ -49,7 +84,6 @@ Expected<HostCosts> load_host_costs(const Presets& presets, calibration::Framewo
   const toml::node* node = file->get(name);
   if (node == nullptr || !node->is_table()) return Error{path.string() + ": no framework named \"" + name + "\""};
   TableReader r(*node->as_table(), name);
-  constexpr double kSecondsPerUs = 1e-6;
   HostCosts h;
   h.forward_op_s = r.required_number("host_forward_op_us", 0, 1e4) * kSecondsPerUs;
   h.backward_op_s = r.required_number("host_backward_op_us", 0, 1e4) * kSecondsPerUs;

@@ -6,7 +6,9 @@
 #include "calibration/table/llama_recipe.hpp"
 #include "sim/scenario/model.hpp"
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace commbound::sim {
 
@@ -30,6 +32,10 @@ struct GpuSpec {
 // diloco: DiLoCo (Douillard et al. 2023, arXiv 2311.08105): FSDP inside each of diloco_islands
 // islands, and every diloco_sync_every inner steps an outer step across the islands.
 enum class Strategy { ddp, fsdp, hsdp, diloco };
+const char* to_string(Strategy s);  // "ddp", "fsdp", "hsdp", "diloco": as [parallel] strategy spells it
+std::optional<Strategy> parse_strategy(std::string_view name);
+// How reports name a strategy: "DDP", "FSDP", "HSDP", "DiLoCo".
+const char* display_name(Strategy s);
 
 // Activation recomputation ([training] activation_checkpointing):
 //   none          every layer keeps what its backward reads;
@@ -42,7 +48,8 @@ enum class Strategy { ddp, fsdp, hsdp, diloco };
 //                 of attention, and replays the rest in backward;
 //   full          a layer keeps only its input and replays its whole forward in backward.
 enum class Recompute { none, selective, selective_op, full };
-const char* to_string(Recompute r);
+const char* to_string(Recompute r);  // as [training] activation_checkpointing spells it
+std::optional<Recompute> parse_recompute(std::string_view name);
 
 // The host side of a framework (calibration/frameworks.toml): the CPU time it takes to issue one
 // framework op (a kernel launch, a view, an autograd node: RecipeKernel::host_ops counts them)

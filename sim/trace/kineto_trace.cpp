@@ -2,6 +2,7 @@
 
 #include "calibration/base/number_text.hpp"
 #include "sim/trace/internal/json_file.hpp"
+#include "calibration/base/units.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kSecondsPerUs = 1e-6;  // Chrome trace "ts" and "dur" are microseconds
 // A consumer may start this long before its producer's end and still be taken as waiting for it:
 // the trace's timestamps are written in microseconds with three decimals (ns).
 constexpr double kTimestampResolutionUs = 1e-3;

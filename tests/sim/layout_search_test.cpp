@@ -42,18 +42,19 @@ TEST(LayoutSearch, ComputeOnlyBoundIsTheFullBoundsBusiestCompute) {
   auto file = ScenarioFile::load(kScenario, {}, Presets(default_calibration_dir()));
   ASSERT_TRUE(file) << file.error().message;
   const CostModel cost = cost_model(file->scenario());
-  for (const std::vector<std::string>& sets :
-       {std::vector<std::string>{"parallel.pp=2", "training.micro_batch=1"},
-        std::vector<std::string>{"parallel.pp=2", "parallel.virtual_stages=2", "training.micro_batch=1",
-                                 "training.activation_checkpointing=true"},
-        std::vector<std::string>{"parallel.tp=2", "parallel.cp=2", "training.micro_batch=2"}}) {
-    auto sc = file->unswept(sets);
+  using Edits = std::vector<ScenarioEdit>;
+  for (const Edits& sets :
+       {Edits{{"parallel.pp", 2L}, {"training.micro_batch", 1L}},
+        Edits{{"parallel.pp", 2L}, {"parallel.virtual_stages", 2L}, {"training.micro_batch", 1L},
+              {"training.activation_checkpointing", std::string("full")}},
+        Edits{{"parallel.tp", 2L}, {"parallel.cp", 2L}, {"training.micro_batch", 2L}}}) {
+    auto sc = file->unswept(sets, "test edit");
     ASSERT_TRUE(sc) << sc.error().message;
     const TrainingSpec& t = *sc->training;
     const IterationBound full = iteration_lower_bound(t, build_programs(t), cost);
     const IterationBound cheap = compute_only_bound(t, cost);
-    EXPECT_NEAR(cheap.busiest_compute_s, full.busiest_compute_s, 1e-9 * full.busiest_compute_s) << sets[0];
-    EXPECT_NEAR(cheap.compute_s, full.compute_s, 1e-9 * full.compute_s) << sets[0];
+    EXPECT_NEAR(cheap.busiest_compute_s, full.busiest_compute_s, 1e-9 * full.busiest_compute_s) << sets[0].key;
+    EXPECT_NEAR(cheap.compute_s, full.compute_s, 1e-9 * full.compute_s) << sets[0].key;
     EXPECT_GE(full.iteration_s, full.busiest_compute_s);
     if (t.pp > 1) {
       EXPECT_GT(full.bubble_s(), 0) << "a pipeline must wait at its ends";

@@ -2,12 +2,14 @@
 // names the file, the line, the dotted key and the value.
 #include "sim/report/output.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/scenario_schema.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include <fstream>
+#include <sstream>
 
 namespace commbound::sim {
 namespace {
@@ -295,6 +297,43 @@ TEST(ParseList, BoundsAreSaidAsTheyAre) {
     auto refused = parse_list("--nodes", not_positive, ListKind::node_counts);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().message, std::string("--nodes ") + not_positive + ": must be a positive integer");
+  }
+}
+
+
+// docs/scenarios.md's key tables are generated from the schema: the file must hold exactly what
+// the schema generates between its markers. When it does not, the current file is written beside
+// the test's scratch files, to copy over docs/scenarios.md.
+TEST(ScenarioSchema, DocsTablesAreCurrent) {
+  const std::string begin = "<!-- BEGIN keys generated from sim/scenario/scenario_schema.cpp: do not edit -->\n";
+  const std::string end = "<!-- END keys -->\n";
+  std::ifstream in("docs/scenarios.md");
+  ASSERT_TRUE(in) << "run from the source root";
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const auto a = doc.find(begin);
+  const auto b = doc.find(end);
+  ASSERT_NE(a, std::string::npos) << "docs/scenarios.md has no " << begin;
+  ASSERT_NE(b, std::string::npos) << "docs/scenarios.md has no " << end;
+  const std::string current = doc.substr(0, a + begin.size()) + scenario_keys_markdown() + doc.substr(b);
+  if (current != doc) {
+    const std::string out = ::testing::TempDir() + "scenarios.md";
+    std::ofstream(out) << current;
+    FAIL() << "docs/scenarios.md is not what the schema generates: cp " << out << " docs/scenarios.md";
+  }
+}
+
+// Every key of the schema reads back what the writer writes (each is read and written by one entry).
+TEST(ScenarioSchema, EveryKeyHasADocLineAndChoicesHaveNames) {
+  for (const ScenarioSection& section : scenario_sections()) {
+    for (const auto& k : section.keys) {
+      EXPECT_FALSE(std::string(k.doc).empty()) << section.name << "." << k.key;
+      if (k.type == calibration::KeyType::choice) {
+        EXPECT_FALSE(k.names.empty()) << section.name << "." << k.key;
+      }
+      EXPECT_EQ(find_scenario_key(std::string(section.name).empty() ? k.key : std::string(section.name) + "." + k.key), &k);
+    }
   }
 }
 

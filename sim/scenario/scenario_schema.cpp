@@ -1,0 +1,293 @@
+#include "sim/scenario/scenario_schema.hpp"
+
+#include "calibration/base/units.hpp"
+#include "calibration/table/model_zoo.hpp"
+#include "sim/scenario/presets.hpp"
+
+// Key tables are written with designated initializers that leave the fields a key does not use
+// at their defaults; GCC warns about each omitted field all the same.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace commbound::sim {
+
+using calibration::KeyEnum;
+using calibration::KeyField;
+using calibration::KeySpec;
+using calibration::KeyType;
+using calibration::KeyValue;
+using calibration::names_of;
+using network::ClusterSpec;
+using network::FabricSpec;
+using network::NodeType;
+
+namespace {
+
+using Key = KeySpec<Scenario>;
+using Got = std::optional<KeyValue>;
+
+KeyValue text(const char* s) { return KeyValue{std::string(s)}; }
+const std::string& text_of(const KeyValue& v) { return std::get<std::string>(v); }
+
+// A [fabric] key: Scenario::cluster.fabric.<member>.
+template <auto Member>
+using Fabric = KeyField<&Scenario::cluster, &ClusterSpec::fabric, Member>;
+// A [training] or [parallel] key: Scenario::training-><member>.
+template <auto Member>
+using Training = KeyField<&Scenario::training, Member>;
+
+std::vector<Key> top_keys() {
+  return {
+      {.key = "description", .fallback = text(""), .doc = "free text",
+       .set = KeyField<&Scenario::description>::set,
+       .get = [](const Scenario& s, double) -> Got { return s.description.empty() ? Got() : Got(KeyValue{s.description}); }},
+  };
+}
+
+std::vector<Key> cluster_keys() {
+  return {
+      {.key = "node", .type = KeyType::table,
+       .doc = "instead of `node_type`, the node described inline, `[cluster.node]` (keys below)"},
+      {.key = "node_type", .derived = "required unless `[cluster.node]`",
+       .doc = "a table of `calibration/nodes.toml` (`dgx-h100`, `dgx-a100`, `dgx-b200`, `gb200-nvl72`: the Blackwell "
+              "nodes' compute tables are DERIVED from the H100 table; `hgx-h100-4gpu`: four H100 SXM5 wired pairwise by "
+              "NVLink with no NVSwitch; `workstation-1gpu`: one H100 SXM5 and one 400G NIC)"},
+      {.key = "nodes", .type = KeyType::integer, .lower = 1, .upper = network::kMaxNodes, .fallback = KeyValue{1L},
+       .doc = "nodes in the cluster (`commbound collective --nodes` resizes it)",
+       .set = KeyField<&Scenario::cluster, &ClusterSpec::nodes>::set,
+       .get = KeyField<&Scenario::cluster, &ClusterSpec::nodes>::get},
+      {.key = "kernel_table", .fallback = text("auto"),
+       .doc = "what prices compute in `commbound run`: `auto` = `calibration/<gpu>.toml` when it exists, else the "
+              "datasheet roofline; `roofline`; or a calibration table file (relative to the working directory, then to "
+              "the calibration directory). See docs/calibration.md",
+       .set = KeyField<&Scenario::kernel_table_setting>::set, .get = KeyField<&Scenario::kernel_table_setting>::get},
+  };
+}
+
+std::vector<Key> fabric_keys() {
+  using network::Routing;
+  using network::Topology;
+  return {
+      {.key = "topology", .type = KeyType::choice, .fallback = text("fat-tree"),
+       .names = names_of({Topology::single_switch, Topology::fat_tree, Topology::rail_optimized}),
+       .doc = "`single-switch` (an ideal crossbar), `fat-tree` (NICs packed onto leaves in node order), "
+              "`rail-optimized` (NIC k of every node on rail k's leaves, DGX SuperPOD style)",
+       .set = KeyEnum<network::parse_topology, &Scenario::cluster, &ClusterSpec::fabric, &FabricSpec::topology>::set,
+       .get = KeyEnum<network::parse_topology, &Scenario::cluster, &ClusterSpec::fabric, &FabricSpec::topology>::get},
+      {.key = "link", .derived = "the node type's `nic`", .or_table = true,
+       .doc = "a table of `calibration/links.toml` (`ib-hdr`, `ib-ndr`, `ib-xdr`, `roce-200g`, `roce-400g`), or an "
+              "inline `[fabric.link]` table (keys below)"},
+      {.key = "routing", .type = KeyType::choice, .fallback = text("adaptive"),
+       .names = names_of({Routing::adaptive, Routing::ecmp}),
+       .doc = "`adaptive`: each flow spread over all up-links (IB adaptive routing); `ecmp`: each (source NIC, "
+              "destination NIC) pair hashed onto one up-link",
+       .set = KeyEnum<network::parse_routing, &Scenario::cluster, &ClusterSpec::fabric, &FabricSpec::routing>::set,
+       .get = KeyEnum<network::parse_routing, &Scenario::cluster, &ClusterSpec::fabric, &FabricSpec::routing>::get},
+      {.key = "oversubscription", .type = KeyType::number, .lower = 1.0, .upper = 64.0, .fallback = KeyValue{1.0},
+       .doc = "leaf down-ports : up-ports; a leaf of radix R gets round(R / (1 + o)) up-ports",
+       .set = Fabric<&FabricSpec::oversubscription>::set, .get = Fabric<&FabricSpec::oversubscription>::get},
+      {.key = "switch_radix", .type = KeyType::integer, .lower = 4, .upper = 1024, .fallback = KeyValue{64L},
+       .doc = "ports per switch",
+       .set = Fabric<&FabricSpec::switch_radix>::set, .get = Fabric<&FabricSpec::switch_radix>::get},
+      {.key = "levels", .type = KeyType::integer, .lower = 0, .upper = 3, .fallback = KeyValue{0L},
+       .doc = "tree levels, 2 or 3; 0 picks the fewest that fit (2-level: up to R leaves; 3-level: pods of R/2 "
+              "leaves, up to R pods)",
+       .set = Fabric<&FabricSpec::levels>::set, .get = Fabric<&FabricSpec::levels>::get},
+      {.key = "ecmp_seed", .type = KeyType::integer, .lower = 0, .upper = 1L << 31, .fallback = KeyValue{0L},
+       .doc = "salt of the ECMP hash", .set = Fabric<&FabricSpec::ecmp_seed>::set,
+       .get = Fabric<&FabricSpec::ecmp_seed>::get},
+      {.key = "sharp", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "in-network reduction in the switches (InfiniBand SHARP): NCCL then runs AllReduce as NVLS across "
+              "nodes (CollNet) on NVLink-SHARP nodes",
+       .set = Fabric<&FabricSpec::sharp>::set, .get = Fabric<&FabricSpec::sharp>::get},
+      {.key = "switch_latency_us", .type = KeyType::number, .si_per_unit = kSecondsPerUs, .lower = 0, .upper = 1e3,
+       .derived = "the link's `latency_us`", .doc = "one switch traversal",
+       .set = Fabric<&FabricSpec::switch_latency_s>::set, .get = Fabric<&FabricSpec::switch_latency_s>::get},
+  };
+}
+
+std::vector<Key> nccl_keys() {
+  using network::Algorithm;
+  using network::Fidelity;
+  using network::Protocol;
+  std::vector<std::string> algorithms = {"auto"};
+  for (const auto& n : names_of({Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree, Algorithm::pat})) {
+    algorithms.push_back(n);
+  }
+  std::vector<std::string> protocols = {"auto"};
+  for (const auto& n : names_of({Protocol::ll, Protocol::ll128, Protocol::simple})) protocols.push_back(n);
+  return {
+      {.key = "release", .fallback = text("2.30.7"), .doc = "which `calibration/nccl/nccl-<release>.toml` to use",
+       .get = [](const Scenario& s, double) -> Got { return KeyValue{s.nccl.release}; }},
+      {.key = "algorithm", .type = KeyType::choice, .fallback = text("auto"), .names = algorithms,
+       .doc = "like NCCL_ALGO; `auto`: NCCL's tuner decides",
+       .set = [](Scenario& s, const KeyValue& v, double) {
+         if (text_of(v) != "auto") s.nccl_options.algorithm = network::parse_algorithm(text_of(v));
+       },
+       .get = [](const Scenario& s, double) -> Got {
+         return text(s.nccl_options.algorithm ? network::to_string(*s.nccl_options.algorithm) : "auto");
+       }},
+      {.key = "protocol", .type = KeyType::choice, .fallback = text("auto"), .names = protocols,
+       .doc = "like NCCL_PROTO; `auto`: NCCL's tuner decides",
+       .set = [](Scenario& s, const KeyValue& v, double) {
+         if (text_of(v) != "auto") s.nccl_options.protocol = network::parse_protocol(text_of(v));
+       },
+       .get = [](const Scenario& s, double) -> Got {
+         return text(s.nccl_options.protocol ? network::to_string(*s.nccl_options.protocol) : "auto");
+       }},
+      {.key = "fidelity", .type = KeyType::choice, .fallback = text("fluid"),
+       .names = names_of({Fidelity::fluid, Fidelity::step}), .doc = "see docs/collective.md",
+       .set = KeyEnum<network::parse_fidelity, &Scenario::nccl_options, &NcclOptions::fidelity>::set,
+       .get = KeyEnum<network::parse_fidelity, &Scenario::nccl_options, &NcclOptions::fidelity>::get},
+      {.key = "jitter", .type = KeyType::choice, .fallback = text("on"), .names = {"on", "off"},
+       .doc = "`on`: compute ops vary by their kernel-table spread (p10..p90) and a collective waits for its slowest "
+              "member (order statistics); `off`: every op takes its p50 (the ideal model)",
+       .set = [](Scenario& s, const KeyValue& v, double) { s.nccl_options.jitter = text_of(v) == "on"; },
+       .get = [](const Scenario& s, double) -> Got { return text(s.nccl_options.jitter ? "on" : "off"); }},
+      {.key = "fit", .fallback = text(""),
+       .doc = "a fabric fit, `calibration/fabric/<fit>.toml` (`commbound fit-fabric`); must name the cluster's node "
+              "type and link",
+       .get = [](const Scenario& s, double) -> Got {
+         return s.cluster.fabric.fit ? Got(KeyValue{s.cluster.fabric.fit->name}) : Got();
+       }},
+      {.key = "channels", .type = KeyType::integer, .lower = 1, .upper = 64,
+       .derived = "the node type's `nccl_channels`", .doc = "NCCL channels per collective",
+       .set = KeyField<&Scenario::cluster, &ClusterSpec::node, &NodeType::nccl_channels>::set},
+  };
+}
+
+std::vector<Key> parallel_keys() {
+  return {
+      {.key = "strategy", .type = KeyType::choice, .fallback = text("fsdp"),
+       .names = names_of({Strategy::fsdp, Strategy::hsdp, Strategy::ddp, Strategy::diloco}),
+       .doc = "the data-parallel strategy; `diloco`: FSDP inside each island, an outer step across islands",
+       .set = KeyEnum<parse_strategy, &Scenario::training, &TrainingSpec::strategy>::set,
+       .get = KeyEnum<parse_strategy, &Scenario::training, &TrainingSpec::strategy>::get},
+      {.key = "zero_stage", .type = KeyType::integer, .lower = 2, .upper = 3, .fallback = KeyValue{2L},
+       .doc = "2: parameters gathered once, kept for backward; 3: resharded after forward",
+       .set = Training<&TrainingSpec::zero_stage>::set, .get = Training<&TrainingSpec::zero_stage>::get},
+      {.key = "tp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
+       .doc = "Megatron tensor parallelism (divides heads and KV heads)",
+       .set = Training<&TrainingSpec::tp>::set, .get = Training<&TrainingSpec::tp>::get},
+      {.key = "pp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
+       .doc = "pipeline stages, 1F1B schedule (divides the layers)",
+       .set = Training<&TrainingSpec::pp>::set, .get = Training<&TrainingSpec::pp>::get},
+      {.key = "cp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
+       .doc = "context parallelism: ring attention over cp ranks (divides `training.seq_len`)",
+       .set = Training<&TrainingSpec::cp>::set, .get = Training<&TrainingSpec::cp>::get},
+      {.key = "sequence_parallel", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "Megatron sequence parallelism beside tp",
+       .set = Training<&TrainingSpec::sequence_parallel>::set, .get = Training<&TrainingSpec::sequence_parallel>::get},
+      {.key = "max_inflight_allgathers", .type = KeyType::integer, .lower = 1, .upper = 64, .fallback = KeyValue{2L},
+       .doc = "FSDP forward prefetch limit (the current unit and the next)",
+       .set = Training<&TrainingSpec::max_inflight_allgathers>::set,
+       .get = Training<&TrainingSpec::max_inflight_allgathers>::get},
+      {.key = "ddp_bucket_MB", .type = KeyType::number, .si_per_unit = kBytesPerMB, .lower = 1, .upper = 1e5,
+       .fallback = KeyValue{25.0}, .doc = "DDP gradient bucket (PyTorch's bucket_cap_mb)",
+       .set = Training<&TrainingSpec::ddp_bucket_bytes>::set, .get = Training<&TrainingSpec::ddp_bucket_bytes>::get},
+      {.key = "virtual_stages", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
+       .doc = "interleaved 1F1B: model chunks per stage (needs pp > 1; micro-batches a multiple of pp)",
+       .set = Training<&TrainingSpec::virtual_stages>::set, .get = Training<&TrainingSpec::virtual_stages>::get},
+      {.key = "hsdp_shard", .type = KeyType::integer, .lower = 1, .upper = 1 << 20,
+       .derived = "the parameter replicas on one node",
+       .doc = "HSDP: data-parallel ranks that shard the model (divides dp x cp); read under every strategy",
+       .set = Training<&TrainingSpec::hsdp_shard>::set, .get = Training<&TrainingSpec::hsdp_shard>::get},
+      {.key = "diloco_islands", .type = KeyType::integer, .lower = 1, .upper = 1 << 20, .fallback = KeyValue{8L},
+       .doc = "DiLoCo: islands, each an FSDP group (divides dp x cp)",
+       .set = Training<&TrainingSpec::diloco_islands>::set, .get = Training<&TrainingSpec::diloco_islands>::get},
+      {.key = "diloco_sync_every", .type = KeyType::integer, .lower = 1, .upper = 1L << 30, .fallback = KeyValue{500L},
+       .doc = "DiLoCo: inner steps per outer step (fp32 all-reduce across islands, amortised)",
+       .set = Training<&TrainingSpec::diloco_sync_every>::set, .get = Training<&TrainingSpec::diloco_sync_every>::get},
+  };
+}
+
+std::vector<Key> training_keys() {
+  return {
+      {.key = "seq_len", .type = KeyType::integer, .lower = 1, .upper = 1 << 24, .fallback = KeyValue{4096L},
+       .doc = "tokens per sequence", .set = Training<&TrainingSpec::seq_len>::set,
+       .get = Training<&TrainingSpec::seq_len>::get},
+      {.key = "global_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 40,
+       .derived = "`local_batch` x dp", .doc = "sequences per iteration, all replicas together (divisible by dp)",
+       .get = Training<&TrainingSpec::global_batch>::get},
+      {.key = "local_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 30, .fallback = KeyValue{2L},
+       .doc = "sequences per data-parallel replica (give this or `global_batch`)"},
+      {.key = "activation_checkpointing", .type = KeyType::choice, .fallback = text("none"),
+       .names = names_of({Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::full}),
+       .boolean_names = {"none", "full"},
+       .doc = "`selective`: the attention core replayed; `selective_op`: torchtitan's; `full`: a layer keeps only "
+              "its input (`true` reads as `full`, `false` as `none`)",
+       .set = KeyEnum<parse_recompute, &Scenario::training, &TrainingSpec::recompute>::set,
+       .get = KeyEnum<parse_recompute, &Scenario::training, &TrainingSpec::recompute>::get},
+      {.key = "warmup_iterations", .type = KeyType::integer, .lower = 0, .upper = 100, .fallback = KeyValue{0L},
+       .doc = "iterations simulated before the measured one (no state carries over: 0 suffices)",
+       .set = Training<&TrainingSpec::warmup_iterations>::set, .get = Training<&TrainingSpec::warmup_iterations>::get},
+      {.key = "framework", .type = KeyType::choice, .fallback = text("fused"), .names = calibration::framework_names(),
+       .doc = "whose kernels a step runs and how its host issues them (calibration/table/framework_recipe.hpp; host "
+              "costs per op in calibration/frameworks.toml; `commbound profile` lists the kernels)",
+       .set = KeyEnum<calibration::parse_framework, &Scenario::training, &TrainingSpec::framework>::set,
+       .get = KeyEnum<calibration::parse_framework, &Scenario::training, &TrainingSpec::framework>::get},
+      {.key = "precision", .type = KeyType::choice, .fallback = text("bf16"), .names = {"bf16", "fp8"},
+       .doc = "the layers' matrix products in bf16 or fp8 (Transformer Engine's casts added; FP8 GEMMs priced as the "
+              "bf16 rows x the datasheet's bf16 / fp8 peak, derived)",
+       .set = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::set,
+       .get = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::get},
+      {.key = "attention_kernel", .type = KeyType::choice, .derived = "`cudnn` under `megatron-te`, else `commbound`",
+       .names = {"commbound", "cudnn"}, .doc = "which `[[attention]]` rows of the kernel table price attention",
+       .set = Training<&TrainingSpec::attention_kernel>::set, .get = Training<&TrainingSpec::attention_kernel>::get},
+      {.key = "micro_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 30,
+       .derived = "the whole local batch", .doc = "sequences per forward/backward pass (divides the local batch)",
+       .get = Training<&TrainingSpec::micro_batch>::get},
+  };
+}
+
+}  // namespace
+
+const std::vector<ScenarioSection>& scenario_sections() {
+  static const std::vector<ScenarioSection> sections = {
+      {"", false, top_keys()},
+      {"cluster", false, cluster_keys()},
+      {"fabric", false, fabric_keys()},
+      {"nccl", false, nccl_keys()},
+      {"parallel", true, parallel_keys()},
+      {"training", true, training_keys()},
+  };
+  return sections;
+}
+
+const ScenarioSection& scenario_section(const std::string& name) {
+  for (const ScenarioSection& s : scenario_sections()) {
+    if (name == s.name) return s;
+  }
+  COMMBOUND_CHECK(false, "scenario_section() of a section the schema does not have");
+  return scenario_sections().front();
+}
+
+const KeySpec<Scenario>* find_scenario_key(const std::string& key) {
+  const auto dot = key.rfind('.');
+  const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
+  const std::string name = dot == std::string::npos ? key : key.substr(dot + 1);
+  for (const ScenarioSection& s : scenario_sections()) {
+    if (section != s.name) continue;
+    for (const KeySpec<Scenario>& k : s.keys) {
+      if (name == k.key) return &k;
+    }
+  }
+  return nullptr;
+}
+
+std::string scenario_keys_markdown() {
+  std::string out;
+  auto section = [&](const std::string& title, const std::vector<calibration::KeyRow>& rows) {
+    out += "## " + title + "\n" + calibration::keys_markdown(rows) + "\n";
+  };
+  for (const ScenarioSection& s : scenario_sections()) {
+    const std::string prefix = std::string(s.name).empty() ? "" : std::string(s.name) + ".";
+    section(std::string(s.name).empty() ? "Top level" : "[" + std::string(s.name) + "]",
+            calibration::key_rows(s.keys, prefix));
+    if (std::string(s.name) == "cluster") section("[cluster.node]", calibration::key_rows(node_keys(), "cluster.node."));
+    if (std::string(s.name) == "fabric") section("[fabric.link]", calibration::key_rows(link_keys(), "fabric.link."));
+    if (std::string(s.name) == "nccl") section("[model]", calibration::key_rows(calibration::model_keys(), "model."));
+  }
+  return out;
+}
+
+}  // namespace commbound::sim
