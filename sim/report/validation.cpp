@@ -45,6 +45,23 @@ Expected<T> field_number(const std::string& at, const char* name, const std::str
   return *v;
 }
 
+// A published point's numbers: its nodes and size (read by the caller, which knows their special
+// words), its GPUs per node and busbw (GB/s) from their fields; the first bad one is the error.
+Status set_numbers(PublishedPoint& p, const std::string& at, const Expected<int>& nodes,
+                   const std::string& gpus_per_node_text, const Expected<double>& size_bytes,
+                   const std::string& busbw_GBps_text) {
+  auto gpus_per_node = field_number<int>(at, "gpus_per_node", gpus_per_node_text);
+  auto busbw_GBps = field_number<double>(at, "busbw_GBps", busbw_GBps_text);
+  for (const Status& s : {nodes.status(), gpus_per_node.status(), size_bytes.status(), busbw_GBps.status()}) {
+    if (!s) return s;
+  }
+  p.point.nodes = *nodes;
+  p.gpus_per_node = *gpus_per_node;
+  p.point.size_bytes = *size_bytes;
+  p.busbw_bytes_per_s = *busbw_GBps * 1e9;
+  return Ok{};
+}
+
 Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const std::string& at) {
   // gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source
   if (f.size() < 8) return Error{at + "expected 8 comma-separated fields, found " + std::to_string(f.size())};
@@ -57,17 +74,10 @@ Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const 
   auto op = network::parse_collective_op(f[3]);
   if (!op) return Error{at + "collective = \"" + f[3] + "\": unknown"};
   p.point.op = *op;
-  auto nodes = f[1] == "multi" ? Expected<int>(kMultiNodes) : field_number<int>(at, "nodes", f[1]);
-  auto gpus_per_node = field_number<int>(at, "gpus_per_node", f[2]);
-  auto size_bytes = f[5] == "large" ? Expected<double>(kLargeBytes) : field_number<double>(at, "bytes", f[5]);
-  auto busbw_GBps = field_number<double>(at, "busbw_GBps", f[6]);
-  for (const Status& s : {nodes.status(), gpus_per_node.status(), size_bytes.status(), busbw_GBps.status()}) {
-    if (!s) return s.error();
-  }
-  p.point.nodes = *nodes;
-  p.gpus_per_node = *gpus_per_node;
-  p.point.size_bytes = *size_bytes;
-  p.busbw_bytes_per_s = *busbw_GBps * 1e9;
+  const Status numbers =
+      set_numbers(p, at, f[1] == "multi" ? Expected<int>(kMultiNodes) : field_number<int>(at, "nodes", f[1]), f[2],
+                  f[5] == "large" ? Expected<double>(kLargeBytes) : field_number<double>(at, "bytes", f[5]), f[6]);
+  if (!numbers) return numbers.error();
   if (f[4] != "any") {
     auto a = network::parse_algorithm(f[4]);
     if (!a) return Error{at + "algorithm = \"" + f[4] + "\": unknown"};
@@ -91,17 +101,9 @@ Expected<PublishedPoint> collected_row(const std::vector<std::string>& f, const 
   auto op = network::op_from_name(f[5]);
   if (!op) return Error{at + "op = \"" + f[5] + "\": unknown"};
   p.point.op = *op;
-  auto nodes = field_number<int>(at, "nodes", f[3]);
-  auto gpus_per_node = field_number<int>(at, "gpus_per_node", f[4]);
-  auto size_bytes = field_number<double>(at, "bytes", f[6]);
-  auto busbw_GBps = field_number<double>(at, "busbw_GBps", f[7]);
-  for (const Status& s : {nodes.status(), gpus_per_node.status(), size_bytes.status(), busbw_GBps.status()}) {
-    if (!s) return s.error();
-  }
-  p.point.nodes = *nodes;
-  p.gpus_per_node = *gpus_per_node;
-  p.point.size_bytes = *size_bytes;
-  p.busbw_bytes_per_s = *busbw_GBps * 1e9;
+  const Status numbers = set_numbers(p, at, field_number<int>(at, "nodes", f[3]), f[4],
+                                     field_number<double>(at, "bytes", f[6]), f[7]);
+  if (!numbers) return numbers.error();
   // "Ring (forced); NCCL_MIN_CTAS=24": NCCL_ALGO was set; "default ..." lets the tuner choose.
   if (lower(f[8]).find("forced") != std::string::npos) {
     const std::string name = lower(f[8].substr(0, f[8].find_first_of(" ;(")));
