@@ -42,7 +42,6 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
   engine.protocol = sc.nccl_options.protocol;
   engine.every_rank = options.every_rank;
   engine.jitter = sc.nccl_options.jitter;
-  engine.fidelity = sc.nccl_options.fidelity;
   auto timeline = simulate(sc.cluster, sc.nccl, t, run.stages, cost, engine);
   if (!timeline) return Error{sc.path + ": " + timeline.error().message};
   run.metrics = compute_metrics(t, run.stages, run.stage_of, *timeline, memory, cost);

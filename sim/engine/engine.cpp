@@ -133,11 +133,11 @@ private:
       for (std::size_t k = 1; k < siblings.size(); ++k) {
         network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes};
         copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k]->front()), [this, copy, choice] {
-          runner_.run(copy, choice, options_.fidelity);
+          runner_.run(copy, choice, network::Fidelity::fluid);
         }));
       }
     }
-    runner_.run(call, choice, options_.fidelity);
+    runner_.run(call, choice, network::Fidelity::fluid);
     for (auto& a : copies) a->join();
     return choice;
   }
@@ -162,7 +162,7 @@ private:
       if (simulated_.count(m) > 0) met_variance_s2_[{m, op.group}] = late_variance_s2_[m];
     }
     if (!waits_for_compute) return 0;
-    return expected_wait_s(since_s2, static_cast<int>(group.size()));
+    return std::sqrt(std::max(0.0, since_s2)) * expected_max_standard_normal(static_cast<int>(group.size()));
   }
 
   // Every-rank mode with jitter: this rank's own seeded stream of deviations.

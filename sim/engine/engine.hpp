@@ -47,9 +47,6 @@ struct EngineOptions {
   // Off: every op takes its table time (the ideal model).
   bool jitter = true;
   std::uint64_t jitter_seed = 1;
-  // How collectives run on the fabric ([nccl] fidelity, docs/collective.md): fluid, or every ring
-  // and tree step as its own transfer (slow at scale: for validation).
-  network::Fidelity fidelity = network::Fidelity::fluid;
 };
 
 // The ranks the engine simulates without every_rank: one per pipeline stage, in stage order (data,
