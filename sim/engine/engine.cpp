@@ -162,7 +162,7 @@ private:
       if (simulated_.count(m) > 0) met_variance_s2_[{m, op.group}] = late_variance_s2_[m];
     }
     if (!waits_for_compute) return 0;
-    return std::sqrt(std::max(0.0, since_s2)) * expected_max_standard_normal(static_cast<int>(group.size()));
+    return expected_wait_s(since_s2, static_cast<int>(group.size()));
   }
 
   // Every-rank mode with jitter: this rank's own seeded stream of deviations.

@@ -41,10 +41,14 @@ double expected_max_standard_normal(int n) {
   return result;
 }
 
+double expected_wait_s(double variance_s2, int ranks) {
+  return std::sqrt(std::max(0.0, variance_s2)) * expected_max_standard_normal(ranks);
+}
+
 double expected_wait_s(const std::vector<double>& sigmas_s, int ranks) {
   double variance_s2 = 0;
   for (double s : sigmas_s) variance_s2 += s * s;
-  return std::sqrt(variance_s2) * expected_max_standard_normal(ranks);
+  return expected_wait_s(variance_s2, ranks);
 }
 
 double monte_carlo_wait_s(const std::vector<double>& sigmas_s, int ranks, int trials, std::uint64_t seed) {

@@ -27,6 +27,9 @@ double expected_max_standard_normal(int n);
 // The expected wait of a group of `ranks` for its last member, each member having run ops whose
 // times deviate independently with standard deviations `sigmas_s` since the group last met.
 double expected_wait_s(const std::vector<double>& sigmas_s, int ranks);
+// The same from the members' accumulated variance (the sum of the squared sigmas), as the engine
+// keeps it; the form above calls this one.
+double expected_wait_s(double variance_s2, int ranks);
 
 // The same, by sampling: `trials` draws of every rank's every op deviation (GSL's MT19937 seeded
 // with `seed`, Gaussian by the ziggurat method), the mean over trials of the latest rank's total.

@@ -536,6 +536,7 @@ private:
   }
 
   Status read_training() {
+    if (Status s = check_training_fidelity(); !s) return s;
     TableReader tr(section_or_empty(training_t_), "training", &origins_);
     const KeyValues v = read_section(tr, "training");
     check_framework_model(tr);
@@ -545,6 +546,16 @@ private:
     if (Status s = check_attention_kernel(tr, v); !s) return s;
     check_batches(tr, v);
     return tr.finish();
+  }
+
+  // A training iteration runs its collectives fluid: the step model's transfers of concurrent
+  // collectives on the same ranks (an FSDP gather beside a reduce-scatter) are not kept apart, so
+  // `step` is for `commbound collective` only, and refused here rather than silently ignored.
+  Status check_training_fidelity() const {
+    if (sc_.nccl_options.fidelity != network::Fidelity::step) return Ok{};
+    return Error{origin_of(origins_, nccl_t_, "nccl", "fidelity", path_) +
+                 ": nccl.fidelity = \"step\": a training run ([model]) simulates its collectives fluid; the step "
+                 "model is for `commbound collective`"};
   }
 
   // pytorch-eager's recipe is the Llama architecture's kernels, read from the reference code.

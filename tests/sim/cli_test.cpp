@@ -727,6 +727,16 @@ namespace {
 
 // commbound profile: a bad scenario or key is one line and exit 2 with nothing written; a good one
 // lists the eager layer's 41 forward kernels and says which parts wait for the host.
+// The step model of collectives is for `commbound collective`; a training run says so instead of
+// running fluid behind the user's back.
+TEST(Cli, StepFidelityInATrainingRunIsRefusedWithOneLine) {
+  const CliRun r = run("run " + kExample + " --set model.name=llama2-1b --set nccl.fidelity=step");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("nccl.fidelity = \"step\": a training run"), std::string::npos) << r.out;
+  EXPECT_EQ(run("collective " + kExample + " --op allgather --nodes 1 --bytes 1M --set nccl.fidelity=step").exit_code, 0);
+}
+
 TEST(Cli, ProfileOfABadScenarioIsOneLineAndExitTwo) {
   const std::string out = ::testing::TempDir() + "cli_profile_out.csv";
   std::filesystem::remove(out);
