@@ -135,7 +135,8 @@ std::vector<Key> nccl_keys() {
          return text(s.nccl_options.protocol ? network::to_string(*s.nccl_options.protocol) : "auto");
        }},
       {.key = "fidelity", .type = KeyType::choice, .fallback = text("fluid"),
-       .names = names_of({Fidelity::fluid, Fidelity::step}), .doc = "see docs/collective.md",
+       .names = names_of({Fidelity::fluid, Fidelity::step}),
+       .doc = "see docs/collective.md; `step` is for `commbound collective` (a training run refuses it)",
        .set = KeyEnum<network::parse_fidelity, &Scenario::nccl_options, &NcclOptions::fidelity>::set,
        .get = KeyEnum<network::parse_fidelity, &Scenario::nccl_options, &NcclOptions::fidelity>::get},
       {.key = "jitter", .type = KeyType::choice, .fallback = text("on"), .names = {"on", "off"},
