@@ -12,7 +12,7 @@
 #include "calibration/base/number_text.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 #include <sys/resource.h>
 

@@ -4,7 +4,7 @@
 #include "network/platform.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/fabric_fitter.hpp"
+#include "sim/fit/fabric_fitter.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/output.hpp"
 #include "sim/report/plot.hpp"

@@ -1,7 +1,7 @@
 // commbound fit-fabric: real nccl-tests logs in, calibration/fabric/<name>.toml out.
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/fabric_fitter.hpp"
+#include "sim/fit/fabric_fitter.hpp"
 #include "sim/report/output.hpp"
 
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/engine/compute_profile.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/report/output.hpp"
 #include "sim/report/profile_report.hpp"
 

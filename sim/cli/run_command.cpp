@@ -4,7 +4,7 @@
 #include "sim/metrics/metrics.hpp"
 #include "sim/report/metrics_report.hpp"
 #include "sim/report/output.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 #include <unistd.h>
 

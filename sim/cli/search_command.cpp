@@ -1,9 +1,9 @@
 // commbound search: the best parallel layouts of a scenario's model on its cluster.
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/layout_search.hpp"
+#include "sim/search/layout_search.hpp"
 #include "sim/report/output.hpp"
-#include "sim/search_report.hpp"
+#include "sim/search/search_report.hpp"
 
 #include <fmt/format.h>
 

@@ -1,13 +1,13 @@
 // commbound sweep: every [sweep] point of a scenario, in parallel, resumable, into a results folder
-// (sim/sweep_folder.hpp); or written out as a Slurm job array whose tasks fill the same folder, and
+// (sim/sweep/sweep_folder.hpp); or written out as a Slurm job array whose tasks fill the same folder, and
 // the finished points of such a folder collected into its results.
 #include "calibration/base/file_type.hpp"
 #include "calibration/base/number_text.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"
-#include "sim/sweep_folder.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_folder.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 #include <fmt/format.h>
 

@@ -121,7 +121,7 @@ TEST(CollectiveRunner, NvlsTreeOnTwoNodesIsBoundByTheSwitch) {
 }
 
 // NVLSTree across 4..32 nodes cannot beat what the NICs can move: every node must send and receive
-// S (N-1)/N per phase, so busbw <= 8 x 48 GB/s x (n-1)/n x N/(N-1) (sim/fabric_fitter.cpp's bound).
+// S (N-1)/N per phase, so busbw <= 8 x 48 GB/s x (n-1)/n x N/(N-1) (sim/fit/fabric_fitter.cpp's bound).
 TEST(CollectiveRunner, NvlsTreeRespectsTheNicBound) {
   const ClusterSpec spec = testing::dgx_h100(32);
   auto platform = Platform::create(spec);

@@ -5,7 +5,7 @@
 // lasts exactly the sum of its ops' table times.
 #include "network/platform.hpp"
 #include "sim/engine/cost_model.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/engine/engine.hpp"
 #include "calibration/table/kernel_table.hpp"
 #include "sim/scenario/scenario.hpp"

@@ -1,6 +1,6 @@
 // The fabric fitter: it refuses logs no healthy fabric produces, recovers a fabric from logs the
 // model itself wrote, and its file reads back as written.
-#include "sim/fabric_fitter.hpp"
+#include "sim/fit/fabric_fitter.hpp"
 #include "sim/scenario/presets.hpp"
 
 #include <gtest/gtest.h>

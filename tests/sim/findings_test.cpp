@@ -8,7 +8,7 @@
 // with perfect overlap) fix them.
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // commbound search: the enumeration counted by hand, the bound below every simulation, pruning
 // that keeps exactly the exhaustive top k, out-of-memory layouts reported as such (label unit).
 #include "sim/engine/iteration_bound.hpp"
-#include "sim/layout_search.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/search/layout_search.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/scenario/presets.hpp"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // (as "segment pool exhausted" was, 33 of them) would end it. Each layout is simulated in its own
 // child process (two at a time), so a crash is seen as a crash, not as the test's own death.
 #include "calibration/base/child_process.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 

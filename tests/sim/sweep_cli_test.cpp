@@ -3,11 +3,11 @@
 // real Slurm job array on a one-node cluster started on this machine (tests/sim/slurm_one_node.sh;
 // the test skips, saying why, only where Slurm cannot start).
 #include "calibration/base/child_process.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/resolved_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 #include "tests/support/run_command.hpp"
 
 #include <gtest/gtest.h>

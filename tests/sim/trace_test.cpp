@@ -3,7 +3,7 @@
 // synthetic trace replays to the time worked out by hand with measured and with simulated
 // collectives; hostile files fail with one line naming the file.
 #include "calibration/base/child_process.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/trace/internal/json_file.hpp"
 #include "sim/trace/kineto_trace.hpp"

@@ -9,7 +9,7 @@
 
 #include "calibration/base/expected.hpp"
 #include "sim/metrics/metrics.hpp"
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/scenario/scenario.hpp"
 
 #include <cstddef>

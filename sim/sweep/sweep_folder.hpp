@@ -11,7 +11,7 @@
 
 #include "calibration/base/expected.hpp"
 #include "sim/metrics/metrics.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 #include <nlohmann/json.hpp>
 

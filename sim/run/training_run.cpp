@@ -1,4 +1,4 @@
-#include "sim/pipeline.hpp"
+#include "sim/run/training_run.hpp"
 
 #include "sim/trace/trace_program.hpp"
 #include "sim/workload/layout.hpp"

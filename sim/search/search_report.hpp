@@ -2,7 +2,7 @@
 // or every candidate with its verdict (CSV, JSON).
 #pragma once
 
-#include "sim/layout_search.hpp"
+#include "sim/search/layout_search.hpp"
 
 #include <ostream>
 #include <string>

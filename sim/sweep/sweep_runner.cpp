@@ -1,4 +1,4 @@
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 #include "calibration/base/child_process.hpp"
 

@@ -1,4 +1,4 @@
-// Pipeline: one training point, from its scenario to its metrics, as one library call.
+// Training run: one training point, from its scenario to its metrics, as one library call.
 //
 //   Scenario --> workload (build_programs, or a replayed profiler trace: sim/trace/)
 //            --> memory model --> cost model --> engine --> metrics

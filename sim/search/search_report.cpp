@@ -1,4 +1,4 @@
-#include "sim/search_report.hpp"
+#include "sim/search/search_report.hpp"
 
 #include "sim/report/csv_table.hpp"
 

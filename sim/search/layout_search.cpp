@@ -1,7 +1,7 @@
-#include "sim/layout_search.hpp"
+#include "sim/search/layout_search.hpp"
 
-#include "sim/pipeline.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/run/training_run.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 #include "sim/workload/memory_model.hpp"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "sim/sweep_folder.hpp"
+#include "sim/sweep/sweep_folder.hpp"
 
 #include "calibration/base/file_type.hpp"
 #include "sim/report/metrics_report.hpp"

@@ -1,4 +1,4 @@
-#include "sim/fabric_fitter.hpp"
+#include "sim/fit/fabric_fitter.hpp"
 
 #include "calibration/base/child_process.hpp"
 #include "network/nccl_tests.hpp"
