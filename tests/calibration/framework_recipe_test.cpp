@@ -39,8 +39,11 @@ TEST(EagerRecipe, RmsNormForwardMovesWhatItsNineKernelsReadAndWrite) {
 }
 
 TEST(EagerRecipe, RopeOfOneTensorMovesTwentyTwoBytesAnElementForward) {
-  // Four strided products (the whole tensor read, half written: 3 B an element each), the
-  // subtraction and the addition (1.5 B read... 3 B an element of output pair), the stack (4 B).
+  // Per element of the bf16 tensor: four strided products (the whole tensor read, 2 B, and half
+  // of it written, 1 B: 3 B each), the subtraction and the addition (two halves read, one written:
+  // 3 B each), the stack (both halves read, the whole written: 4 B): 4 x 3 + 2 x 3 + 4 = 22 B.
+  // Backward: the negation and four products (3, 3, 2, 3, 3 B), two sums (3 B each), each
+  // slice's zeros and strided copy (2 + 3 B, twice) and their sum (6 B): 36 B.
   const StepLayout layout{1, 4096, 1, 1};
   const double E = 4096.0 * 4096;  // q: tokens x heads x head_dim
   const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
