@@ -17,7 +17,6 @@ std::int64_t dim(double v) { return static_cast<std::int64_t>(std::ceil(v - 1e-9
 // (view, transpose, split, slice, chunk, flatten): they are issued with the next kernel.
 class Kernels {
 public:
-  explicit Kernels(std::string prefix = "") : prefix_(std::move(prefix)) {}
 
   void view(int ops = 1) { views_ += ops; }
   void elementwise(const std::string& op, double elements, double bytes, int host_ops = 1,
@@ -43,8 +42,19 @@ public:
     kernels_.push_back({prefix_ + name, std::move(shape), runs, tp_reduction, host_ops + views_});
     views_ = 0;
   }
-  void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
   std::vector<RecipeKernel> take() { return std::move(kernels_); }
+
+  // While it lives, the kernels added are named "<part>.<kernel>" ("rmsnorm2.pow").
+  class Part {
+  public:
+    Part(Kernels& k, const std::string& part) : k_(k) { k_.prefix_ = part + "."; }
+    ~Part() { k_.prefix_.clear(); }
+    Part(const Part&) = delete;
+    Part& operator=(const Part&) = delete;
+
+  private:
+    Kernels& k_;
+  };
 
 private:
   std::string prefix_;
@@ -54,7 +64,8 @@ private:
 
 // RMSNorm over [T x h] bf16 as the reference code writes it:
 //   x.float().pow(2).mean(-1, keepdim=True); x.float() * rsqrt(v + eps); .type_as(x) * weight.
-void rmsnorm_forward(Kernels& k, double T, double h) {
+void rmsnorm_forward(Kernels& k, const std::string& part, double T, double h) {
+  const Kernels::Part named(k, part);
   const double th = T * h;
   k.elementwise("to_fp32", th, (kBf16 + kFp32) * th);
   k.elementwise("pow", th, 2 * kFp32 * th);
@@ -71,7 +82,8 @@ void rmsnorm_forward(Kernels& k, double T, double h) {
 // weight gradients, the weight's summed over tokens), the casts, the product with rsqrt (both
 // operands, rsqrt's summed over the row), rsqrt's and mean's backward, pow's (x.pow(1) * 2 *
 // grad), and the sum of the two paths that reach x.
-void rmsnorm_backward(Kernels& k, double T, double h) {
+void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
+  const Kernels::Part named(k, part);
   const double th = T * h;
   k.elementwise("mul_weight.grad_input", th, 2 * kBf16 * th + kBf16 * h);
   k.elementwise("mul_weight.grad_weight", th, 3 * kBf16 * th);
@@ -95,7 +107,8 @@ void rmsnorm_backward(Kernels& k, double T, double h) {
 // x[..., 1::2] (strided: each read moves the whole tensor, 2E bytes), x1*cos, x2*sin, x1*sin,
 // x2*cos (E / 2 elements out each), the subtraction and the addition, then stack(..., -1) writes
 // the interleaved result (flatten is a view).
-void rope_forward(Kernels& k, double E) {
+void rope_forward(Kernels& k, const std::string& part, double E) {
+  const Kernels::Part named(k, part);
   const double e = kBf16 * E;  // bytes of the whole tensor
   k.view(2);                    // the two slices
   k.elementwise("mul_x1_cos", E / 2, e + e / 2);
@@ -110,7 +123,8 @@ void rope_forward(Kernels& k, double E) {
 // Its backward: stack's gradient unbinds into two strided halves g0, g1 (each read moves the whole
 // gradient); sub's gives -g0; the four products' gradients; the two gradients of x1 and of x2
 // summed; each slice's backward (zeros of x's size, then a strided copy into them); their sum.
-void rope_backward(Kernels& k, double E) {
+void rope_backward(Kernels& k, const std::string& part, double E) {
+  const Kernels::Part named(k, part);
   const double e = kBf16 * E;
   k.elementwise("neg", E / 2, e + e / 2);
   k.elementwise("mul_cos.grad_x1", E / 2, e + e / 2);
@@ -145,23 +159,16 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   constexpr int kSdpaHostOps = 4;
   Kernels k;
   if (direction == Direction::forward) {
-    k.set_prefix("rmsnorm.");
-    rmsnorm_forward(k, T, h);
-    k.set_prefix("");
+    rmsnorm_forward(k, "rmsnorm", T, h);
     k.linear("qkv", T, qkv, h, direction);
     k.view(7);  // split, three views, three transposes
-    k.set_prefix("rope_q.");
-    rope_forward(k, T * q_dim);
-    k.set_prefix("rope_k.");
-    rope_forward(k, T * kv_dim);
-    k.set_prefix("");
+    rope_forward(k, "rope_q", T * q_dim);
+    rope_forward(k, "rope_k", T * kv_dim);
     k.push("attention", attention, kSdpaHostOps, "", layout.cp);
     k.view(2);  // transpose back and reshape: a view of FlashAttention's [b, s, h, d] output
     k.linear("o_proj", T, h, q_dim, direction, "attn");
     k.elementwise("residual", th, 3 * kBf16 * th);
-    k.set_prefix("rmsnorm2.");
-    rmsnorm_forward(k, T, h);
-    k.set_prefix("");
+    rmsnorm_forward(k, "rmsnorm2", T, h);
     k.linear("gate_up", T, 2 * f, h, direction);
     k.view();  // chunk(2)
     k.elementwise("swiglu.silu", T * f, 2 * kBf16 * T * f);
@@ -176,22 +183,15 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   k.elementwise("swiglu.silu_backward", T * f, 3 * kBf16 * T * f);
   k.elementwise("swiglu.chunk_backward_cat", 2 * T * f, 4 * kBf16 * T * f);
   k.linear("gate_up", T, 2 * f, h, direction, "mlp");
-  k.set_prefix("rmsnorm2.");
-  rmsnorm_backward(k, T, h);
-  k.set_prefix("");
+  rmsnorm_backward(k, "rmsnorm2", T, h);
   k.elementwise("residual2.add_grads", th, 3 * kBf16 * th);
   k.linear("o_proj", T, h, q_dim, direction);
   k.push("attention", attention, kSdpaHostOps, "", layout.cp);
-  k.set_prefix("rope_q.");
-  rope_backward(k, T * q_dim);
-  k.set_prefix("rope_k.");
-  rope_backward(k, T * kv_dim);
-  k.set_prefix("");
+  rope_backward(k, "rope_q", T * q_dim);
+  rope_backward(k, "rope_k", T * kv_dim);
   k.elementwise("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);
   k.linear("qkv", T, qkv, h, direction, "attn");
-  k.set_prefix("rmsnorm.");
-  rmsnorm_backward(k, T, h);
-  k.set_prefix("");
+  rmsnorm_backward(k, "rmsnorm", T, h);
   k.elementwise("residual.add_grads", th, 3 * kBf16 * th);
   return k.take();
 }
@@ -218,9 +218,7 @@ std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& la
   const double tv = T * V;
   Kernels k;
   if (direction == Direction::forward) {
-    k.set_prefix("rmsnorm_final.");
-    rmsnorm_forward(k, T, h);
-    k.set_prefix("");
+    rmsnorm_forward(k, "rmsnorm_final", T, h);
     k.linear("logits", T, V, h, direction);
     k.view();  // flatten(0, 1)
     k.elementwise("logits.to_fp32", tv, (kBf16 + kFp32) * tv);
@@ -233,8 +231,7 @@ std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& la
   k.reduction("cross_entropy.log_softmax_backward", tv, 3 * kFp32 * tv);
   k.elementwise("logits.to_fp32.backward", tv, (kFp32 + kBf16) * tv);
   k.linear("logits", T, V, h, direction);
-  k.set_prefix("rmsnorm_final.");
-  rmsnorm_backward(k, T, h);
+  rmsnorm_backward(k, "rmsnorm_final", T, h);
   return k.take();
 }
 
