@@ -1,6 +1,7 @@
 #include "calibration/table/kernel_shape.hpp"
 
 #include "calibration/base/check.hpp"
+#include "calibration/base/enum_names.hpp"
 #include "calibration/table/memory_bound_op.hpp"
 
 #include <cstdio>
@@ -46,11 +47,7 @@ double GemmShape::bytes() const {
 
 const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp8"; }
 
-std::optional<Precision> parse_precision(std::string_view s) {
-  if (s == "bf16") return Precision::bf16;
-  if (s == "fp8") return Precision::fp8;
-  return std::nullopt;
-}
+std::optional<Precision> parse_precision(std::string_view s) { return parse_named(s, {Precision::bf16, Precision::fp8}); }
 
 double AttentionShape::flops() const {
   const double s = static_cast<double>(seq);

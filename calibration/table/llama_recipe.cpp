@@ -1,5 +1,6 @@
 #include "calibration/table/llama_recipe.hpp"
 
+#include "calibration/base/enum_names.hpp"
 #include "calibration/table/framework_recipe.hpp"
 #include "calibration/table/memory_bound_op.hpp"
 
@@ -53,10 +54,7 @@ const std::vector<std::string>& framework_names() {
 }
 
 std::optional<Framework> parse_framework(std::string_view name) {
-  for (Framework f : {Framework::fused, Framework::pytorch_eager, Framework::pytorch_compile, Framework::megatron_te}) {
-    if (name == to_string(f)) return f;
-  }
-  return std::nullopt;
+  return parse_named(name, {Framework::fused, Framework::pytorch_eager, Framework::pytorch_compile, Framework::megatron_te});
 }
 
 namespace {

@@ -1,30 +1,17 @@
 #include "calibration/table/model_spec.hpp"
 
+#include "calibration/base/enum_names.hpp"
+
 namespace commbound::calibration {
 
 const char* to_string(Mlp m) { return m == Mlp::swiglu ? "swiglu" : m == Mlp::gelu ? "gelu" : "relu2"; }
 const char* to_string(Norm n) { return n == Norm::rmsnorm ? "rmsnorm" : "layernorm"; }
 const char* to_string(Position p) { return p == Position::rope ? "rope" : "learned"; }
 
-std::optional<Mlp> parse_mlp(std::string_view s) {
-  for (Mlp m : {Mlp::swiglu, Mlp::gelu, Mlp::relu2}) {
-    if (s == to_string(m)) return m;
-  }
-  return std::nullopt;
-}
-
-std::optional<Norm> parse_norm(std::string_view s) {
-  for (Norm n : {Norm::rmsnorm, Norm::layernorm}) {
-    if (s == to_string(n)) return n;
-  }
-  return std::nullopt;
-}
-
+std::optional<Mlp> parse_mlp(std::string_view s) { return parse_named(s, {Mlp::swiglu, Mlp::gelu, Mlp::relu2}); }
+std::optional<Norm> parse_norm(std::string_view s) { return parse_named(s, {Norm::rmsnorm, Norm::layernorm}); }
 std::optional<Position> parse_position(std::string_view s) {
-  for (Position p : {Position::rope, Position::learned}) {
-    if (s == to_string(p)) return p;
-  }
-  return std::nullopt;
+  return parse_named(s, {Position::rope, Position::learned});
 }
 
 double ModelSpec::layer_params() const {

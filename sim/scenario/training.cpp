@@ -1,5 +1,6 @@
 #include "sim/scenario/training.hpp"
 
+#include "calibration/base/enum_names.hpp"
 #include "calibration/base/units.hpp"
 #include "calibration/table/table_reader.hpp"
 
@@ -19,10 +20,7 @@ const char* to_string(Recompute r) {
 }
 
 std::optional<Recompute> parse_recompute(std::string_view name) {
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::full}) {
-    if (name == to_string(r)) return r;
-  }
-  return std::nullopt;
+  return parse_named(name, {Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::full});
 }
 
 const char* to_string(Strategy s) {
@@ -36,10 +34,7 @@ const char* to_string(Strategy s) {
 }
 
 std::optional<Strategy> parse_strategy(std::string_view name) {
-  for (Strategy s : {Strategy::ddp, Strategy::fsdp, Strategy::hsdp, Strategy::diloco}) {
-    if (name == to_string(s)) return s;
-  }
-  return std::nullopt;
+  return parse_named(name, {Strategy::ddp, Strategy::fsdp, Strategy::hsdp, Strategy::diloco});
 }
 
 const char* display_name(Strategy s) {
