@@ -109,6 +109,9 @@ Status read_contention(const toml::table& table, TableContention& c) {
   if (r.has("comm_GBps")) c.comm_bytes_per_s = r.number("comm_GBps", 0, 0, 1e7) * kBytesPerGB;
   c.gemm_factor = r.required_number("gemm_factor", 1, 10);
   c.attention_factor = r.required_number("attention_factor", 1, 10);
+  if (r.has("unpaced_comm_GBps")) c.unpaced_comm_bytes_per_s = r.number("unpaced_comm_GBps", 0, 0, 1e7) * kBytesPerGB;
+  if (r.has("unpaced_gemm_factor")) c.unpaced_gemm_factor = r.number("unpaced_gemm_factor", 1, 1, 10);
+  if (r.has("unpaced_attention_factor")) c.unpaced_attention_factor = r.number("unpaced_attention_factor", 1, 1, 10);
   return r.finish();
 }
 
@@ -210,6 +213,9 @@ toml::table contention_table(const TableContention& c) {
   if (c.comm_bytes_per_s) t.insert("comm_GBps", *c.comm_bytes_per_s / kBytesPerGB);
   t.insert("gemm_factor", c.gemm_factor);
   t.insert("attention_factor", c.attention_factor);
+  if (c.unpaced_comm_bytes_per_s) t.insert("unpaced_comm_GBps", *c.unpaced_comm_bytes_per_s / kBytesPerGB);
+  if (c.unpaced_gemm_factor) t.insert("unpaced_gemm_factor", *c.unpaced_gemm_factor);
+  if (c.unpaced_attention_factor) t.insert("unpaced_attention_factor", *c.unpaced_attention_factor);
   return t;
 }
 

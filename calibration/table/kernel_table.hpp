@@ -86,11 +86,14 @@ struct TablePower {
   std::optional<double> gemm_sm_clock_hz, mixed_w, mixed_compute_fraction, power_limit_w, sample_period_s, phase_s;
 };
 
-// [contention]: slowdown factors of compute while a communication-like copy runs.
+// [contention]: slowdown factors of compute while a communication-like copy runs on comm_sms SMs,
+// paced to comm_bytes_per_s (payload: each byte copied counts once), and optionally again with the
+// copy unpaced (as fast as its SMs go: the same SMs, far more HBM traffic).
 struct TableContention {
   std::optional<long> comm_sms;
   std::optional<double> comm_bytes_per_s;
   double gemm_factor = 1, attention_factor = 1;
+  std::optional<double> unpaced_comm_bytes_per_s, unpaced_gemm_factor, unpaced_attention_factor;
 };
 
 enum class Match { exact, nearest, roofline };

@@ -563,10 +563,12 @@ int main(int argc, char** argv) {
       c.comm_bytes_per_s = g->comm_GBps_overlapped * 1e9;
       c.gemm_factor = g->factor;
       c.attention_factor = a->factor;
+      c.unpaced_comm_bytes_per_s = gu->comm_GBps_overlapped * 1e9;
+      c.unpaced_gemm_factor = gu->factor;
+      c.unpaced_attention_factor = au->factor;
       measured->set_contention(c);
       comments.push_back("[contention]: victim time beside a copy kernel holding comm_GBps on comm_sms SMs / alone");
-      comments.push_back("(medians); unpaced copy at " + fmt(gu->comm_GBps_overlapped) + " GB/s: GEMM x" + fmt(gu->factor) +
-                         ", attention x" + fmt(au->factor) + ".");
+      comments.push_back("(medians); unpaced_*: the same with the copy unpaced (unpaced_comm_GBps).");
       for (const auto* r : {&*g, &*a, &*gu, &*au}) {
         std::fprintf(stderr, "contention: %s, copy %.0f GB/s: x%.3f (%.3f -> %.3f ms)\n",
                      r == &*g || r == &*gu ? "GEMM" : "attention", r->comm_GBps_overlapped, r->factor, r->alone_ms,

@@ -21,11 +21,15 @@ const char* kind_of(const calibration::KernelShape& k) {
 
 }  // namespace
 
-CostModel::CostModel(const GpuSpec& gpu, std::string why) : gpu_(gpu), why_(std::move(why)) {}
+CostModel::CostModel(const GpuSpec& gpu, std::string why)
+    : gpu_(gpu), why_(std::move(why)), contention_(gpu.comm_contention_factor) {}
 
 CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::KernelTable> table,
                      std::string attention_kernel)
-    : gpu_(gpu), table_(std::move(table)), attention_kernel_(std::move(attention_kernel)) {}
+    : gpu_(gpu),
+      table_(std::move(table)),
+      attention_kernel_(std::move(attention_kernel)),
+      contention_(table_ ? Contention(*table_, gpu.comm_contention_factor) : Contention(gpu.comm_contention_factor)) {}
 
 Priced CostModel::price(const Op& op) const {
   if (op.fixed_s) return {*op.fixed_s, Match::exact, 0.0};  // measured: its own time, no spread to draw from
@@ -49,15 +53,6 @@ Priced CostModel::price(const Op& op) const {
   p.seconds *= factor;
   memo_.push_back({op.kernel, p});
   return memo_.back().priced;
-}
-
-double CostModel::contention_factor(const Op& op) const {
-  if (op.fixed_s) return 1.0;  // a measured duration already holds whatever ran beside it
-  if (!table_ || !table_->contention()) return gpu_.comm_contention_factor;
-  // Memory-bound kernels lose SMs and HBM bandwidth to NCCL like GEMMs do; the GEMM factor is the
-  // measured slowdown closest to theirs (1 would claim they lose nothing).
-  return std::holds_alternative<calibration::AttentionShape>(op.kernel) ? table_->contention()->attention_factor
-                                                           : table_->contention()->gemm_factor;
 }
 
 std::string CostModel::source() const {

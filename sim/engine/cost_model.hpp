@@ -13,6 +13,7 @@
 #pragma once
 
 #include "calibration/table/kernel_table.hpp"
+#include "sim/engine/contention.hpp"
 #include "sim/scenario/training.hpp"
 #include "sim/workload/workload.hpp"
 
@@ -43,10 +44,13 @@ public:
 
   double seconds(const Op& op) const { return price(op).seconds; }
   calibration::Priced price(const Op& op) const;
-  // Compute slows by this factor while a communication kernel runs on the GPU. Table with
-  // [contention]: gemm_factor for GEMMs and memory-bound kernels, attention_factor for attention;
-  // otherwise calibration/gpus.toml's comm_contention_factor.
-  double contention_factor(const Op& op) const;
+  // How much the collectives running beside a compute op slow it (contention.hpp): from the
+  // table's [contention], else calibration/gpus.toml's comm_contention_factor. A measured op
+  // (Op::fixed_s) already holds whatever ran beside it: 1.
+  const Contention& contention() const { return contention_; }
+  double slowdown(const Op& op, const CommLoad& load) const {
+    return op.fixed_s ? 1.0 : contention_.slowdown(op.kernel, load);
+  }
 
   // "roofline", "measured" or "derived".
   std::string source() const;
@@ -77,6 +81,7 @@ private:
   std::string why_;
   std::shared_ptr<const calibration::KernelTable> table_;
   std::string attention_kernel_;
+  Contention contention_;
   // The table's prices already looked up, by kernel shape: a program repeats a few dozen kernels
   // thousands of times, and the table prices a shape it lacks by scanning all its rows. Not
   // thread-safe (nothing in commbound prices from several threads).

@@ -23,6 +23,10 @@ namespace sg4 = simgrid::s4u;
 namespace commbound::sim {
 namespace {
 
+// Work left below this is done: a compute op woken by a load change at the instant it would have
+// ended has only float rounding left.
+constexpr double kNegligibleWorkS = 1e-15;
+
 // A one-shot event for SimGrid actors: set once, waited by any number.
 class Event {
 public:
@@ -40,6 +44,14 @@ private:
   bool done_ = false;
   sg4::MutexPtr mutex_ = sg4::Mutex::create();
   sg4::ConditionVariablePtr cv_ = sg4::ConditionVariable::create();
+};
+
+// What one simulated GPU's running collectives take from its compute (contention.hpp), and the
+// signal its compute ops wait on to re-rate themselves when that changes.
+struct GpuShare {
+  CommLoad load;
+  sg4::MutexPtr mutex = sg4::Mutex::create();
+  sg4::ConditionVariablePtr changed = sg4::ConditionVariable::create();
 };
 
 // A collective of one group: members arrive; the last to arrive runs it and releases the others.
@@ -137,7 +149,20 @@ private:
         }));
       }
     }
+    // While its bytes move, its data path takes HBM bandwidth on every member, at the bus rate NCCL's
+    // tuner expects of it (the duration is only known after).
+    const network::CallShape shape = runner_.shape_of(call);
+    const double predicted_s = runner_.tuner().predict_s(shape, choice).value_or(0);
+    const CommLoad moving = predicted_s > 0
+        ? cost_.contention().hbm_load(op.size_bytes * network::bus_bw_factor(op.collective, shape.ranks) / predicted_s)
+        : CommLoad{};
+    for (int m : group) {
+      if (simulated_.count(m) > 0) change_load(m, moving, +1);
+    }
     runner_.run(call, choice, network::Fidelity::fluid);
+    for (int m : group) {
+      if (simulated_.count(m) > 0) change_load(m, moving, -1);
+    }
     for (auto& a : copies) a->join();
     return choice;
   }
@@ -165,6 +190,30 @@ private:
     return expected_wait_s(since_s2, static_cast<int>(group.size()));
   }
 
+  void change_load(int rank, const CommLoad& delta, int sign) {
+    GpuShare& gpu = gpus_[rank];
+    if (sign > 0) {
+      gpu.load += delta;
+    } else {
+      gpu.load -= delta;
+    }
+    gpu.changed->notify_all();
+  }
+
+  // Runs `seconds` of a compute op's work on `rank`'s GPU at the rate the collectives beside it
+  // leave: re-rated whenever one starts or ends, so only the overlapped interval is slowed.
+  void compute(int rank, const Op& op, double seconds) {
+    GpuShare& gpu = gpus_[rank];
+    double left_s = seconds;  // of work at full speed
+    while (left_s > kNegligibleWorkS) {
+      const double factor = cost_.slowdown(op, gpu.load);
+      const double from_s = sg4::Engine::get_clock();
+      std::unique_lock lock(*gpu.mutex);
+      if (gpu.changed->wait_for(lock, left_s * factor) == std::cv_status::timeout) return;
+      left_s -= (sg4::Engine::get_clock() - from_s) / factor;
+    }
+  }
+
   // Every-rank mode with jitter: this rank's own seeded stream of deviations.
   gsl_rng* rng_of(int rank) {
     auto [it, fresh] = rngs_.try_emplace(rank, nullptr, gsl_rng_free);
@@ -187,9 +236,11 @@ private:
       double start_s = sg4::Engine::get_clock();
       network::CollectiveChoice choice;
       if (op.kind == OpKind::collective && !op.fixed_s) {
-        ++comm_active_[rank];
         const std::vector<int>& group = group_of(rank, op.group);
         if (group.size() > 1) {
+          // NCCL's CTAs hold their SMs from launch, polling while the group's other members are late.
+          const CommLoad launched = cost_.contention().sm_load(platform_.spec().node.nccl_channels);
+          change_load(rank, launched, +1);
           // A ring-attention step is one op per sender (every rank sends to the next and, in the same
           // step, receives from the previous): only its sender arrives. Other collectives wait for
           // every simulated member.
@@ -210,15 +261,13 @@ private:
           }
           start_s = rv.start_s;  // the collective began when its last member arrived
           choice = rv.choice;
+          change_load(rank, launched, -1);
         }
-        --comm_active_[rank];
       } else {
-        // Contention: a compute op that starts while this GPU runs a communication kernel is
-        // slowed by the cost model's factor for its whole duration (an approximation). A measured
-        // op (a collective or host gap too) takes its measured time.
-        const double factor = comm_active_[rank] > 0 ? cost_.contention_factor(op) : 1.0;
+        // A measured op (a collective or host gap too) takes its measured time; a priced one runs
+        // slower while collectives share the GPU (compute()).
         const calibration::Priced priced = cost_.price(op);
-        double seconds = priced.seconds * factor;
+        double seconds = priced.seconds;
         if (options_.jitter) {
           const double sigma_s = seconds * priced.relative_spread / (2 * kNormalZ90);
           if (options_.every_rank) {
@@ -227,7 +276,7 @@ private:
             late_variance_s2_[rank] += sigma_s * sigma_s;
           }
         }
-        if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+        if (seconds > 0) compute(rank, op, seconds);
       }
       timeline.spans.push_back({rank, i, op.stream, start_s, sg4::Engine::get_clock(), choice});
       done_[rank][static_cast<std::size_t>(i)]->set();
@@ -244,7 +293,7 @@ private:
   std::set<int> simulated_;
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
   std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
-  std::map<int, int> comm_active_;  // per rank: collectives in progress
+  std::map<int, GpuShare> gpus_;  // per simulated rank
   std::map<std::pair<int, GroupKind>, std::vector<int>> groups_;  // group_of's memo
   std::map<int, double> late_variance_s2_;  // per rank: variance of its compute deviations so far
   std::map<std::pair<int, GroupKind>, double> met_variance_s2_;  // ... when it last met each group

@@ -479,6 +479,30 @@ private:
     return par.finish();
   }
 
+  // The layers split over the pipeline stages: evenly (pp divides them), or with the first and/or
+  // last stage set and the rest split evenly over at least one layer per other stage.
+  void check_stage_layers(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    const int layers = t.model.layers;
+    const int first = t.pp_first_stage_layers, last = t.pp_last_stage_layers;
+    if (first == 0 && last == 0) {
+      if (!par.failed() && layers % t.pp != 0) par.fail("pp", "must divide the model's " + std::to_string(layers) + " layers");
+      return;
+    }
+    const char* key = first > 0 ? "pp_first_stage_layers" : "pp_last_stage_layers";
+    if (t.pp == 1) return par.fail(key, "needs pp > 1");
+    if (first > 0 && last > 0 && t.pp == 2 && first + last != layers) {
+      return par.fail(key, "with pp = 2 the first and last stages hold all " + std::to_string(layers) + " layers");
+    }
+    const int others = t.pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+    const int rest = layers - first - last;
+    if (others == 0) return;
+    if (rest < others || rest % others != 0) {
+      par.fail(key, "leaves " + std::to_string(rest) + " of the model's " + std::to_string(layers) +
+                        " layers, which do not split evenly over the other " + std::to_string(others) + " stages");
+    }
+  }
+
   // tp divides the heads and KV heads; pp (x virtual stages) the layers; cp the sequence.
   void check_model_split(TableReader& par) const {
     const TrainingSpec& t = *sc_.training;
@@ -488,13 +512,13 @@ private:
     if (!par.failed() && t.model.kv_heads % t.tp != 0) {
       par.fail("tp", "must divide the model's " + std::to_string(t.model.kv_heads) + " KV heads");
     }
-    if (!par.failed() && t.model.layers % t.pp != 0) {
-      par.fail("pp", "must divide the model's " + std::to_string(t.model.layers) + " layers");
-    }
+    check_stage_layers(par);
     if (!par.failed() && t.virtual_stages > 1 && t.pp == 1) par.fail("virtual_stages", "interleaving needs pp > 1");
-    if (!par.failed() && t.model.layers % (t.pp * t.virtual_stages) != 0) {
-      par.fail("virtual_stages", "pp x virtual_stages must divide the model's " + std::to_string(t.model.layers) +
-                                     " layers");
+    for (int s = 0; !par.failed() && s < t.pp; ++s) {
+      if (t.stage_layers(s) % t.virtual_stages != 0) {
+        par.fail("virtual_stages", "must divide the " + std::to_string(t.stage_layers(s)) + " layers of pipeline stage " +
+                                       std::to_string(s));
+      }
     }
     if (!par.failed() && t.cp > 1 && training_t_ != nullptr) {
       const toml::node* seq = training_t_->get("seq_len");

@@ -37,6 +37,19 @@ std::optional<Strategy> parse_strategy(std::string_view name) {
   return parse_named(name, {Strategy::ddp, Strategy::fsdp, Strategy::hsdp, Strategy::diloco});
 }
 
+int TrainingSpec::stage_layers(int stage) const {
+  if (stage == 0 && pp_first_stage_layers > 0) return pp_first_stage_layers;
+  if (stage == pp - 1 && pp_last_stage_layers > 0) return pp_last_stage_layers;
+  const int set = (pp_first_stage_layers > 0 ? 1 : 0) + (pp_last_stage_layers > 0 ? 1 : 0);
+  return (model.layers - pp_first_stage_layers - pp_last_stage_layers) / (pp - set);
+}
+
+int TrainingSpec::first_layer(int vstage) const {
+  int first = 1;
+  for (int k = 0; k < vstage; ++k) first += chunk_layers(k);
+  return first;
+}
+
 const char* display_name(Strategy s) {
   switch (s) {
     case Strategy::ddp: return "DDP";

@@ -71,13 +71,21 @@ struct TrainingSpec {
   int micro_batches = 1;      // gradient accumulation steps
   Recompute recompute = Recompute::none;
   Strategy strategy = Strategy::fsdp;
-  int zero_stage = 2;         // FSDP/HSDP: 2 keeps gathered parameters for backward, 3 reshards after forward
+  // FSDP/HSDP: 1 is Megatron-LM's distributed optimizer (ZeRO-1: whole bf16 parameters and fp32
+  // gradients on every rank, the optimizer state sharded), 2 keeps gathered parameters for
+  // backward, 3 reshards after forward.
+  int zero_stage = 2;
   int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)
   int diloco_islands = 8;     // DiLoCo: islands (the paper's k workers), each an FSDP group of replicas() / islands
   int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)
   int dp = 1, tp = 1, pp = 1, cp = 1;
   bool sequence_parallel = false;
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
+  // Uneven pipelines (Megatron-LM's --decoder-first-pipeline-num-layers and
+  // --decoder-last-pipeline-num-layers): the layers of the first and of the last stage; 0: an even
+  // share. The stages not set split the rest evenly.
+  int pp_first_stage_layers = 0;
+  int pp_last_stage_layers = 0;
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
   // Iterations simulated before the measured one. The engine joins every stream at the end of an
@@ -94,6 +102,13 @@ struct TrainingSpec {
   calibration::Precision precision = calibration::Precision::bf16;
 
   int world() const { return dp * tp * pp * cp; }
+  // The layers of pipeline stage `stage` (0 .. pp - 1), as above. Assumes a validated split.
+  int stage_layers(int stage) const;
+  // The first layer (1-based) of virtual stage `vstage` = chunk x pp + stage (interleaved 1F1B):
+  // each stage's layers split evenly over its virtual_stages chunks, the model's layers dealt out
+  // in virtual-stage order.
+  int first_layer(int vstage) const;
+  int chunk_layers(int vstage) const { return stage_layers(vstage % pp) / virtual_stages; }
   bool sharded() const { return strategy != Strategy::ddp; }
   // Ranks holding a full copy of the parameters (data x context parallel).
   int replicas() const { return dp * cp; }

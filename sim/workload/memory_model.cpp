@@ -39,27 +39,36 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r) {
   return per_token * tokens;
 }
 
-MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
+namespace {
+
+// Pipeline stage `stage`'s GPU. Under 1F1B stage s holds the activations of up to pp - s
+// micro-batches at once (its warm-up forwards and the one in flight).
+MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   const calibration::ModelSpec& m = t.model;
-  // The first pipeline stage (its layers and the input embedding) holds the most activations
-  // (1F1B keeps up to `pp` micro-batches in flight there); count its layers, and conservatively
-  // both embedding matrices (all of them on one stage).
-  const int layers = m.layers / t.pp;
-  const double root = (m.input_params() + (t.pp == 1 ? m.head_params(true) : m.hidden)) / t.tp;
+  const bool first = stage == 0, last = stage == t.pp - 1;
+  const int layers = t.stage_layers(stage);
+  // The input embedding on the first stage, the final norm and LM head on the last (a tied head
+  // shares the embedding's weights only when both are on one stage).
+  const double root = ((first ? m.input_params() : 0) + (last ? m.head_params(first) : 0)) / t.tp;
   const double layer = m.layer_params() / t.tp;
   const double P = layers * layer + root;  // this GPU's slice of the parameters
   const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;  // of one micro-batch on this rank
   MemoryUse u;
+  u.stage = stage;
   auto add = [&](const std::string& what, double bytes) {
     u.bytes.emplace_back(what, bytes);
     u.total_bytes += bytes;
   };
   if (t.sharded()) {
     const double shard = P / t.shard_ranks();
-    add("params_bf16", t.zero_stage == 2 ? kBf16 * P : kBf16 * (shard + root + (t.max_inflight_allgathers + 1) * layer));
+    add("params_bf16", t.zero_stage <= 2 ? kBf16 * P : kBf16 * (shard + root + (t.max_inflight_allgathers + 1) * layer));
     add("master_fp32", kFp32 * shard);
     add("adam_moments_fp32", 2 * kFp32 * shard);
-    add("grads", kFp32 * shard + kBf16 * 2 * layer);  // fp32 shard + unsharded bf16 gradients of the unit in flight
+    if (t.zero_stage == 1) {
+      add("grads_fp32", kFp32 * P);  // Megatron's main_grad buffer: every parameter's fp32 gradient
+    } else {
+      add("grads", kFp32 * shard + kBf16 * 2 * layer);  // fp32 shard + unsharded bf16 gradients of the unit in flight
+    }
     // DiLoCo's outer state (arXiv 2311.08105, Algorithm 1): the anchor (the global parameters the
     // inner steps started from) and the outer Nesterov momentum, both fp32 over the island's shard;
     // the pseudo-gradient reuses the fp32 gradient shard, free during the outer step.
@@ -75,7 +84,7 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   if (t.recompute == Recompute::selective_op || t.recompute == Recompute::full) {
     activations += activation_bytes_per_layer(t, Recompute::none);
   }
-  activations *= std::min(t.pp, t.micro_batches);  // micro-batches in flight on the first stage
+  activations *= std::min(t.pp - stage, t.micro_batches);  // micro-batches in flight on this stage
   add("activations", activations);
   // The loss on the last stage, at the start of the backward, when every layer's activations are
   // still held: PyTorch frameworks compute cross-entropy on the logits cast to fp32 (torchtitan,
@@ -83,13 +92,23 @@ MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   // for its backward, nll_loss's backward writes a dense fp32 gradient of that shape, and
   // log_softmax's backward a third (PyTorch tools/autograd/derivatives.yaml: _log_softmax_backward_data
   // reads the gradient and the saved result): 3 fp32 [tokens x vocab / tp] tensors at once.
-  // Counted on the first stage when it is also the last (pp = 1).
-  if (t.pp == 1) add("loss_logits_fp32", 3 * kFp32 * tokens * m.vocab / t.tp);
+  if (last) add("loss_logits_fp32", 3 * kFp32 * tokens * m.vocab / t.tp);
   const int communicators = (t.replicas() > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0) + (t.cp > 1 ? 1 : 0);
   add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);
   add("allocator_and_context", kAllocatorFraction * u.total_bytes + kContextBytes);
   u.capacity_bytes = t.gpu.memory_bytes;
   return u;
+}
+
+}  // namespace
+
+MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
+  MemoryUse most = memory_of_stage(t, nccl_channels, 0);
+  for (int stage = 1; stage < t.pp; ++stage) {
+    MemoryUse u = memory_of_stage(t, nccl_channels, stage);
+    if (u.total_bytes > most.total_bytes) most = std::move(u);
+  }
+  return most;
 }
 
 }  // namespace commbound::sim

@@ -33,6 +33,7 @@
 namespace commbound::sim {
 
 struct MemoryUse {
+  int stage = 0;  // the pipeline stage whose GPU this is
   std::vector<std::pair<std::string, double>> bytes;  // category -> bytes per GPU
   double total_bytes = 0;
   double capacity_bytes = 0;
@@ -43,6 +44,8 @@ struct MemoryUse {
 // (formulas above), under recomputation `r`.
 double activation_bytes_per_layer(const TrainingSpec& t, Recompute r);
 
+// The GPU of the pipeline stage that holds the most (every stage's parameters, optimizer state,
+// activations of the micro-batches 1F1B keeps in flight there, and on the last the loss's logits).
 MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels);
 
 }  // namespace commbound::sim

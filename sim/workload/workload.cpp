@@ -21,7 +21,6 @@ public:
         m_(t.model),
         stage_(stage),
         virtual_stages_(t.pp * t.virtual_stages),
-        layers_per_chunk_(m_.layers / virtual_stages_),
         // FSDP units: the root (the first virtual stage's input embedding and positions; the
         // last's final norm and LM head, tied to the embedding only where both are on one stage)
         // and one per layer. Tensor parallelism splits the parameters first; FSDP
@@ -52,9 +51,11 @@ public:
   }
 
 private:
-  // Virtual stage of model chunk `chunk`: chunk c of stage s is virtual stage c * P + s, and
-  // virtual stage k holds layers k * per + 1 .. (k + 1) * per. Without interleaving v = 1.
+  // Virtual stage of model chunk `chunk`: chunk c of stage s is virtual stage c * P + s; virtual
+  // stage k holds layers first_layer(k) .. last_layer(k) (TrainingSpec: even, or uneven first and
+  // last stages). Without interleaving v = 1.
   int virtual_stage(int chunk) const { return chunk * t_.pp + stage_; }
+  int last_layer(int vs) const { return t_.first_layer(vs) + t_.chunk_layers(vs) - 1; }
   std::vector<int> after_last_compute() const {
     return last_compute_ < 0 ? std::vector<int>{} : std::vector<int>{last_compute_};
   }
@@ -70,8 +71,8 @@ private:
 
   void forward(int chunk, int mb) {
     const int vs = virtual_stage(chunk);
-    const int lo = vs * layers_per_chunk_ + 1;
-    const int hi = lo + layers_per_chunk_ - 1;
+    const int lo = t_.first_layer(vs);
+    const int hi = last_layer(vs);
     const std::string tag = ".mb" + std::to_string(mb);
     std::vector<int> start = after_last_compute();
     if (vs > 0) {
@@ -105,8 +106,8 @@ private:
 
   void backward(int chunk, int mb) {
     const int vs = virtual_stage(chunk);
-    const int lo = vs * layers_per_chunk_ + 1;
-    const int hi = lo + layers_per_chunk_ - 1;
+    const int lo = t_.first_layer(vs);
+    const int hi = last_layer(vs);
     const std::string tag = ".mb" + std::to_string(mb);
     int x = last_compute_;
     if (vs == virtual_stages_ - 1) {
@@ -140,7 +141,7 @@ private:
   // The recipe's optimizer over this stage's parameters on the local shard (FSDP) or replica
   // (DDP), as one flat buffer, after every gradient reduction.
   void optimizer() {
-    const double stage_params = t_.virtual_stages * layers_per_chunk_ * m_.layer_params() + root_params_;
+    const double stage_params = t_.stage_layers(stage_) * m_.layer_params() + root_params_;
     const double local_params = stage_params / t_.tp / t_.shard_ranks();
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
@@ -154,7 +155,6 @@ private:
   const calibration::ModelSpec& m_;
   const int stage_;
   const int virtual_stages_;
-  const int layers_per_chunk_;
   const double root_params_;
   const double root_bytes_;
   const double layer_bytes_;

@@ -130,9 +130,13 @@ TEST(CostModel, ContentionAndPowerFromTheTable) {
   gemm.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward};
   attention.kernel = AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, true};
   norm.kernel = MemoryBoundShape{"rmsnorm_forward", 1024, 1024};
-  EXPECT_DOUBLE_EQ(cost.contention_factor(gemm), 1.2);
-  EXPECT_DOUBLE_EQ(cost.contention_factor(attention), 1.1);
-  EXPECT_DOUBLE_EQ(cost.contention_factor(norm), 1.2);  // memory-bound kernels: the GEMM factor
+  // The tiny table's [contention] has no comm_sms: its factors apply flat while anything runs,
+  // memory-bound kernels taking the GEMM's; nothing running, nothing slows.
+  const CommLoad running = cost.contention().sm_load(16);
+  EXPECT_DOUBLE_EQ(cost.slowdown(gemm, running), 1.2);
+  EXPECT_DOUBLE_EQ(cost.slowdown(attention, running), 1.1);
+  EXPECT_DOUBLE_EQ(cost.slowdown(norm, running), 1.2);
+  EXPECT_DOUBLE_EQ(cost.slowdown(gemm, CommLoad{}), 1.0);
   // idle 100 + (500 - 100) x 0.5 + (300 - 100) x 0.25.
   EXPECT_DOUBLE_EQ(cost.power_w(0.5, 0.25), 350);
   EXPECT_EQ(cost.source(), "measured");
@@ -141,6 +145,40 @@ TEST(CostModel, ContentionAndPowerFromTheTable) {
   const CostModel roofline(gpu);
   EXPECT_DOUBLE_EQ(roofline.power_w(0.5, 0.25), gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * 0.75);
   EXPECT_EQ(roofline.source(), "roofline");
+}
+
+// Both [contention] points, as commbound-calibrate measures them, on the tiny GPU (100 SMs, copy
+// 1000 GB/s of traffic): a copy on 20 SMs paced to 50 GB/s of payload (100 GB/s of traffic, HBM
+// share 0.1) slows a GEMM x1.3, unpaced at 250 GB/s (share 0.5) x1.5. Same SM share (0.2), so
+// HBM costs (1.5 - 1.3) / (0.5 - 0.1) = 0.5 per unit of share and SMs (0.3 - 0.5 x 0.1) / 0.2 =
+// 1.25. NCCL on 10 channels moving 50 GB/s of bus traffic (3 x 50 = 150 GB/s through HBM): SM
+// share 0.1, HBM share 0.15, GEMM x(1 + 0.125 + 0.075) = 1.2. Attention (x1.1 paced, x1.1
+// unpaced): HBM costs nothing, SMs 0.5. A memory-bound kernel keeps 1 - 0.15 of HBM: x1/0.85.
+TEST(Contention, SmAndHbmSharesFromTheTwoMeasuredPoints) {
+  std::string text = read_all(kTiny);
+  text.replace(text.find("[contention]\n"), 13,
+               "[contention]\ncomm_sms = 20\ncomm_GBps = 50\nunpaced_comm_GBps = 250\nunpaced_gemm_factor = 1.5\n"
+               "unpaced_attention_factor = 1.1\n");
+  std::string gemm_factor = "gemm_factor = 1.2";
+  text.replace(text.find(gemm_factor), gemm_factor.size(), "gemm_factor = 1.3");
+  const std::string both = temp_file("tiny_contention_both.toml", text);
+  auto table = calibration::KernelTable::load(both, both);
+  ASSERT_TRUE(table) << table.error().message;
+  const Contention c(*table, 1.0);
+  CommLoad load = c.sm_load(10);
+  load += c.hbm_load(50e9);
+  EXPECT_DOUBLE_EQ(load.sm_share, 0.1);
+  EXPECT_DOUBLE_EQ(load.hbm_share, 0.15);
+  EXPECT_NEAR(c.slowdown(GemmShape{1024, 1024, 1024, GemmLayout::forward}, load), 1.2, 1e-12);
+  EXPECT_NEAR(c.slowdown(AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, true}, load), 1.05, 1e-12);
+  EXPECT_NEAR(c.slowdown(MemoryBoundShape{"rmsnorm_forward", 1024, 1024}, load), 1 / 0.85, 1e-12);
+  // The measured points themselves come back: 20 SMs and 100 / 1000 of HBM traffic.
+  EXPECT_NEAR(c.slowdown(GemmShape{1024, 1024, 1024, GemmLayout::forward}, CommLoad{0.2, 0.1}), 1.3, 1e-12);
+  EXPECT_NEAR(c.slowdown(GemmShape{1024, 1024, 1024, GemmLayout::forward}, CommLoad{0.2, 0.5}), 1.5, 1e-12);
+  // Without a table: gpus.toml's flat factor whenever a collective runs, memory-bound kernels too.
+  const Contention flat(1.25);
+  EXPECT_DOUBLE_EQ(flat.slowdown(MemoryBoundShape{"rmsnorm_forward", 1024, 1024}, flat.sm_load(16)), 1.25);
+  EXPECT_DOUBLE_EQ(flat.slowdown(MemoryBoundShape{"rmsnorm_forward", 1024, 1024}, CommLoad{}), 1.0);
 }
 
 // While only communication runs, NCCL's kernels hold comm_sms of the GPU's SMs, each drawing what

@@ -63,6 +63,20 @@ TEST(MemoryModel, Llama7bZero2ByHand) {
   EXPECT_TRUE(u.fits());
 }
 
+// ZeRO-1, Megatron-LM's distributed optimizer (dist_optimizer.md): bf16 parameters and fp32
+// gradients whole on every rank, the fp32 master copy and both moments sharded: 6 + 12/d bytes per
+// parameter. Llama-2 7B over 64 GPUs (P = 6,738,415,616, as above): 2 P + 4 P = 40,430,493,696 of
+// parameters and gradients, 12 P / 64 = 1,263,452,928 of optimizer state.
+TEST(MemoryModel, Llama7bZero1IsSixPlusTwelveOverDBytesPerParameter) {
+  TrainingSpec t = llama("llama2-7b", 64);
+  t.zero_stage = 1;
+  const auto m = by_category(memory_per_gpu(t, 16));
+  EXPECT_DOUBLE_EQ(m.at("params_bf16"), 13476831232.0);
+  EXPECT_DOUBLE_EQ(m.at("grads_fp32"), 26953662464.0);
+  EXPECT_DOUBLE_EQ(m.at("master_fp32") + m.at("adam_moments_fp32"), 1263452928.0);
+  EXPECT_EQ(m.count("grads"), 0u);
+}
+
 // Llama-2 70B (80 layers, hidden 8192, 64 heads / 8 KV heads of 128, FFN 28672): a layer holds
 // 2 x 8192^2 (q, o) + 2 x 8192 x 1024 (k, v) + 3 x 8192 x 28672 + 2 x 8192 = 855,654,400; root
 // (embedding, LM head, final norm) 2 x 8192 x 32000 + 8192 = 524,296,192; P = 68,976,648,192.

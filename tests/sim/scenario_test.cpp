@@ -201,6 +201,29 @@ TEST(Scenario, DilocoReadsItsIslandsAndInterval) {
   EXPECT_EQ(sc->training->shard_ranks(), 8);
 }
 
+// Llama-2 7B (32 layers) on 4 pipeline stages of 2 DGX H100 nodes.
+const char* kUneven = "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 2\n[model]\nname = \"llama2-7b\"\n"
+                      "[training]\nglobal_batch = 16\nmicro_batch = 1\n[parallel]\npp = 4\n";
+
+// 32 layers on 4 stages with first 6 and last 6: the middle two stages take (32 - 12) / 2 = 10.
+// With 2 virtual stages every stage's layers halve: chunks 3, 5, 5, 3 then again 3, 5, 5, 3, so
+// virtual stage k starts at 1 + the layers of virtual stages 0 .. k - 1: 1, 4, 9, 14, 17, 20, 25, 30.
+TEST(Scenario, UnevenPipelineStagesSplitTheRestEvenly) {
+  auto sc = load_scenario(scenario_file("uneven.toml", std::string(kUneven) +
+                                                           "pp_first_stage_layers = 6\npp_last_stage_layers = 6\n"
+                                                           "virtual_stages = 2\n"),
+                          {}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  const TrainingSpec& t = *sc->training;
+  EXPECT_EQ(t.stage_layers(0), 6);
+  EXPECT_EQ(t.stage_layers(1), 10);
+  EXPECT_EQ(t.stage_layers(2), 10);
+  EXPECT_EQ(t.stage_layers(3), 6);
+  const std::vector<int> first = {1, 4, 9, 14, 17, 20, 25, 30};
+  for (int vs = 0; vs < 8; ++vs) EXPECT_EQ(t.first_layer(vs), first[static_cast<std::size_t>(vs)]) << vs;
+  EXPECT_EQ(t.first_layer(7) + t.chunk_layers(7) - 1, 32);
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -257,7 +280,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"diloco_sync_every", std::string(kDiloco) + "diloco_sync_every = 0\n", {},
                 {"$FILE", ":8:", "parallel.diloco_sync_every = 0", "between 1 and"}},
         BadCase{"diloco_strategy", std::string(kDiloco) + "diloco_islands = 4\n", {"parallel.strategy=dilocco"},
-                {"--set parallel.strategy=dilocco", "diloco"}}),
+                {"--set parallel.strategy=dilocco", "diloco"}},
+        // 32 - 7 = 25 layers do not split over the other 3 stages; 7 over 2 chunks does not either.
+        BadCase{"uneven_rest", std::string(kUneven) + "pp_first_stage_layers = 7\n", {},
+                {"$FILE", ":11:", "parallel.pp_first_stage_layers = 7", "25", "3 stages"}},
+        BadCase{"uneven_chunks", std::string(kUneven) + "pp_first_stage_layers = 5\npp_last_stage_layers = 7\n",
+                {"parallel.virtual_stages=2"}, {"virtual_stages", "5 layers of pipeline stage 0"}},
+        BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
+                {"pp_last_stage_layers", "needs pp > 1"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(ParseList, SizesAndRanges) {

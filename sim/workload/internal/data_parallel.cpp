@@ -36,7 +36,14 @@ enum class Sharding {
 };
 
 // FSDP over all replicas, or over shard groups of `shard_ranks` (HSDP, DiLoCo's islands), of which
-// there are `replica_groups`.
+// there are `replica_groups`. ZeRO-1 is Megatron-LM's distributed optimizer (its
+// docs/source/api-guide/dist_optimizer.md: 6 + 12/d bytes per parameter). It moves the same
+// collectives at the same points: each bucket's gradients reduce-scattered as the last
+// micro-batch's backward produces them, the updated parameters all-gathered as the next forward
+// reaches them (overlap_param_gather). But its gradients are the fp32 main_grad buffer: with bf16
+// parameters Megatron accumulates and reduces gradients in fp32 (megatron/training/arguments.py:
+// "bfloat16 requires gradient accumulation and all-reduce to be done in fp32"), so a reduction
+// moves twice the bf16 bytes.
 class FsdpPass : public DataParallelPass {
 public:
   FsdpPass(int zero_stage, Sharding sharding, int shard_ranks, int replica_groups)
@@ -66,7 +73,8 @@ public:
   void reduce_root(ProgramWriter& w, double root_bytes, int after) override { reduce(w, "root", root_bytes, after); }
 
 private:
-  void reduce(ProgramWriter& w, const std::string& unit, double unit_bytes, int after) {
+  void reduce(ProgramWriter& w, const std::string& unit, double unit_bf16_bytes, int after) {
+    const double unit_bytes = zero_stage_ == 1 ? unit_bf16_bytes * kFp32Bytes / kBf16Bytes : unit_bf16_bytes;
     const int rs = w.collective(unit + ".reducescatter", StreamId::reduce_scatter, CollectiveOp::reduce_scatter,
                                 shard_kind_, unit_bytes, {after});
     if (!hsdp_ || replica_groups_ < 2) {
