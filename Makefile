@@ -45,6 +45,7 @@ bench: build
 	$(BUILD)/bin/bench_collectives
 	$(BUILD)/bin/bench_training
 	$(BUILD)/bin/bench_search
+	$(BUILD)/bin/bench_innode
 	@if [ -x $(BUILD)/bin/bench_kernels ]; then $(BUILD)/bin/bench_kernels; $(BUILD)/bin/bench_attention; fi
 
 clean:

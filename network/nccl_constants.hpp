@@ -7,6 +7,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 namespace commbound::network {
 
@@ -46,6 +47,15 @@ struct NcclConstants {
   double pat_rank_latency_s = 2.8e-6;  // PAT's linear latency term, per rank
   double pat_bw_factor = 0.75;         // PAT busBw x 0.75
 
+  // NCCL's topology search inside one node (src/graph/search.cc): the per-channel bandwidths it
+  // tries, fastest first, for sm80 and older, sm90 and sm100 (bytes per second), and the most
+  // channels a ring graph and an NVLS graph may hold.
+  std::vector<double> intra_search_ampere_bytes_per_s;
+  std::vector<double> intra_search_hopper_bytes_per_s;
+  std::vector<double> intra_search_blackwell_bytes_per_s;
+  int ring_max_channels = 32;
+  int nvls_max_channels = 32;
+
   // Pipelining: bytes of one step of a channel's buffer (buffer size / NCCL_STEPS) per protocol.
   std::array<double, kProtocols> step_bytes{};
   // Payload of one network send (one proxy isend): Simple a slice of sliceSteps = 2 steps of 512 KiB;
@@ -53,6 +63,10 @@ struct NcclConstants {
   std::array<double, kProtocols> message_bytes{};
 
   const ArchCaps& caps(int sm_arch) const { return sm_arch >= 90 ? hopper : ampere; }
+  const std::vector<double>& intra_search_speeds(int sm_arch) const {
+    return sm_arch >= 100 ? intra_search_blackwell_bytes_per_s
+                          : (sm_arch >= 90 ? intra_search_hopper_bytes_per_s : intra_search_ampere_bytes_per_s);
+  }
   double base(Algorithm a, Protocol p) const { return base_latency_s[int(a)][int(p)]; }
   double hop(Algorithm a, HopClass h, Protocol p) const { return hop_latency_s[int(a)][int(h)][int(p)]; }
 };

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 namespace commbound::network {
 
@@ -33,6 +32,17 @@ Expected<CollectiveChoice> resolve_choice(const CollectiveRunner& runner, const 
   return *best;
 }
 
+std::vector<int> sweep_ranks(const Platform& platform, CollectiveOp op, int nodes, int gpus_per_node) {
+  const int gpus = platform.spec().node.gpus;
+  const int per_node = gpus_per_node > 0 ? gpus_per_node : gpus;
+  if (op == CollectiveOp::send_recv) return {0, nodes == 1 ? 1 : (nodes - 1) * gpus};
+  std::vector<int> ranks;
+  for (int n = 0; n < nodes; ++n) {
+    for (int g = 0; g < per_node; ++g) ranks.push_back(n * gpus + g);
+  }
+  return ranks;
+}
+
 Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstants& nccl,
                                            const std::vector<SweepPoint>& points, Fidelity fidelity,
                                            const std::function<void(int, int)>& progress) {
@@ -48,16 +58,14 @@ Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstan
     if (pt.nodes < 1 || pt.nodes > platform.spec().nodes) {
       return Error{"nodes " + std::to_string(pt.nodes) + ": outside 1.." + std::to_string(platform.spec().nodes)};
     }
+    if (pt.gpus_per_node < 0 || pt.gpus_per_node > gpus) {
+      return Error{"GPUs per node " + std::to_string(pt.gpus_per_node) + ": outside 1.." + std::to_string(gpus) +
+                   " (the node type's GPUs)"};
+    }
     CollectiveCall call;
     call.op = pt.op;
     call.size_bytes = pt.size_bytes;
-    if (pt.op == CollectiveOp::send_recv) {
-      // nccl-tests sendrecv across the farthest pair: first GPU to the last node's first GPU.
-      call.ranks = {0, pt.nodes == 1 ? 1 : (pt.nodes - 1) * gpus};
-    } else {
-      call.ranks.resize(static_cast<std::size_t>(pt.nodes) * gpus);
-      std::iota(call.ranks.begin(), call.ranks.end(), 0);
-    }
+    call.ranks = sweep_ranks(platform, pt.op, pt.nodes, pt.gpus_per_node);
     auto choice = resolve_choice(runner, call, pt.algorithm, pt.protocol);
     if (!choice) return choice.error();
     if (Status ok = runner.check(call, *choice); !ok) return ok.error();
@@ -81,7 +89,9 @@ Expected<std::vector<SweepRow>> run_sweep(Platform& platform, const NcclConstant
                                           const std::function<void(int, int)>& progress) {
   std::vector<SweepPoint> points;
   for (int nodes : sweep.nodes) {
-    for (double size : sweep.sizes_bytes) points.push_back({sweep.op, nodes, size, sweep.algorithm, sweep.protocol});
+    for (double size : sweep.sizes_bytes) {
+      points.push_back({sweep.op, nodes, size, sweep.algorithm, sweep.protocol, sweep.gpus_per_node});
+    }
   }
   return run_points(platform, nccl, points, sweep.fidelity, progress);
 }

@@ -14,7 +14,10 @@ namespace commbound::network {
 
 struct CollectiveSweep {
   CollectiveOp op = CollectiveOp::all_gather;
-  std::vector<int> nodes;           // node counts; each point uses the first nodes * gpus ranks
+  std::vector<int> nodes;           // node counts; each point uses the first `nodes` nodes
+  // GPUs of each node in the call, its first ones (a tensor-parallel group of 2 on an 8-GPU node is
+  // its own communicator of those 2 GPUs); 0: all of the node's.
+  int gpus_per_node = 0;
   std::vector<double> sizes_bytes;  // nccl-tests sizes
   std::optional<Algorithm> algorithm;  // forced (NCCL_ALGO) or chosen by the tuner
   std::optional<Protocol> protocol;    // forced (NCCL_PROTO) or chosen by the tuner
@@ -42,10 +45,17 @@ struct SweepPoint {
   double size_bytes = 0;
   std::optional<Algorithm> algorithm;
   std::optional<Protocol> protocol;
+  int gpus_per_node = 0;  // the first GPUs of each node in the call; 0: all of the node's
 };
 
+// The ranks of one nccl-tests run of `op` on the first `nodes` nodes, `gpus_per_node` of each
+// (0: all): node-major, as nccl-tests orders them. SendRecv: the farthest pair, the first GPU to
+// the next GPU of the same node on one node, else to the first GPU of the last node.
+std::vector<int> sweep_ranks(const Platform& platform, CollectiveOp op, int nodes, int gpus_per_node);
+
 // Runs `points` one after the other in simulated time on `platform` (which must hold the largest
-// node count), in `fidelity`. Checks every point before simulating any. Calls `progress(done, total)`.
+// node count), in `fidelity`. Checks every point before simulating any (a gpus_per_node outside
+// 1..the node's GPUs is an error). Calls `progress(done, total)`.
 Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstants& nccl,
                                            const std::vector<SweepPoint>& points, Fidelity fidelity,
                                            const std::function<void(int, int)>& progress);

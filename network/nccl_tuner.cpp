@@ -5,6 +5,18 @@
 #include <limits>
 
 namespace commbound::network {
+namespace {
+
+// ncclTopoCompute (src/graph/search.cc): after a graph is found, slower speeds are tried only while
+// they are above this fraction of its speed.
+constexpr double kSlowerSpeedMinRatio = 0.49;
+// ncclTopoDupChannels (search.cc): no doubling below 25 GB/s per channel, nor on sm90 and newer
+// below 50 GB/s when the graph already has more than 4 channels.
+constexpr double kDupMinBytesPerS = 25e9;
+constexpr double kDupMinManyChannelsBytesPerS = 50e9;
+constexpr int kDupManyChannels = 4;
+
+}  // namespace
 
 NcclTuner::NcclTuner(const NodeType& node, const FabricSpec& fabric, const NcclConstants& nccl)
     : node_(node), fabric_(fabric), nccl_(nccl) {}
@@ -52,6 +64,50 @@ double NcclTuner::net_overhead_s(const CallShape& shape, Protocol p) const {
   if (shape.nodes <= 1) return 0;
   const double base = node_.host_cpu == HostCpu::amd ? nccl_.net_overhead_amd_s : nccl_.net_overhead_intel_s;
   return p == Protocol::simple ? base * nccl_.simple_net_overhead_factor : base;
+}
+
+NcclTuner::SearchedGraph NcclTuner::ring_graph() const {
+  // ncclTopoCompute: start at the fastest speed the path allows, fit as many rings as the links
+  // hold, stop when they reserve the whole NVLink; else try slower speeds while they are above
+  // 0.49 x the found one, keeping a graph only when nChannels x speed grows. Then
+  // ncclTopoDupChannels doubles the channels at half the speed (not below 25 GB/s, nor on sm90+
+  // below 50 GB/s with more than 4 channels).
+  const double link = node_.nvlink.effective_bw_bytes_per_s();
+  const std::vector<double>& speeds = nccl_.intra_search_speeds(node_.sm_arch);
+  SearchedGraph best;
+  for (double s : speeds) {
+    if (s > link) continue;
+    if (best.channels > 0 && s / best.intra_bytes_per_s <= kSlowerSpeedMinRatio) break;
+    const int channels = std::min(static_cast<int>(link / s), nccl_.ring_max_channels);
+    if (channels * s > best.channels * best.intra_bytes_per_s) best = {channels, s, s};
+    if (best.channels * best.intra_bytes_per_s >= link) break;
+  }
+  if (best.channels == 0) return best;
+  const bool dup = best.intra_bytes_per_s >= kDupMinBytesPerS &&
+                   !(node_.sm_arch > 80 && best.intra_bytes_per_s < kDupMinManyChannelsBytesPerS &&
+                     best.channels > kDupManyChannels);
+  if (dup) {
+    const int doubled = std::min(2 * best.channels, nccl_.ring_max_channels);
+    const int divisor = (doubled + best.channels - 1) / best.channels;
+    best = {doubled, best.intra_bytes_per_s / divisor, best.inter_bytes_per_s / divisor};
+  }
+  return best;
+}
+
+NcclTuner::SearchedGraph NcclTuner::nvls_graph(int gpus) const {
+  // Inside one node the NVLS search forces one channel per GPU (minChannels = maxChannels) and
+  // decreases the speed until every head fits (ncclTopoSearchTryNvls: each GPU's link to and from
+  // the switch carries 1 unit per channel, 2 for the channel it heads). Its second pass then raises
+  // bwInter speed by speed while it is below twice bwIntra: no NIC limits it inside one node.
+  const double link = node_.nvlink.effective_bw_bytes_per_s();
+  const std::vector<double>& speeds = nccl_.intra_search_speeds(node_.sm_arch);
+  const int channels = std::min(gpus, nccl_.nvls_max_channels);
+  std::size_t i = 0;
+  while (i + 1 < speeds.size() && (speeds[i] > link || (channels + 1) * speeds[i] > link)) ++i;
+  if (speeds.empty() || (channels + 1) * speeds[i] > link) return {};
+  std::size_t j = i;
+  while (j > 0 && speeds[j] < 2 * speeds[i]) --j;
+  return {channels, speeds[i], speeds[j]};
 }
 
 double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoice& c) const {
@@ -104,7 +160,11 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
   // search spreads its channels over rings that use every pair's links (internal/ring.cpp).
   const double bw_intra = node_.nvlink.effective_bw_bytes_per_s();
   const double bw_inter = fabric_.link.effective_bw_bytes_per_s() * node_.nics;
-  const double bus = nodes <= 2 ? bw_intra : bw_inter;
+  // Inside one NVSwitch node the rings reserve what NCCL's ring graph holds (ring_graph: 360 of an
+  // H100's 370.8 GB/s), as NCCL's printed tuning table shows for 2 to 8 GPUs.
+  const bool in_switch_node = nodes == 1 && node_.nvlink_topology == NvlinkTopology::nvswitch;
+  const SearchedGraph ring = in_switch_node ? ring_graph() : SearchedGraph{};
+  const double bus = nodes <= 2 ? (ring.channels > 0 ? ring.channels * ring.intra_bytes_per_s : bw_intra) : bw_inter;
   const bool ar = shape.op == CollectiveOp::all_reduce;
   const double steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2.0 * (n - 1) : n - 1.0);
   double bus_bw = bus;
@@ -125,8 +185,21 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
       break;
     case Algorithm::nvls:
     case Algorithm::nvls_tree:
+      if (c.algorithm == Algorithm::nvls && nodes == 1) {
+        // NCCL's NVLS graph inside the node (nvls_graph): per channel min(bwIntra x efficiency x
+        // (nCh - 1)/nCh x 2, bwInter), times nCh (tuning.cc). It grows with the GPUs in the call:
+        // 102 GB/s on 2 H100s, 240 on 4, 476 on 8, so NCCL runs Ring below 6 GPUs.
+        const SearchedGraph g = nvls_graph(n);
+        if (g.channels < 2) return std::nullopt;  // tuning.cc: "NVLS/NVLStree needs at least 2 channels"
+        const double per_channel = g.intra_bytes_per_s * nccl_.nvls_efficiency * (g.channels - 1) / g.channels * 2;
+        bus_bw = g.channels * std::min(per_channel, g.inter_bytes_per_s);
+        alg_bw = bus_bw * n / steps;
+        break;
+      }
       // The in-switch reduction's bound; across nodes (NVLS with CollNet, NVLSTree) also the NICs,
       // doubled for NVLSTree on two nodes where the tree is one exchange (tuning.cc since NCCL 2.28).
+      // NCCL searches this graph with the NICs (one head per rail), which this model does not
+      // reproduce: the node's channel count stands in for its channels.
       bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
       if (c.algorithm == Algorithm::nvls_tree) bus_bw = std::min(bus_bw, bw_inter * (nodes <= 2 ? 2 : 1));
       if (c.algorithm == Algorithm::nvls && nodes > 1) bus_bw = std::min(bus_bw, bw_inter);

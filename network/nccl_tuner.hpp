@@ -38,6 +38,23 @@ public:
   // netOverhead of the node's host CPU (seconds), x3 for Simple; 0 on one node.
   double net_overhead_s(const CallShape& shape, Protocol p) const;
 
+  // The graphs NCCL's topology search finds inside one NVSwitch node (src/graph/search.cc), whose
+  // nChannels x per-channel bandwidth is the tuner's busBw there (tuning.cc).
+  struct SearchedGraph {
+    int channels = 0;
+    double intra_bytes_per_s = 0;  // bwIntra, per channel
+    double inter_bytes_per_s = 0;  // bwInter, per channel (the NVLS graph's second pass raises it)
+  };
+  // The ring graph: as many channels at the fastest speed the GPU's NVLink holds, slower speeds kept
+  // only where they reserve more in total, then doubled at half the speed (ncclTopoDupChannels),
+  // which keeps the total: 12 x 30 GB/s = 360 GB/s of an H100's 370.8.
+  SearchedGraph ring_graph() const;
+  // The NVLS graph of a node whose call holds `gpus` GPUs: one channel per GPU (its head; at most
+  // nvls_max_channels), which pulls from every GPU and pushes its share back, so each GPU's link
+  // carries (channels + 1) x the per-channel speed each way: the fastest speed that fits. On 2
+  // H100s 60 GB/s (3 x 60 <= 370.8), on 8 H100s 40 GB/s (9 x 40).
+  SearchedGraph nvls_graph(int gpus) const;
+
 private:
   NodeType node_;
   FabricSpec fabric_;

@@ -30,6 +30,7 @@ constexpr int kExportMaxHosts = 1200;
 struct CollectiveArgs {
   ScenarioArgs scenario;
   std::string op, nodes, bytes, algo, proto, fidelity, format = "table", out;
+  int gpus_per_node = 0;  // 0: every GPU of each node
   bool force = false;
 };
 
@@ -49,6 +50,15 @@ int run_collective(const CollectiveArgs& a) {
   auto file = load(a.scenario, {"cluster.nodes=" + std::to_string(max_nodes)});
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
+  if (a.gpus_per_node > sc.cluster.node.gpus) {
+    return fail("--gpus-per-node " + std::to_string(a.gpus_per_node) + ": node type " + sc.cluster.node.name +
+                " has " + std::to_string(sc.cluster.node.gpus) + " GPUs");
+  }
+  if (a.gpus_per_node == 1 && sweep.op != network::CollectiveOp::send_recv &&
+      *std::min_element(sweep.nodes.begin(), sweep.nodes.end()) == 1) {
+    return fail("--gpus-per-node 1 on 1 node is a single GPU: a collective needs at least 2");
+  }
+  sweep.gpus_per_node = a.gpus_per_node;
   sweep.algorithm = a.algo.empty() ? sc.nccl_options.algorithm : network::parse_algorithm(a.algo);
   sweep.protocol = a.proto.empty() ? sc.nccl_options.protocol : network::parse_protocol(a.proto);
   sweep.fidelity = a.fidelity.empty() ? sc.nccl_options.fidelity : *network::parse_fidelity(a.fidelity);
@@ -61,8 +71,11 @@ int run_collective(const CollectiveArgs& a) {
   });
   if (!rows) return fail(rows.error().message);
   std::ostringstream title;
-  title << "commbound collective: " << network::to_string(sweep.op) << " on " << sc.cluster.node.name << " x up to "
-        << max_nodes << " nodes, " << network::to_string(sc.cluster.fabric.topology) << " "
+  title << "commbound collective: " << network::to_string(sweep.op) << " on "
+        << (a.gpus_per_node > 0 && sweep.op != network::CollectiveOp::send_recv
+                ? fmt::format("{} of the {} GPUs of ", a.gpus_per_node, sc.cluster.node.gpus)
+                : std::string())
+        << sc.cluster.node.name << " x up to " << max_nodes << " nodes, " << network::to_string(sc.cluster.fabric.topology) << " "
         << sc.cluster.fabric.link.name << " (" << network::to_string(sc.cluster.fabric.routing) << ", "
         << sc.cluster.fabric.oversubscription << ":1), NCCL " << sc.nccl.release << " model";
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
@@ -267,6 +280,14 @@ the first NODES nodes of the scenario's cluster (which is sized for the largest 
 NCCL's algorithms, protocols and tuner. Prints time, algbw = size/time and busbw = algbw * factor,
 with nccl-tests' factors: (n-1)/n for allgather and reducescatter, 2(n-1)/n for allreduce, 1 for
 sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered output).
+
+--gpus-per-node K runs the collective on the first K GPUs of each node only, as its own
+communicator (nccl-tests -g K on one node, or K processes per node): the group a tensor-, context-
+or expert-parallel layout of degree K runs in. NCCL searches its graphs for those K GPUs, so its
+choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as NVLS from 6
+(NVLS pulls from each GPU once per channel, one channel per GPU: too few channels on 2 or 4). E.g.
+  commbound collective scenarios/examples/dgx-h100-ib-ndr.toml --op allreduce --nodes 1 \
+      --gpus-per-node 2 --bytes 1M:1G
 )");
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--op", a->op, "allgather | reducescatter | allreduce | sendrecv")
@@ -274,6 +295,9 @@ sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered out
   cmd->add_option("--nodes", a->nodes, "node counts: \"1,2,4\" or \"1:512\" (doubling)")->type_name("LIST")->required();
   cmd->add_option("--bytes", a->bytes, "sizes with binary suffixes K M G: \"1G\", \"8M,64M\", \"1K:1G\" (doubling)")
       ->type_name("LIST")->required();
+  cmd->add_option("--gpus-per-node", a->gpus_per_node,
+                  "run on the first K GPUs of each node, as their own communicator (default: all of the node's)")
+      ->type_name("K")->check(CLI::Range(1, 1024));
   cmd->add_option("--algo", a->algo, "force ring | tree | nvls | nvlstree | pat (NCCL_ALGO); default: NCCL's tuner, or [nccl].algorithm")
       ->type_name("ALGO")->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree", "pat"}));
   cmd->add_option("--proto", a->proto, "force LL | LL128 | Simple (NCCL_PROTO); default: tuner, or [nccl].protocol")

@@ -303,6 +303,26 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     if (Status s = r.finish(); !s) return s.error();
   }
   {
+    TableReader r(sub("search"), "search");
+    for (auto [key, speeds] : {std::pair{"intra_ampere_GBps", &c.intra_search_ampere_bytes_per_s},
+                               std::pair{"intra_hopper_GBps", &c.intra_search_hopper_bytes_per_s},
+                               std::pair{"intra_blackwell_GBps", &c.intra_search_blackwell_bytes_per_s}}) {
+      const toml::array* list = r.required_array(key);
+      if (list == nullptr) break;
+      for (const toml::node& v : *list) {
+        const auto gbps = v.value<double>();
+        if (!gbps || !(*gbps > 0) || (!speeds->empty() && *gbps >= speeds->back() / kBytesPerGB)) {
+          r.fail(key, "must list positive GB/s values, fastest first");
+          break;
+        }
+        speeds->push_back(*gbps * kBytesPerGB);
+      }
+    }
+    c.ring_max_channels = static_cast<int>(r.required_integer("ring_max_channels", 1, 1024));
+    c.nvls_max_channels = static_cast<int>(r.required_integer("nvls_max_channels", 1, 1024));
+    if (Status s = r.finish(); !s) return s.error();
+  }
+  {
     TableReader r(sub("pat"), "pat");
     c.pat_rank_latency_s = r.required_number("rank_latency_us", 0, 1e3) * kSecondsPerUs;
     c.pat_bw_factor = r.required_number("bw_factor", 0.01, 1);
