@@ -69,7 +69,7 @@ void write_table(std::ostream& out, const ExplainedPoint& point) {
                      b.sequence_parallel ? "on" : "off", who);
   out << fmt::format("{:<10} {:<13} {:>6} {:>9} {:>11} {:>11} {:<22} {:>9} {:>8} {:>10} {:>6} {:>9}\n", "group",
                      "collective", "ranks", "calls", "bytes/call", "bytes/iter", "NCCL algo/proto", "time(s)",
-                     "busbw", "exposed(s)", "exp%", "wait(s)");
+                     "busGB/s", "exposed(s)", "exp%", "wait(s)");
   for (const BreakdownRow& r : b.mean.rows) {
     out << fmt::format("{:<10} {:<13} {:>6} {:>9} {:>11} {:>11} {:<22} {:>9.4f} {:>8.1f} {:>10.4f} {:>5.1f}% {:>9.4f}\n",
                        to_string(r.group), nccl_name(r.collective), r.group_ranks, count_label(r.count),
@@ -157,7 +157,7 @@ simulated rank (the mean over the simulated ranks, one per pipeline stage, as th
   bytes/call  mean size (nccl-tests convention: AllGather output, ReduceScatter input, AllReduce
               buffer, SendRecv message); bytes/iter: their sum
   NCCL        the (algorithm/protocol) the tuner chose, or the mix with its counts
-  time(s)     sum of the calls' durations; busbw: nccl-tests bus bandwidth over them, GB/s
+  time(s)     sum of the calls' durations; busGB/s: nccl-tests bus bandwidth over them
   exposed(s)  the part of the calls' time when the compute stream was idle (shared equally by the
               collectives running together); the rows add up to exposed_comm_s of the metrics
   wait(s)     idle time before a call started, after it was ready: the group's other members
