@@ -23,11 +23,14 @@ const char* nccl_name(network::CollectiveOp op) {
   return "?";
 }
 
-// "nvls/simple", or the mix "ring/simple 24, ring/ll128 8"; "-" when no call ran on the fabric
-// (measured in a replayed trace, or a group of one).
+// "nvls/Simple", or the mix "ring/Simple 24, ring/LL128 8"; SendRecv has no algorithm, only a
+// protocol ("p2p/Simple"); "-" when no call ran on the fabric (measured in a replayed trace, or a
+// group of one).
 std::string choices_label(const BreakdownRow& r) {
-  auto name = [](const ChoiceCount& c) {
-    return std::string(network::to_string(c.choice.algorithm)) + "/" + network::to_string(c.choice.protocol);
+  const bool p2p = r.collective == network::CollectiveOp::send_recv;
+  auto name = [p2p](const ChoiceCount& c) {
+    return std::string(p2p ? "p2p" : network::to_string(c.choice.algorithm)) + "/" +
+           network::to_string(c.choice.protocol);
   };
   if (r.choices.empty()) return "-";
   if (r.choices.size() == 1 && std::abs(r.choices.front().count - r.count) < 1e-9) return name(r.choices.front());
@@ -156,7 +159,8 @@ simulated rank (the mean over the simulated ranks, one per pipeline stage, as th
   calls       collectives per iteration (DiLoCo's outer step counts 1/sync_every)
   bytes/call  mean size (nccl-tests convention: AllGather output, ReduceScatter input, AllReduce
               buffer, SendRecv message); bytes/iter: their sum
-  NCCL        the (algorithm/protocol) the tuner chose, or the mix with its counts
+  NCCL        the (algorithm/protocol) the tuner chose, or the mix with its counts (SendRecv:
+              p2p/protocol)
   time(s)     sum of the calls' durations; busGB/s: nccl-tests bus bandwidth over them
   exposed(s)  the part of the calls' time when the compute stream was idle (shared equally by the
               collectives running together); the rows add up to exposed_comm_s of the metrics
