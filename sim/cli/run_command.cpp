@@ -2,6 +2,7 @@
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/metrics/metrics.hpp"
+#include "sim/report/explain_report.hpp"
 #include "sim/report/metrics_report.hpp"
 #include "sim/report/output.hpp"
 #include "sim/sweep/sweep_runner.hpp"
@@ -49,22 +50,26 @@ struct RunArgs {
   std::string out;
   std::string trace;
   bool force = false;
+  bool explain = false;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
-// The report's title: the scenario, its training setting, and each compute and power source once.
-std::string title_of(const sim::Scenario& base, const std::vector<sim::PointResult>& rows) {
+// The report's title: the command, the scenario, its training setting, and each compute and power
+// source once.
+std::string title_of(const std::string& command, const sim::Scenario& base, const std::vector<sim::PointResult>& rows) {
   const sim::TrainingSpec& t = *base.training;
   // A [sweep] over the model names it in every row; the file's own [model] would mislead here.
-  const bool model_per_row =
-      base.sweep && std::any_of(base.sweep->keys.begin(), base.sweep->keys.end(),
-                                [](const std::string& k) { return k.rfind("model.", 0) == 0; });
+  auto swept = [&base](const std::string& prefix) {
+    return base.sweep && std::any_of(base.sweep->keys.begin(), base.sweep->keys.end(),
+                                     [&prefix](const std::string& k) { return k.rfind(prefix, 0) == 0; });
+  };
+  const bool model_per_row = swept("model.");
   std::ostringstream title;
-  title << "commbound run: " << base.path << ": " << (model_per_row ? std::string("model per row") : t.model.name)
+  title << command << ": " << base.path << ": " << (model_per_row ? std::string("model per row") : t.model.name)
         << ", seq " << t.seq_len << ", "
         << sim::display_name(t.strategy)
         << (t.strategy == sim::Strategy::ddp ? std::string() : " ZeRO-" + std::to_string(t.zero_stage))
-        << ", tp " << t.tp;
+        << ", tp " << (swept("parallel.tp") ? std::string("per row") : std::to_string(t.tp));
   std::vector<std::string> computes, powers;
   for (const auto& row : rows) {
     const sim::Metrics& m = row.metrics;
@@ -98,6 +103,7 @@ int run(const RunArgs& args) {
   }
   sim::SweepOptions options;
   options.jobs = args.jobs;
+  options.breakdown = args.explain;
   if (!args.trace.empty()) {
     options.after_run = [&args](const sim::TrainingRun& run) -> Status {
       if (!run.timeline) return Ok{};  // out of memory: nothing was simulated
@@ -112,10 +118,21 @@ int run(const RunArgs& args) {
   };
   auto rows = sim::run_sweep(*file, options);
   if (!rows) return fail(rows.error().message);
+  if (args.explain) {
+    std::vector<sim::ExplainedPoint> points;
+    for (auto& row : *rows) points.push_back({row.name, std::move(row.breakdown)});
+    const sim::Format format =
+        args.format == "csv" ? sim::Format::csv : args.format == "json" ? sim::Format::json : sim::Format::table;
+    Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
+      sim::write_explain_report(o, points, format, title_of("commbound run --explain", base, *rows));
+    });
+    if (!written) return fail(written.error().message);
+    return 0;
+  }
   std::vector<std::pair<std::string, sim::Metrics>> table;
   for (auto& row : *rows) table.emplace_back(row.name, row.metrics);
   Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
-    sim::write_metrics(o, table, args.format, title_of(base, *rows));
+    sim::write_metrics(o, table, args.format, title_of("commbound run", base, *rows));
   });
   if (!written) return fail(written.error().message);
   return 0;
@@ -135,14 +152,20 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Chrome/Perfetto trace: one process per simulated rank (one per pipeline stage), one track "
                   "per stream (one point only; never overwrites without --force)")
       ->type_name("FILE");
+  cmd->add_flag("--explain", args->explain,
+                "instead of the metrics: where the iteration's time went, per communication group and "
+                "collective kind (calls, bytes, NCCL algorithm, time, exposed time, wait) and the pipeline "
+                "bubble; one table per point (see below)");
   cmd->add_flag("--force", args->force, "allow --out and --trace to replace existing files");
   cmd->add_option("-j,--jobs", args->jobs, "points simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
-  cmd->footer(std::string(kRunDescription) + R"(
+  cmd->footer(std::string(kRunDescription) + "\n" + sim::explain_columns_help() + R"(
+
 Examples:
   commbound run scenarios/paper/weak_scaling_7b.toml
   commbound run scenarios/paper/weak_scaling_7b.toml --set 'sweep.values=[32]' --set parallel.zero_stage=3 --format json
-  commbound run scenarios/paper/model_parallel_7b_256gpu.toml --set 'sweep.values=[[2, 4]]' --trace tp2pp4.json)");
+  commbound run scenarios/paper/model_parallel_7b_256gpu.toml --set 'sweep.values=[[2, 4]]' --trace tp2pp4.json
+  commbound run scenarios/paper/model_parallel_7b_256gpu.toml --set cluster.nodes=1 --set 'sweep.values=[[2, 1]]' --explain)");
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

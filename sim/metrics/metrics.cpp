@@ -1,5 +1,7 @@
 #include "sim/metrics/metrics.hpp"
 
+#include "sim/metrics/internal/timeline_intervals.hpp"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -8,65 +10,10 @@
 namespace commbound::sim {
 
 using calibration::MemoryBoundShape;
-namespace {
-
-using Interval = std::pair<double, double>;
-
-// Merges overlapping intervals.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& i : v) {
-    if (i.second <= i.first) continue;
-    if (!out.empty() && i.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, i.second);
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
-}
-
-double length(const std::vector<Interval>& v) {
-  double s = 0;
-  for (const auto& i : v) s += i.second - i.first;
-  return s;
-}
-
-// Length of `a` not covered by `b` (both merged).
-double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double s = 0;
-  for (const auto& i : a) {
-    double covered = 0;
-    for (const auto& j : b) covered += std::max(0.0, std::min(i.second, j.second) - std::max(i.first, j.first));
-    s += (i.second - i.first) - covered;
-  }
-  return s;
-}
-
-// DiLoCo's outer step (the ops from Program::outer_step_begin on) runs once every `sync_every`
-// iterations, after everything else of its iteration. The average iteration is the inner step plus
-// 1/sync_every of what the outer step adds, so the timeline's time past the last inner op is
-// compressed by 1/sync_every (a monotone map: spans keep their order and overlaps), and every metric
-// computed from it is that average: H - 1 inner-only iterations and one with the outer step.
-IterationTimeline amortised(const IterationTimeline& timeline, const std::vector<Program>& stages,
-                            const std::vector<int>& stage_of, int sync_every) {
-  double inner_end_s = timeline.start_s;
-  for (const Span& s : timeline.spans) {
-    const Program& program = stages[static_cast<std::size_t>(stage_of[static_cast<std::size_t>(s.rank)])];
-    if (program.outer_step_begin < 0 || s.op < program.outer_step_begin) inner_end_s = std::max(inner_end_s, s.end_s);
-  }
-  auto warp = [&](double x) { return x <= inner_end_s ? x : inner_end_s + (x - inner_end_s) / sync_every; };
-  IterationTimeline out = timeline;
-  for (Span& s : out.spans) {
-    s.start_s = warp(s.start_s);
-    s.end_s = warp(s.end_s);
-  }
-  out.end_s = warp(timeline.end_s);
-  return out;
-}
-
-}  // namespace
+using internal::Interval;
+using internal::length;
+using internal::merged;
+using internal::uncovered;
 
 void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Program>& stages) {
   m.cost_model_source = cost.source();
@@ -78,8 +25,7 @@ void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Pr
 
 Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,
                         const IterationTimeline& simulated, const MemoryUse& memory, const CostModel& cost) {
-  const IterationTimeline timeline =
-      t.strategy == Strategy::diloco ? amortised(simulated, stages, stage_of, t.diloco_sync_every) : simulated;
+  const IterationTimeline timeline = internal::outer_step_warp(t, simulated, stages, stage_of).apply(simulated);
   std::map<int, std::pair<std::vector<Interval>, std::vector<Interval>>> per_rank;  // compute, comm
   double compute_bound_s = 0, memory_bound_s = 0;  // compute-stream time by kind of kernel, all ranks
   for (const Span& s : timeline.spans) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "sim/metrics/iteration_breakdown.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/run/training_run.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -24,12 +25,18 @@ struct PointResult {
   std::string name;  // the [sweep] point's "key=value ..." (the file's stem without a [sweep])
   Metrics metrics;
   Scenario scenario;  // the point's validated scenario (resolved_scenario.hpp writes it back)
+  // Its iteration's breakdown, when SweepOptions::breakdown asked for it and the point was
+  // simulated (not out of memory).
+  std::optional<IterationBreakdown> breakdown;
 };
 
 struct SweepOptions {
   int jobs = 1;                        // child processes at once
   std::vector<std::string> overrides;  // applied to every point after its sweep values (--set)
   TrainingOptions training;
+  // Also break each simulated iteration down (iteration_breakdown.hpp), in the child, into
+  // PointResult::breakdown (what `run --explain` prints).
+  bool breakdown = false;
   // Runs in the child after each point's simulation, e.g. to write its trace; an error fails it.
   std::function<Status(const TrainingRun&)> after_run;
   // Called in the parent as each point finishes (completion order): progress output.

@@ -449,6 +449,55 @@ TEST(Cli, TraceHasOneEventPerOp) {
   std::remove(path.c_str());
 }
 
+// `run --explain`: one breakdown per [sweep] point (tp 1 and tp 2 of Llama-2 7B on one node, 16
+// sequences); CSV columns stable; every rank's parts add up to its iteration (the JSON's); --help
+// teaches the columns.
+TEST(Cli, ExplainBreaksEveryPointDown) {
+  const std::string base = "run scenarios/paper/model_parallel_7b_256gpu.toml --set cluster.nodes=1 "
+                           "--set training.global_batch=16 --set 'sweep.values=[[1, 1], [2, 1]]' --explain -j 1";
+  const CliRun csv = run(base + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.out;
+  std::istringstream lines(csv.out);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header, "scenario,rank,stage,part,group,collective,group_ranks,calls,bytes,nccl,time_s,busbw_GBps,exposed_s,wait_s");
+  std::map<std::string, double> parts_s;  // by scenario and rank: exposed + wait + the other parts' time
+  bool tp_allreduce = false;
+  while (std::getline(lines, line)) {
+    const auto f = commbound::sim::csv_fields(line);
+    ASSERT_TRUE(f && f->size() == 14) << line;
+    const std::string key = (*f)[0] + "/" + (*f)[1];
+    auto number = [](const std::string& v) { return v.empty() ? 0.0 : std::stod(v); };
+    parts_s[key] += (*f)[3] == "collective" ? number((*f)[12]) + number((*f)[13]) : number((*f)[10]);
+    // tp 2: 4 AllReduces per layer per micro-batch, 32 layers, 16 / (2 x 4) = 2 micro-batches.
+    if ((*f)[0] == "parallel.tp=2 parallel.pp=1" && (*f)[4] == "TP") {
+      tp_allreduce = true;
+      EXPECT_EQ((*f)[5], "allreduce");
+      EXPECT_EQ((*f)[7], "256");
+      EXPECT_EQ((*f)[8], "17179869184");  // 256 x 2 x 4096 x 4096 x 2 bytes
+    }
+    EXPECT_FALSE((*f)[0] == "parallel.tp=1 parallel.pp=1" && (*f)[4] == "TP") << line;
+  }
+  EXPECT_TRUE(tp_allreduce);
+  const CliRun json = run(base + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["points"].size(), 2u);
+  for (const auto& p : j["points"]) {
+    const double iteration_s = p["breakdown"]["iteration_s"].get<double>();
+    for (const std::string rank : {"mean", "0"}) {
+      EXPECT_NEAR(parts_s.at(p["scenario"].get<std::string>() + "/" + rank), iteration_s, 1e-6 * iteration_s);
+    }
+  }
+  const CliRun table = run(base);
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("## parallel.tp=1 parallel.pp=1:"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("## parallel.tp=2 parallel.pp=1:"), std::string::npos) << table.out;
+  const CliRun help = run("run --help");
+  EXPECT_NE(help.out.find("exposed(s)"), std::string::npos);
+  EXPECT_NE(help.out.find("pipeline bubble"), std::string::npos);
+}
+
 // Layouts that cannot run fail with one line naming the key and exit 2.
 struct BadLayout {
   const char* set;

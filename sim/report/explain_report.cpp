@@ -1,0 +1,177 @@
+#include "sim/report/explain_report.hpp"
+
+#include "sim/report/csv_table.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace commbound::sim {
+namespace {
+
+constexpr double kBytesPerGB = 1e9;
+
+// The operation as NCCL names its kernels.
+const char* nccl_name(network::CollectiveOp op) {
+  switch (op) {
+    case network::CollectiveOp::all_gather: return "AllGather";
+    case network::CollectiveOp::reduce_scatter: return "ReduceScatter";
+    case network::CollectiveOp::all_reduce: return "AllReduce";
+    case network::CollectiveOp::send_recv: return "SendRecv";
+  }
+  return "?";
+}
+
+// "nvls/Simple", or the mix "ring/Simple 24, ring/LL128 8"; SendRecv has no algorithm, only a
+// protocol ("p2p/Simple"); "-" when no call ran on the fabric (measured in a replayed trace, or a
+// group of one).
+std::string choices_label(const BreakdownRow& r) {
+  const bool p2p = r.collective == network::CollectiveOp::send_recv;
+  auto name = [p2p](const ChoiceCount& c) {
+    return std::string(p2p ? "p2p" : network::to_string(c.choice.algorithm)) + "/" +
+           network::to_string(c.choice.protocol);
+  };
+  if (r.choices.empty()) return "-";
+  if (r.choices.size() == 1 && std::abs(r.choices.front().count - r.count) < 1e-9) return name(r.choices.front());
+  std::string s;
+  for (const ChoiceCount& c : r.choices) {
+    s += (s.empty() ? "" : ", ") + name(c) + " " +
+         (c.count == std::round(c.count) ? fmt::format("{:.0f}", c.count) : fmt::format("{:.2f}", c.count));
+  }
+  return s;
+}
+
+std::string count_label(double count) {
+  return count == std::round(count) ? fmt::format("{:.0f}", count) : fmt::format("{:.2f}", count);
+}
+
+// The parts of a rank's iteration as the table's summary shows them (they add up to the iteration).
+struct Parts {
+  double compute_s, exposed_s, group_wait_s, bubble_s, host_s, other_s;
+};
+
+Parts parts_of(const RankBreakdown& r, bool pipelined) {
+  return {r.compute_s,  r.exposed_comm_s, r.wait_s - r.pipeline_wait_s,
+          r.bubble_s,   r.host_s,         r.other_s + (pipelined ? 0.0 : r.tail_s)};
+}
+
+void write_table(std::ostream& out, const ExplainedPoint& point) {
+  if (!point.breakdown) {
+    out << "## " << point.name << ": not simulated (does not fit in GPU memory)\n";
+    return;
+  }
+  const IterationBreakdown& b = *point.breakdown;
+  const bool pipelined = b.pipeline_stages > 1;
+  const double it_s = b.iteration_s;
+  auto share = [it_s](double s) { return it_s > 0 ? 100 * s / it_s : 0.0; };
+  const std::string who = b.ranks.size() == 1 ? "rank " + std::to_string(b.ranks.front().rank)
+                                              : "mean of " + std::to_string(b.ranks.size()) + " simulated ranks";
+  out << fmt::format("## {}: iteration {:.4f} s, {} micro-batch{}, {} pipeline stage{}, sequence parallelism {}; {}\n",
+                     point.name, it_s, b.micro_batches, b.micro_batches > 1 ? "es" : "", b.pipeline_stages, pipelined ? "s" : "",
+                     b.sequence_parallel ? "on" : "off", who);
+  out << fmt::format("{:<10} {:<13} {:>6} {:>9} {:>11} {:>11} {:<22} {:>9} {:>8} {:>10} {:>6} {:>9}\n", "group",
+                     "collective", "ranks", "calls", "bytes/call", "bytes/iter", "NCCL algo/proto", "time(s)",
+                     "busGB/s", "exposed(s)", "exp%", "wait(s)");
+  for (const BreakdownRow& r : b.mean.rows) {
+    out << fmt::format("{:<10} {:<13} {:>6} {:>9} {:>11} {:>11} {:<22} {:>9.4f} {:>8.1f} {:>10.4f} {:>5.1f}% {:>9.4f}\n",
+                       to_string(r.group), nccl_name(r.collective), r.group_ranks, count_label(r.count),
+                       r.count > 0 ? size_label(r.bytes / r.count) : "-", size_label(r.bytes), choices_label(r),
+                       r.time_s, r.bus_bw_bytes_per_s() / kBytesPerGB, r.exposed_s, share(r.exposed_s), r.wait_s);
+  }
+  if (b.mean.rows.empty()) out << "(no collectives)\n";
+  const Parts p = parts_of(b.mean, pipelined);
+  const std::pair<const char*, double> lines[] = {
+      {"compute", p.compute_s},
+      {"exposed communication (rows' exposed)", p.exposed_s},
+      {"waiting for a group (rows' wait, PP aside)", p.group_wait_s},
+      {pipelined ? "pipeline bubble (PP wait + tail)" : "pipeline bubble (no pipeline)", p.bubble_s},
+      {"host-bound (op not yet issued)", p.host_s},
+      {"idle, other", p.other_s},
+      {"iteration", it_s},
+  };
+  for (const auto& [what, s] : lines) out << fmt::format("  {:<44} {:>9.4f} s {:>6.1f}%\n", what, s, share(s));
+  if (b.ranks.size() > 1) {
+    out << fmt::format("  {:>6} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "rank", "stage", "compute(s)",
+                       "exposed(s)", "wait(s)", "bubble(s)", "host(s)", "other(s)");
+    for (const RankBreakdown& r : b.ranks) {
+      const Parts q = parts_of(r, pipelined);
+      out << fmt::format("  {:>6} {:>6} {:>11.4f} {:>11.4f} {:>11.4f} {:>11.4f} {:>11.4f} {:>11.4f}\n", r.rank, r.stage,
+                         q.compute_s, q.exposed_s, q.group_wait_s, q.bubble_s, q.host_s, q.other_s);
+    }
+  }
+}
+
+void write_csv_rank(std::ostream& out, const std::string& name, const std::string& rank, const std::string& stage,
+                    const RankBreakdown& r) {
+  const std::string lead = csv_field(name) + "," + rank + "," + stage + ",";
+  for (const BreakdownRow& row : r.rows) {
+    out << lead
+        << fmt::format("collective,{},{},{},{},{:.0f},{},{:.9f},{:.3f},{:.9f},{:.9f}\n", to_string(row.group),
+                       network::to_string(row.collective), row.group_ranks, count_label(row.count), row.bytes,
+                       csv_field(choices_label(row)), row.time_s, row.bus_bw_bytes_per_s() / kBytesPerGB, row.exposed_s,
+                       row.wait_s);
+  }
+  const std::pair<const char*, double> parts[] = {
+      {"compute", r.compute_s}, {"host", r.host_s}, {"tail", r.tail_s}, {"other", r.other_s}};
+  for (const auto& [part, s] : parts) out << lead << fmt::format("{},,,,,,,{:.9f},,,\n", part, s);
+}
+
+}  // namespace
+
+void write_explain_report(std::ostream& out, const std::vector<ExplainedPoint>& points, Format format,
+                          const std::string& title) {
+  if (format == Format::csv) {
+    out << "scenario,rank,stage,part,group,collective,group_ranks,calls,bytes,nccl,time_s,busbw_GBps,exposed_s,wait_s\n";
+    for (const ExplainedPoint& p : points) {
+      if (!p.breakdown) continue;  // out of memory: nothing simulated
+      write_csv_rank(out, p.name, "mean", "", p.breakdown->mean);
+      for (const RankBreakdown& r : p.breakdown->ranks) {
+        write_csv_rank(out, p.name, std::to_string(r.rank), std::to_string(r.stage), r);
+      }
+    }
+    return;
+  }
+  if (format == Format::json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const ExplainedPoint& p : points) {
+      if (p.breakdown) {
+        arr.push_back({{"scenario", p.name}, {"oom", false}, {"breakdown", *p.breakdown}});
+      } else {
+        arr.push_back({{"scenario", p.name}, {"oom", true}});
+      }
+    }
+    out << nlohmann::json{{"title", title}, {"points", arr}}.dump(2) << "\n";
+    return;
+  }
+  out << "# " << title << "\n";
+  for (const ExplainedPoint& p : points) write_table(out, p);
+}
+
+const char* explain_columns_help() {
+  return R"(--explain prints, per point, one line per communication group and collective kind of a
+simulated rank (the mean over the simulated ranks, one per pipeline stage, as the metrics):
+  group       TP (tensor-parallel all-reduces), SP (the tensor-parallel all-gathers and
+              reduce-scatters of sequence parallelism), CP (ring-attention steps), PP (pipeline
+              SendRecv, both neighbours and directions), DP (FSDP/DDP), DP-shard / DP-replica
+              (HSDP's and DiLoCo's inner and outer groups)
+  ranks       members of the group
+  calls       collectives per iteration (DiLoCo's outer step counts 1/sync_every)
+  bytes/call  mean size (nccl-tests convention: AllGather output, ReduceScatter input, AllReduce
+              buffer, SendRecv message); bytes/iter: their sum
+  NCCL        the (algorithm/protocol) the tuner chose, or the mix with its counts (SendRecv:
+              p2p/protocol)
+  time(s)     sum of the calls' durations; busGB/s: nccl-tests bus bandwidth over them
+  exposed(s)  the part of the calls' time when the compute stream was idle (shared equally by the
+              collectives running together); the rows add up to exposed_comm_s of the metrics
+  wait(s)     idle time before a call started, after it was ready: the group's other members
+              were late (PP: the neighbour stage had not sent yet; others: the slowest member)
+then the iteration split into parts that add up to it: compute; exposed communication; waiting
+for a group (the rows' wait, PP aside); the pipeline bubble (the PP rows' wait plus, with
+pipeline parallelism, the tail: idle after the stage's last op until the slowest stage ends);
+host-bound (idle until the host issued the next op); idle, other. With several pipeline stages a
+line per stage follows. --format csv gives every rank's lines and the mean, --format json the
+same data (docs/metrics.md). A [sweep] gives one table per point.)";
+}
+
+}  // namespace commbound::sim
