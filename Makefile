@@ -2,19 +2,29 @@
 #   make demo   install missing Debian packages, configure, build, run the default scenarios
 #               (Llama-2 7B FSDP weak scaling; AllGather and AllReduce on DGX H100 + IB NDR)
 #   make test   the same set-up, then every test (GPU tests skip themselves without a GPU)
+# For developers (clang, docs/fuzzing.md), in a second build folder instrumented with ASan + UBSan:
+#   make sanitize  every test but the GPU ones; fails on any sanitizer report
+#   make fuzz      the readers' libFuzzer targets, FUZZ_SECONDS each; fails on any crash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEBS := cmake g++ make pkg-config libsimgrid-dev libtomlplusplus-dev libboost-dev \
         libcli11-dev libfmt-dev libgtest-dev nlohmann-json3-dev libgsl-dev gnuplot-nox zlib1g-dev \
         slurm-wlm munge
 DEMO_SCENARIO := scenarios/examples/dgx-h100-ib-ndr.toml
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := scenario nccl_tests_log kineto_trace csv_table
+FUZZ_DEBS := clang libclang-rt-14-dev
+# Sanitizer reports go to files (SimGrid's stack switching makes ASan print a warning that would
+# land in the output the CLI tests compare); a report of an error in any of them fails the run.
+SANITIZER_REPORT := ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench clean fuzz-deps fuzz-configure fuzz sanitize
 
 all: build
 
 deps:
-	@missing=""; for p in $(DEBS); do \
+	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -47,6 +57,40 @@ bench: build
 	$(BUILD)/bin/bench_search
 	$(BUILD)/bin/bench_innode
 	@if [ -x $(BUILD)/bin/bench_kernels ]; then $(BUILD)/bin/bench_kernels; $(BUILD)/bin/bench_attention; fi
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS)"
+
+fuzz-configure: fuzz-deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOMMBOUND_CUDA=OFF -DCOMMBOUND_FUZZ=ON
+
+# Each target runs over its seed corpus (tests/fuzz/corpus/<reader>/), then mutates for
+# FUZZ_SECONDS, keeping what it finds in $(FUZZ_BUILD)/fuzz/<reader>/corpus; a crash leaves its
+# input and the sanitizer's report in $(FUZZ_BUILD)/fuzz/<reader>/reports/.
+fuzz: fuzz-configure
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  out=$(abspath $(FUZZ_BUILD))/fuzz/$$t; rm -rf $$out/reports; mkdir -p $$out/corpus $$out/reports; \
+	  ASAN_OPTIONS=log_path=$$out/reports/asan UBSAN_OPTIONS=log_path=$$out/reports/ubsan:print_stacktrace=1 \
+	    $(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	      -dict=tests/fuzz/$$t.dict -artifact_prefix=$$out/reports/ -print_final_stats=1 \
+	      $$out/corpus tests/fuzz/corpus/$$t > $$out/reports/fuzz.log 2>&1 || failed="$$failed $$t"; \
+	  echo "fuzz_$$t: $$(grep -E '^(#[0-9]+\s+DONE|stat::number_of_executed_units|stat::peak_rss_mb)' $$out/reports/fuzz.log | tr '\n' ' ')"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+	  for t in $$failed; do echo "fuzz_$$t FAILED: see $(FUZZ_BUILD)/fuzz/$$t/reports/"; \
+	    tail -n 30 $(FUZZ_BUILD)/fuzz/$$t/reports/fuzz.log; cat $(FUZZ_BUILD)/fuzz/$$t/reports/*san.* 2>/dev/null | head -n 60; done; \
+	  exit 1; \
+	fi
+
+sanitize: fuzz-configure
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@reports=$(abspath $(FUZZ_BUILD))/sanitizer; rm -rf $$reports; mkdir -p $$reports; \
+	cd $(FUZZ_BUILD) && ASAN_OPTIONS=log_path=$$reports/asan UBSAN_OPTIONS=log_path=$$reports/ubsan:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE gpu; status=$$?; \
+	if grep -l "$(SANITIZER_REPORT)" $$reports/* 2>/dev/null; then \
+	  echo "sanitizer reports above (first of them):"; grep -l "$(SANITIZER_REPORT)" $$reports/* | head -n 1 | xargs head -n 60; exit 1; \
+	fi; exit $$status
 
 clean:
 	rm -rf $(BUILD)

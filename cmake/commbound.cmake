@@ -11,11 +11,15 @@ endfunction()
 
 # commbound_test(NAME SOURCES ... DEPS ... LABEL unit|golden|gpu [TIMEOUT seconds])
 # Each TEST() becomes its own ctest case (one process each: SimGrid allows one Engine per process);
-# TIMEOUT, if given, bounds each case (tests that start daemons or wait on other programs).
+# TIMEOUT, if given, bounds each case (tests that start daemons or wait on other programs); five
+# times as long in a sanitizer build.
 function(commbound_test name)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
   set(timeout "")
   if(ARG_TIMEOUT)
+    if(COMMBOUND_SANITIZE OR COMMBOUND_FUZZ)
+      math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 5")  # sanitized code runs 2-5 times slower
+    endif()
     set(timeout TIMEOUT ${ARG_TIMEOUT})
   endif()
   add_executable(${name} ${ARG_SOURCES})
@@ -30,3 +34,20 @@ function(commbound_test name)
 endfunction()
 
 include(GoogleTest)
+
+# commbound_fuzz_target(NAME SOURCES ... DEPS ... CORPUS dir)
+# A libFuzzer target (COMMBOUND_FUZZ builds only): the executable build/fuzz/NAME, and a ctest
+# NAME.seeds (label fuzz) that runs it once over every input of its seed corpus, the regression
+# inputs kept there included. `make fuzz` mutates from the corpus for a set time.
+function(commbound_fuzz_target name)
+  cmake_parse_arguments(ARG "" "CORPUS" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE -Wall -Wextra)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  add_dependencies(fuzz_targets ${name})
+  add_test(NAME ${name}.seeds COMMAND ${name} -runs=0 ${ARG_CORPUS})
+  set_tests_properties(${name}.seeds PROPERTIES LABELS fuzz)
+endfunction()

@@ -1,6 +1,7 @@
 #include "network/nccl_tests_log.hpp"
 
 #include "calibration/base/number_text.hpp"
+#include "calibration/base/one_line.hpp"
 
 #include <fmt/format.h>
 
@@ -21,6 +22,12 @@ constexpr std::size_t kMaxLogBytes = 64u << 20;
 // within this fraction (nccl-tests computes all three from one measured time).
 constexpr double kBandwidthTolerance = 0.02;
 constexpr double kPrintedRounding_GBps = 0.011;
+// The regexes below see at most this much of a line. std::regex (libstdc++) recurses once per
+// character it matches, so a long run of letters or digits overflows the stack; the lines they
+// look for (header, '#  Rank', NCCL version) are under 200 characters.
+constexpr std::size_t kMatchedChars = 1024;
+// '#wrong' beyond this is as wrong as a long says (a double past a long cannot be converted).
+constexpr double kMaxWrong = 1e18;
 
 std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> out;
@@ -68,7 +75,7 @@ std::optional<NcclTestsRow::Timing> timing(const std::vector<std::string>& t, st
   if (t[at + 3] == "N/A") {
     out.wrong = -1;
   } else if (auto w = number(t[at + 3]); w && *w >= 0) {
-    out.wrong = *w > 0 ? std::max(1L, static_cast<long>(*w)) : 0;  // old layouts print an error value
+    out.wrong = *w > 0 ? std::max(1L, static_cast<long>(std::min(*w, kMaxWrong))) : 0;  // old layouts print an error value
   } else {
     return std::nullopt;
   }
@@ -129,8 +136,9 @@ std::optional<CollectiveOp> op_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path, const std::string& text,
-                                                          const LogFacts& facts) {
+namespace {
+
+Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std::string& text, const LogFacts& facts) {
   static const std::regex perf(R"(\b([a-z_]+)_perf\b)");
   static const std::regex rank_line(R"(^#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)$)");
   if (text.size() > kMaxLogBytes) return Error{path + ": " + std::to_string(text.size()) + " bytes: too large to be nccl-tests output"};
@@ -145,7 +153,8 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
     ++number_of_line;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string at = fmt::format("{}:{}", path, number_of_line);
-    auto line_version = version_in(line, at);
+    const std::string head = line.substr(0, kMatchedChars);
+    auto line_version = version_in(head, at);
     if (!line_version) return line_version.error();
     if (!line_version->empty() && facts.nccl_version.empty()) version = *line_version;
     std::smatch m;
@@ -153,17 +162,17 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
     if (tokens.empty()) continue;
     const bool data_like = !tokens[0].empty() && std::isdigit(static_cast<unsigned char>(tokens[0][0])) && integer(tokens[0]);
     if (!data_like) {
-      if (std::regex_search(line, m, perf) && line.find("Collective test starting") != std::string::npos) {
+      if (std::regex_search(head, m, perf) && head.find("Collective test starting") != std::string::npos) {
         if (!sections.back().log.rows.empty() || !sections.back().log.op_name.empty()) sections.emplace_back();
         sections.back().log.op_name = std::string(m[1]) + "_perf";
         sections.back().first_line = number_of_line;
-      } else if (std::regex_search(line, m, rank_line)) {
+      } else if (std::regex_search(head, m, rank_line)) {
         Section& s = sections.back();
         auto rank = parse_number<int>(m.str(1));
         if (!rank) return Error{at + ": '#  Rank " + m.str(1) + "': the rank is " + rank.error().message};
         s.host_of_rank[*rank] = m[2];
         if (s.log.gpu_name.empty()) s.log.gpu_name = m[3];
-      } else if (sections.back().log.op_name.empty() && std::regex_search(line, m, perf)) {
+      } else if (sections.back().log.op_name.empty() && std::regex_search(head, m, perf)) {
         sections.back().log.op_name = std::string(m[1]) + "_perf";  // the command line
       }
       continue;
@@ -237,6 +246,15 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
   }
   if (out.empty()) return Error{path + ": no nccl-tests rows (size count type [redop root] time algbw busbw #wrong)"};
   return out;
+}
+
+}  // namespace
+
+Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path, const std::string& text,
+                                                          const LogFacts& facts) {
+  auto logs = parse_log(path, text, facts);
+  if (!logs) return one_line(logs.error());  // an error may quote a line of the log
+  return logs;
 }
 
 Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path, const LogFacts& facts) {

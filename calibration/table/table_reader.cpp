@@ -11,6 +11,12 @@
 namespace commbound::calibration {
 namespace {
 
+// The longest value an error shows: enough to recognise it, short enough to stay a line.
+constexpr std::size_t kShownChars = 120;
+
+// A value as an error shows it, on one line: toml++ writes a long array over several lines (its
+// line breaks and their indentation become one space), and a long value is cut to kShownChars.
+// (Control characters inside a string are escaped where the error leaves its reader: one_line.)
 std::string show(const toml::node& node) {
   std::ostringstream out;
   if (node.is_string()) {
@@ -22,7 +28,23 @@ std::string show(const toml::node& node) {
   } else {
     node.visit([&](auto&& v) { out << v; });
   }
-  return out.str();
+  std::string shown = out.str();
+  if (node.is_array()) {
+    std::string joined;
+    bool line_break = false;
+    for (const char c : shown) {
+      if (c == '\n') {
+        line_break = true;
+      } else if (!(line_break && c == ' ')) {
+        if (line_break && !joined.empty() && joined.back() != ' ') joined += ' ';
+        line_break = false;
+        joined += c;
+      }
+    }
+    shown = joined;
+  }
+  if (shown.size() > kShownChars) shown = shown.substr(0, kShownChars - 3) + "...";
+  return shown;
 }
 
 std::string type_name(const toml::node& node) {

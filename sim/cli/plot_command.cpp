@@ -226,9 +226,10 @@ int draw(const PlotArgs& a, const Figures& figures) {
     if (Status ok = sim::check_writable(path(name), a.force); !ok) return fail(ok.error().message);
   }
   for (const auto& [name, figure] : figures) {
-    const Status drawn = std::visit([&](const auto& f) { return sim::render_plot(f, path(name), a.force); }, figure);
+    const std::string file = path(name);  // a lambda may not capture a structured binding before clang 16
+    const Status drawn = std::visit([&](const auto& f) { return sim::render_plot(f, file, a.force); }, figure);
     if (!drawn) return fail(drawn.error().message);
-    fmt::print("wrote {}\n", path(name));
+    fmt::print("wrote {}\n", file);
   }
   return 0;
 }

@@ -211,7 +211,8 @@ exec {command}
       "Resubmit the same script to finish missing points: finished ones are kept.\n",
       a.scenario.scenario, points, tasks, dir.string(), dir.string());
   for (const auto& [name, text] : {std::pair{"sweep.sbatch", script}, std::pair{"README", readme}}) {
-    if (Status s = sim::write_output((dir / name).string(), true, [&](std::ostream& o) { o << text; }); !s) {
+    // A lambda may not capture a structured binding before clang 16: capture a reference by name.
+    if (Status s = sim::write_output((dir / name).string(), true, [&body = text](std::ostream& o) { o << body; }); !s) {
       return fail(s.error().message);
     }
   }

@@ -1,6 +1,7 @@
 #include "sim/report/csv_table.hpp"
 
 #include "calibration/base/number_text.hpp"
+#include "calibration/base/one_line.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -44,7 +45,7 @@ Expected<double> CsvTable::number(std::size_t row, const std::string& name) cons
   if (c < 0) return Error{path + ": no column " + name};
   const std::string& v = rows[row][static_cast<std::size_t>(c)];
   auto x = parse_number<double>(v);
-  if (!x) return Error{path + ":" + std::to_string(lines[row]) + ": " + name + " = \"" + v + "\": " + x.error().message};
+  if (!x) return one_line(Error{path + ":" + std::to_string(lines[row]) + ": " + name + " = \"" + v + "\": " + x.error().message});
   return *x;
 }
 

@@ -1,6 +1,7 @@
 #include "sim/report/validation.hpp"
 
 #include "calibration/base/number_text.hpp"
+#include "calibration/base/one_line.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 
@@ -154,7 +155,7 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
     const std::string at = path + ":" + std::to_string(table->lines[r]) + ": ";
     const auto& fields = table->rows[r];
     auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
-    if (!p) return p.error();
+    if (!p) return one_line(p.error());  // the error quotes a field as written
     if (!(p->busbw_bytes_per_s > 0) || !(p->point.size_bytes > 0) || p->point.nodes < 1) {
       return Error{at + "nodes, bytes and busbw_GBps must be positive"};
     }

@@ -2,6 +2,7 @@
 
 #include "calibration/base/file_type.hpp"
 #include "calibration/base/number_text.hpp"
+#include "calibration/base/one_line.hpp"
 #include "calibration/table/table_reader.hpp"
 #include "sim/scenario/model.hpp"
 #include "sim/scenario/scenario_schema.hpp"
@@ -680,6 +681,24 @@ Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, con
   return Resolver(doc, origins, path, presets, tables).resolve();
 }
 
+// Where each key of `table` is written ("file:line"), by dotted key, for the keys that have a
+// place in a file.
+void collect_places(const toml::table& table, const std::string& prefix, Overrides& places) {
+  for (const auto& [key, node] : table) {
+    const std::string dotted = prefix + std::string(key.str());
+    if (const std::string at = where(node, ""); !at.empty()) places.emplace(dotted, at);
+    if (const toml::table* inner = node.as_table()) collect_places(*inner, dotted + ".", places);
+  }
+}
+
+// The origins to resolve a copy of the document with: a copy keeps no source regions (toml++
+// copies none), so its keys name their places in the file through the origins, as a --set is named.
+Overrides origins_of_copy(const Overrides& origins, const Overrides& places) {
+  Overrides out = places;
+  for (const auto& [key, origin] : origins) out[key] = origin;
+  return out;
+}
+
 }  // namespace
 
 struct ScenarioFile::State {
@@ -687,6 +706,7 @@ struct ScenarioFile::State {
   Overrides origins;
   Presets presets;
   TableCache tables;
+  Overrides places;  // every key's "file:line" in the file as parsed (collect_places)
 };
 
 ScenarioFile::ScenarioFile(std::shared_ptr<State> state, Scenario base) : state_(std::move(state)), base_(std::move(base)) {}
@@ -694,13 +714,14 @@ ScenarioFile::ScenarioFile(std::shared_ptr<State> state, Scenario base) : state_
 Expected<ScenarioFile> ScenarioFile::load(const std::string& path, const std::vector<std::string>& overrides,
                                           const Presets& presets) {
   auto parsed = parse_toml_file(path);
-  if (!parsed) return parsed.error();
-  auto state = std::make_shared<State>(State{std::move(*parsed), {}, presets, {}});
+  if (!parsed) return one_line(parsed.error());
+  auto state = std::make_shared<State>(State{std::move(*parsed), {}, presets, {}, {}});
+  collect_places(state->doc, "", state->places);
   for (const auto& o : overrides) {
-    if (Status s = apply_override(state->doc, o, state->origins); !s) return s.error();
+    if (Status s = apply_override(state->doc, o, state->origins); !s) return one_line(s.error());
   }
   auto base = resolve(state->doc, state->origins, path, state->presets, state->tables);
-  if (!base) return base.error();
+  if (!base) return one_line(base.error());
   return ScenarioFile(std::move(state), std::move(*base));
 }
 
@@ -712,18 +733,22 @@ std::string ScenarioFile::point_name(std::size_t i) const {
 
 Expected<Scenario> ScenarioFile::point(std::size_t i, const std::vector<std::string>& overrides) const {
   if (!base_.sweep && overrides.empty()) return base_;
-  return resolve_with(overrides, true, i);
+  auto resolved = resolve_with(overrides, true, i);
+  if (!resolved) return one_line(resolved.error());
+  return resolved;
 }
 
 Expected<Scenario> ScenarioFile::unswept(const std::vector<ScenarioEdit>& edits, const std::string& origin) const {
   toml::table doc = state_->doc;
-  Overrides origins = state_->origins;
+  Overrides origins = origins_of_copy(state_->origins, state_->places);
   for (const ScenarioEdit& e : edits) {
     toml::table typed;
     calibration::insert_value(typed, "v", e.value);
-    if (Status s = set_value(doc, e.key, *typed.get("v"), origin, origins); !s) return s.error();
+    if (Status s = set_value(doc, e.key, *typed.get("v"), origin, origins); !s) return one_line(s.error());
   }
-  return resolve(doc, origins, base_.path, state_->presets, state_->tables);
+  auto resolved = resolve(doc, origins, base_.path, state_->presets, state_->tables);
+  if (!resolved) return one_line(resolved.error());
+  return resolved;
 }
 
 std::string ScenarioFile::origin(const std::string& key) const {
@@ -735,14 +760,15 @@ std::string ScenarioFile::origin(const std::string& key) const {
 Expected<Scenario> ScenarioFile::resolve_with(const std::vector<std::string>& overrides, bool apply_sweep,
                                               std::size_t i) const {
   toml::table doc = state_->doc;
-  Overrides origins = state_->origins;
+  Overrides origins = origins_of_copy(state_->origins, state_->places);
   if (base_.sweep && apply_sweep) {
     const Sweep& sw = *base_.sweep;
     const toml::array& values = sw.values.at(i);
     // The point's values are copies (toml++ copies no source): name the --set that gave the sweep's
     // key or values, else the values' place in the file.
-    const auto set = std::find_if(origins.begin(), origins.end(), [](const auto& o) { return o.first.rfind("sweep.", 0) == 0; });
-    const std::string at = set != origins.end() ? set->second : origin("sweep.values");
+    const Overrides& sets = state_->origins;
+    const auto set = std::find_if(sets.begin(), sets.end(), [](const auto& o) { return o.first.rfind("sweep.", 0) == 0; });
+    const std::string at = set != sets.end() ? set->second : origin("sweep.values");
     for (std::size_t k = 0; k < sw.keys.size(); ++k) {
       const toml::node& v = *values.get(k);
       const std::string origin = (at.empty() ? base_.path : at) + ": sweep.values (" + sw.keys[k] + " = " + render(v) + ")";

@@ -1,6 +1,7 @@
 #include "sim/trace/kineto_trace.hpp"
 
 #include "calibration/base/number_text.hpp"
+#include "calibration/base/one_line.hpp"
 #include "sim/trace/internal/json_file.hpp"
 #include "calibration/base/units.hpp"
 
@@ -18,6 +19,11 @@ using nlohmann::json;
 // A consumer may start this long before its producer's end and still be taken as waiting for it:
 // the trace's timestamps are written in microseconds with three decimals (ns).
 constexpr double kTimestampResolutionUs = 1e-3;
+// Timestamps and durations beyond this many microseconds (some 31,700 years) are not a profile:
+// a step's end (ts + dur) or an op's start (ts - the step's ts) would overflow to infinity.
+constexpr double kMaxTimeUs = 1e18;
+// NCCL's kernel names ("ncclDevKernel_AllGather_RING_LL") are read from their first this many characters.
+constexpr std::size_t kMatchedChars = 256;
 
 // Bytes of one element of a c10::ScalarType as PyTorch names it in "dtype" (c10/core/ScalarType.h).
 double element_bytes_of(const std::string& dtype) {
@@ -36,8 +42,11 @@ double element_bytes_of(const std::string& dtype) {
 // "_allgather_base", "reduce_scatter_tensor_coalesced", "send", ...); "" when neither says.
 std::string collective_op_of(const std::string& kernel, const std::string& collective_name) {
   static const std::regex kKernel(R"(^(?:void\s+)?nccl(?:Dev)?Kernel_([A-Za-z]+))");
+  // The regex sees the name's first kMatchedChars: std::regex (libstdc++) recurses once per
+  // character it matches, and a hostile name's run of letters would overflow the stack.
+  const std::string head = kernel.substr(0, kMatchedChars);
   std::smatch m;
-  if (std::regex_search(kernel, m, kKernel) && m[1] != "Generic") return m[1];
+  if (std::regex_search(head, m, kKernel) && m[1] != "Generic") return m[1];
   std::string n;
   for (char c : collective_name) {
     if (c != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -168,9 +177,9 @@ private:
   Expected<double> number(const json& e, std::size_t i, const char* key, bool non_negative) const {
     const auto it = e.find(key);
     if (it == e.end()) return Error{at(i, e) + ": no \"" + std::string(key) + "\""};
-    if (!it->is_number() || !std::isfinite(it->get<double>()) || (non_negative && it->get<double>() < 0)) {
+    if (!it->is_number() || !(std::abs(it->get<double>()) <= kMaxTimeUs) || (non_negative && it->get<double>() < 0)) {
       return Error{at(i, e) + ": \"" + key + "\" = " + it->dump() + ": expected a " +
-                   (non_negative ? "number >= 0" : "number") + " (microseconds)"};
+                   (non_negative ? "number >= 0" : "number") + " (microseconds, at most 1e18 in magnitude)"};
     }
     return it->get<double>();
   }
@@ -359,7 +368,9 @@ private:
 }  // namespace
 
 Expected<KinetoTrace> read_kineto_trace(const std::string& path, std::optional<long> step) {
-  return Reader(path).read(step);
+  auto trace = Reader(path).read(step);
+  if (!trace) return one_line(trace.error());  // a kernel name may hold a newline
+  return trace;
 }
 
 }  // namespace commbound::sim

@@ -148,6 +148,33 @@ TEST(NcclTestsLog, HeaderNumbersPastTheirTypeAreErrorsNamingTheLine) {
       << version.error().message;
 }
 
+// Found by fuzzing: a '#wrong' past a long (1e30) was converted to long, which is undefined
+// behaviour; it reads as a count of wrong elements, as large as a long holds.
+TEST(NcclTestsLog, WrongCountPastALongIsStillWrong) {
+  std::string row = printed_row(1 << 20, 20.0, 14.0 / 8.0, true, false);
+  row.replace(row.rfind('0'), 1, "1e30");
+  auto logs = parse_nccl_tests_log("x.log", row, {.op = CollectiveOp::all_reduce, .nodes = 1, .gpus_per_node = 8});
+  ASSERT_TRUE(logs) << logs.error().message;
+  EXPECT_GE(logs->front().rows.front().out_of_place.wrong, 1'000'000'000'000'000'000L);
+}
+
+// A line of millions of characters (a '#  Rank' line's GPU name, a word before '_perf', the digits
+// of an NCCL version) overflowed the stack in std::regex, which recurses per character it matches:
+// the reader matches only the first characters of a line, and reads the log around them.
+TEST(NcclTestsLog, MillionCharacterLinesAreRead) {
+  const std::string run(1 << 20, 'a');
+  std::string text = kNewHeader;
+  text.replace(text.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA H100 " + run);
+  text += "# " + run + "_perf\n";
+  text += "node-a:1:1 [0] NCCL INFO NCCL version " + std::string(1 << 20, '2') + "\n";
+  text += printed_row(1 << 20, 50.0, 0.75, true, true);
+  auto logs = parse_nccl_tests_log("long.log", text, {});
+  ASSERT_TRUE(logs) << logs.error().message;
+  EXPECT_EQ(logs->front().op, CollectiveOp::all_gather);
+  EXPECT_EQ(logs->front().ranks, 4);
+  EXPECT_EQ(logs->front().rows.size(), 1u);
+}
+
 TEST(NcclTestsLog, AsksForWhatTheLogDoesNotSay) {
   const std::string row = printed_row(1 << 20, 20.0, 14.0 / 8.0, true, true);
   auto no_op = parse_nccl_tests_log("run.log", row, {.nodes = 1, .gpus_per_node = 8});

@@ -224,6 +224,23 @@ TEST(Scenario, UnevenPipelineStagesSplitTheRestEvenly) {
   EXPECT_EQ(t.first_layer(7) + t.chunk_layers(7) - 1, 32);
 }
 
+// Found by fuzzing: a [sweep] point resolves a copy of the document, and toml++ copies no source
+// places, so an error about a key of the file (not the swept one) named "<input>" instead of the
+// file and line. Point 1 (7 nodes, 56 GPUs) cannot hold tp = 4 x pp = 4 = 16.
+TEST(Scenario, SweepPointErrorsNameTheFileAndLine) {
+  const std::string path = scenario_file("sweep_point_place.toml",
+                                         "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 4\n[model]\nname = \"llama2-7b\"\n"
+                                         "[parallel]\nstrategy = \"fsdp\"\ntp = 4\npp = 4\n"
+                                         "[sweep]\nkey = \"cluster.nodes\"\nvalues = [4, 7]\n");
+  auto file = ScenarioFile::load(path, {}, kPresets);
+  ASSERT_TRUE(file) << file.error().message;
+  ASSERT_TRUE(file->point(0)) << file->point(0).error().message;
+  auto p = file->point(1);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().message.rfind(path + ":8: parallel.tp = 4: tp x pp x cp = 16 does not divide the 56 GPUs", 0), 0u)
+      << p.error().message;
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -287,7 +304,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"uneven_chunks", std::string(kUneven) + "pp_first_stage_layers = 5\npp_last_stage_layers = 7\n",
                 {"parallel.virtual_stages=2"}, {"virtual_stages", "5 layers of pipeline stage 0"}},
         BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
-                {"pp_last_stage_layers", "needs pp > 1"}}),
+                {"pp_last_stage_layers", "needs pp > 1"}},
+        // Found by fuzzing: a value toml++ writes over several lines (a long array) or a string
+        // holding a newline is shown on one line, a long one cut short.
+        BadCase{"sweep_values_over_lines",
+                "[cluster]\nnode_type = \"dgx-h100\"\n[sweep]\nkey = [\"cluster.nodes\", \"parallel.tp\"]\n"
+                "values = [['fsdp', 8, 32], ['fsdp', 8, 64], ['fsdp', 8, 128], ['fsdp', 8, 256], ['hsdp', 8, 32],\n"
+                "  ['hsdp', 8, 64], ['hsdp', 8, 128], ['hsdp', 8, 256], ['hsdp', 16, 256], ['hsdp', 32, 256]]\n",
+                {}, {"$FILE", ":5:", "sweep.values = [ [ 'fsdp', 8, 32 ], [ 'fsdp', 8, 64 ]", "...: each value must be an array of 2"}},
+        BadCase{"string_with_newline", "[cluster]\nnode_type = \"dgx\\nz100\\u001b\"\n", {},
+                {"$FILE", ":2:", "cluster.node_type = \"dgx\\nz100\\x1b\""}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(ParseList, SizesAndRanges) {

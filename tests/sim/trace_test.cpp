@@ -302,11 +302,36 @@ TEST(KinetoTrace, HostileFilesAreOneLineErrorsNamingTheFile) {
   EXPECT_NE(error_of(write_text("trace_dur.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,
     "dur": "long", "tid": 7}]})")).find("traceEvents[0] (kernel \"k\"): \"dur\" = \"long\""),
             std::string::npos);
+  // Times whose sum overflows a double made an infinite iteration.
+  EXPECT_NE(error_of(write_text("trace_huge_ts.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k",
+    "ts": 1.7e308, "dur": 1.7e308, "tid": 7}]})")).find("\"ts\" = 1.7e+308: expected a number (microseconds, at most 1e18"),
+            std::string::npos);
+  // A value nested 100,000 deep overflowed the stack where the error printed it ("dur" = [[[[...).
+  EXPECT_NE(error_of(write_text("trace_deep.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,
+    "dur": )" + std::string(100000, '[') + std::string(100000, ']') + "}]}")).find("JSON nested more than 64 levels deep"),
+            std::string::npos);
   EXPECT_NE(error_of(write_text("trace_cpu.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",
     "ts": 1, "dur": 2}]})")).find("no GPU activity"),
             std::string::npos);
   EXPECT_NE(error_of(write_text("trace_missing.json.gz", "")).find("not valid JSON"), std::string::npos);
+  // A number past a double is refused by the JSON parser with an exception of another kind than a
+  // syntax error; it is an error naming the number, not an abort.
+  EXPECT_NE(error_of(write_text("trace_overflow.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k",
+    "ts": 1e400, "dur": 1, "tid": 7}]})")).find("number overflow parsing '1e400'"),
+            std::string::npos);
   EXPECT_NE(error_of(temp_path("no_such_trace.json")).find("cannot be read"), std::string::npos);
+}
+
+// An NCCL kernel whose name runs on for a million letters overflowed the stack in std::regex, which
+// recurses per character it matches: the reader matches the name's first characters only.
+TEST(KinetoTrace, MillionLetterKernelNameIsRead) {
+  const std::string name = "ncclKernel_" + std::string(1 << 20, 'A');
+  auto t = read_kineto_trace(write_text("trace_long_name.json", json{{"traceEvents", json::array({{{"ph", "X"},
+      {"cat", "kernel"}, {"name", name}, {"ts", 1}, {"dur", 2}, {"tid", 7}}})}}.dump()));
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->ops.size(), 1u);
+  ASSERT_TRUE(t->ops[0].collective);
+  EXPECT_EQ(t->ops[0].collective->op.rfind("AAAA", 0), 0u);
 }
 
 // `repeats` copies of `unit` between `head` and `tail`, gzip-compressed into `name`: a file of a

@@ -22,7 +22,10 @@ public:
   GzipStreambuf(gzFile file, std::size_t max_bytes) : file_(file), max_bytes_(max_bytes) {}
   std::size_t bytes_read() const { return bytes_read_; }
   bool too_long() const { return bytes_read_ > max_bytes_; }
-  void stop() { stopped_ = true; }
+  void stop() {
+    stopped_ = true;
+    setg(eback(), egptr(), egptr());  // what is left of the buffer is not read either
+  }
 
 protected:
   int_type underflow() override {
@@ -69,7 +72,12 @@ Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObjec
   std::istream in(&buffer);
   // A bound crossed is the reason, whatever the JSON parser says of the text cut there.
   std::size_t kept = 0;  // values the document holds now
+  bool too_deep = false;
   auto limit_error = [&]() -> std::optional<Error> {
+    if (too_deep) {
+      return Error{path + ": JSON nested more than " + std::to_string(limits.max_depth) +
+                   " levels deep: not a profiler trace"};
+    }
     if (buffer.too_long()) {
       return Error{path + ": more than " + std::to_string(limits.max_text_bytes >> 20) +
                    " MiB of JSON (decompressed): not one rank's profile of a few steps (profile fewer steps: docs/traces.md)"};
@@ -104,7 +112,8 @@ Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObjec
       kept -= std::min(kept, values_in(parsed));
       stays = false;
     }
-    if (kept > limits.max_kept_values) buffer.stop();
+    if (depth > limits.max_depth) too_deep = true;
+    if (kept > limits.max_kept_values || too_deep) buffer.stop();
     return stays;
   };
   try {
@@ -120,6 +129,13 @@ Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObjec
     if (const auto at = reason.find(": "); at != std::string::npos) reason = reason.substr(at + 2);
     return Error{path + ": not valid JSON at byte " + std::to_string(e.byte) +
                  (e.byte >= buffer.bytes_read() ? " (the end: a truncated file?)" : "") + ": " + reason};
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number past a double ("1e400"): the parser refuses it with this instead of a parse_error.
+    if (auto error = limit_error()) return *error;
+    if (auto error = gzip_error()) return *error;
+    std::string reason = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    if (const auto at = reason.find("] "); at != std::string::npos) reason = reason.substr(at + 2);
+    return Error{path + ": not valid JSON: " + reason + " (beyond the range of a double)"};
   }
 }
 

@@ -1,0 +1,37 @@
+// one_line: an Error kept to one line. Messages quote what the user wrote (a TOML string, a
+// trace's kernel name, a line of a log), and that text may hold a newline or a terminal escape; a
+// reader's public functions pass their errors through here, so that every error is the one line
+// its contract says (expected.hpp), whatever the file held.
+#pragma once
+
+#include "calibration/base/expected.hpp"
+
+#include <string>
+#include <utility>
+
+namespace commbound {
+
+// `error` with the control characters of its message escaped as C does: a newline becomes the two
+// characters \n, a carriage return \r, a tab \t, ESC \x1b (any other as \xNN).
+inline Error one_line(Error error) {
+  std::string out;
+  for (const char c : error.message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kDigits[] = "0123456789abcdef";
+      out += std::string("\\x") + kDigits[u >> 4] + kDigits[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  error.message = std::move(out);
+  return error;
+}
+
+}  // namespace commbound
