@@ -1,8 +1,8 @@
 // Contention: how much NCCL's kernels slow the compute that shares their GPU.
 //
 // A collective takes two things from compute while it runs: SMs (NCCL runs one CTA per channel,
-// resident from launch to the end, polling while its peers are late) and HBM bandwidth (its data
-// path reads and writes device memory at a multiple of its wire rate). A kernel beside it slows by
+// resident to the end) and HBM bandwidth (its data path reads and writes device memory at a
+// multiple of its wire rate). A kernel beside it slows by
 //   GEMM, attention:  1 + sm_cost x sm_share + hbm_cost x hbm_share,
 // with the two costs of each kind solved from the calibration table's two [contention]
 // measurements: a copy kernel on the same comm_sms SMs, once paced to comm_GBps and once unpaced,
@@ -57,8 +57,8 @@ public:
   // lacks the shares (see above), and `flat_factor` where it lacks [contention].
   Contention(const calibration::KernelTable& table, double flat_factor);
 
-  // What a collective's kernel holds from launch to end: its CTAs, one per NCCL channel (without
-  // a table: one whole load, which the flat factor prices).
+  // What a collective's kernel holds while it runs: its CTAs, one per NCCL channel (without a
+  // table: one whole load, which the flat factor prices).
   CommLoad sm_load(int channels) const;
   // What its data path takes while bytes move: `bus_bytes_per_s` of bus traffic on this GPU (its
   // bus bytes over its duration) through HBM (none without a table).

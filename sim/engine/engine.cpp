@@ -149,13 +149,17 @@ private:
         }));
       }
     }
-    // While its bytes move, its data path takes HBM bandwidth on every member, at the bus rate NCCL's
-    // tuner expects of it (the duration is only known after).
+    // While it runs it takes from every member its CTAs' SMs (one per channel) and, for its data
+    // path, HBM bandwidth at the bus rate NCCL's tuner expects of it (the duration is only known
+    // after). From when the last member arrives: a kernel waiting for late peers would hold its
+    // SMs too, but the programs post a pipeline's receives long before their data comes, which
+    // frameworks do not, so waiting is not charged.
     const network::CallShape shape = runner_.shape_of(call);
     const double predicted_s = runner_.tuner().predict_s(shape, choice).value_or(0);
-    const CommLoad moving = predicted_s > 0
-        ? cost_.contention().hbm_load(op.size_bytes * network::bus_bw_factor(op.collective, shape.ranks) / predicted_s)
-        : CommLoad{};
+    CommLoad moving = cost_.contention().sm_load(platform_.spec().node.nccl_channels);
+    if (predicted_s > 0) {
+      moving += cost_.contention().hbm_load(op.size_bytes * network::bus_bw_factor(op.collective, shape.ranks) / predicted_s);
+    }
     for (int m : group) {
       if (simulated_.count(m) > 0) change_load(m, moving, +1);
     }
@@ -190,8 +194,11 @@ private:
     return expected_wait_s(since_s2, static_cast<int>(group.size()));
   }
 
+  // The load and its signal change under the GPU's mutex: a compute op reads the load and starts
+  // waiting under it, so no change falls between the two (SimGrid's lock yields to other actors).
   void change_load(int rank, const CommLoad& delta, int sign) {
     GpuShare& gpu = gpus_[rank];
+    std::unique_lock lock(*gpu.mutex);
     if (sign > 0) {
       gpu.load += delta;
     } else {
@@ -205,10 +212,10 @@ private:
   void compute(int rank, const Op& op, double seconds) {
     GpuShare& gpu = gpus_[rank];
     double left_s = seconds;  // of work at full speed
+    std::unique_lock lock(*gpu.mutex);
     while (left_s > kNegligibleWorkS) {
       const double factor = cost_.slowdown(op, gpu.load);
       const double from_s = sg4::Engine::get_clock();
-      std::unique_lock lock(*gpu.mutex);
       if (gpu.changed->wait_for(lock, left_s * factor) == std::cv_status::timeout) return;
       left_s -= (sg4::Engine::get_clock() - from_s) / factor;
     }
@@ -238,9 +245,6 @@ private:
       if (op.kind == OpKind::collective && !op.fixed_s) {
         const std::vector<int>& group = group_of(rank, op.group);
         if (group.size() > 1) {
-          // NCCL's CTAs hold their SMs from launch, polling while the group's other members are late.
-          const CommLoad launched = cost_.contention().sm_load(platform_.spec().node.nccl_channels);
-          change_load(rank, launched, +1);
           // A ring-attention step is one op per sender (every rank sends to the next and, in the same
           // step, receives from the previous): only its sender arrives. Other collectives wait for
           // every simulated member.
@@ -261,7 +265,6 @@ private:
           }
           start_s = rv.start_s;  // the collective began when its last member arrived
           choice = rv.choice;
-          change_load(rank, launched, -1);
         }
       } else {
         // A measured op (a collective or host gap too) takes its measured time; a priced one runs

@@ -154,8 +154,7 @@ TEST(Jitter, EveryRankDrawsAreSeeded) {
 // world), so these waits differ by the order statistics alone: E[max of 64] / E[max of 8]. The
 // iteration's tail (the last reduce-scatters' waits, partly hidden behind the embedding's backward)
 // is the same whatever the depth, so the difference between 8 and 4 layers holds exactly 4 forward
-// waits. Without contention: a collective waiting for a late member holds its SMs, which would slow
-// the compute beside it too.
+// waits. Without contention, so that nothing but the waits differs.
 TEST(Jitter, TheWaitScalesAsTheOrderStatisticOfTheGroup) {
   auto wait_s = [](int gpus) {
     auto waits_s = [gpus](int layers) {
