@@ -26,7 +26,7 @@ global_batch / (dp x micro_batch)):
   dp    what remains: GPUs / (tp x cp x pp)
   mb    micro-batch: divisors of global_batch / dp, up to --max-micro-batch (default 8)
   strategy   ddp, zero2 (FSDP ZeRO-2), zero3 (FSDP ZeRO-3), hsdp (ZeRO-2 inside a node,
-             replicas across): --strategies
+             replicas across); zero1 (Megatron's distributed optimizer) when asked: --strategies
   ckpt  full activation checkpointing off and on: --checkpointing
 Other keys (sequence_parallel, hsdp_shard, the fabric, NCCL) stay as the file sets them; its
 [sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
@@ -139,9 +139,10 @@ void add_search_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-micro-batch", a->space.max_micro_batch, "largest micro-batch in sequences (default 8)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--strategies", a->strategies, "data-parallel strategies, comma-separated (default: ddp,zero2,zero3,hsdp)")
+  cmd->add_option("--strategies", a->strategies,
+                  "data-parallel strategies, comma-separated: ddp, zero1, zero2, zero3, hsdp (default: ddp,zero2,zero3,hsdp)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ddp", "zero2", "zero3", "hsdp"}))
+      ->check(CLI::IsMember({"ddp", "zero1", "zero2", "zero3", "hsdp"}))
       ->type_name("LIST");
   cmd->add_option("--checkpointing", a->checkpointing, "activation checkpointing: both (default) | off | on")
       ->check(CLI::IsMember({"both", "off", "on"}));

@@ -54,6 +54,7 @@ std::string objective_unit(Objective objective) {
 const char* to_string(DataParallel d) {
   switch (d) {
     case DataParallel::ddp: return "ddp";
+    case DataParallel::zero1: return "zero1";
     case DataParallel::zero2: return "zero2";
     case DataParallel::zero3: return "zero3";
     case DataParallel::hsdp: return "hsdp";
@@ -62,7 +63,8 @@ const char* to_string(DataParallel d) {
 }
 
 std::optional<DataParallel> parse_data_parallel(const std::string& name) {
-  for (DataParallel d : {DataParallel::ddp, DataParallel::zero2, DataParallel::zero3, DataParallel::hsdp}) {
+  for (DataParallel d :
+       {DataParallel::ddp, DataParallel::zero1, DataParallel::zero2, DataParallel::zero3, DataParallel::hsdp}) {
     if (name == to_string(d)) return d;
   }
   return std::nullopt;
@@ -88,7 +90,9 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
           {"parallel.pp", long{pp}},
           {"parallel.virtual_stages", long{virtual_stages}},
           {"parallel.strategy", std::string(to_string(data_parallel))},
-          {"parallel.zero_stage", long{strategy == DataParallel::zero3 ? 3 : 2}},
+          {"parallel.zero_stage", long{strategy == DataParallel::zero3   ? 3
+                                       : strategy == DataParallel::zero1 ? 1
+                                                                         : 2}},
           {"training.micro_batch", long{micro_batch}},
           {"training.activation_checkpointing", std::string(to_string(recompute))}};
 }

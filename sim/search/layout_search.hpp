@@ -25,12 +25,13 @@
 
 namespace commbound::sim {
 
-// The data-parallel strategy of a layout: DDP, FSDP with ZeRO-2 or ZeRO-3, HSDP (ZeRO-2 inside the
-// shard group, replicas across; shard = the parameter replicas on one node unless the scenario
-// sets parallel.hsdp_shard).
-enum class DataParallel { ddp, zero2, zero3, hsdp };
+// The data-parallel strategy of a layout: DDP, Megatron's distributed optimizer (ZeRO-1), FSDP
+// with ZeRO-2 or ZeRO-3, HSDP (ZeRO-2 inside the shard group, replicas across; shard = the
+// parameter replicas on one node unless the scenario sets parallel.hsdp_shard).
+enum class DataParallel { ddp, zero1, zero2, zero3, hsdp };
 const char* to_string(DataParallel d);
-std::optional<DataParallel> parse_data_parallel(const std::string& name);  // "ddp", "zero2", "zero3", "hsdp"
+// "ddp", "zero1", "zero2", "zero3", "hsdp"
+std::optional<DataParallel> parse_data_parallel(const std::string& name);
 
 // One candidate layout. dp is what the cluster leaves: GPUs / (tp x cp x pp).
 struct LayoutChoice {

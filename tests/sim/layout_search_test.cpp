@@ -36,6 +36,21 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   for (const LayoutChoice& l : all) EXPECT_EQ(l.tp * l.cp * l.pp * l.dp, 4) << l.name();
 }
 
+// zero1 is Megatron's distributed optimizer: FSDP's strategy key with zero_stage 1.
+TEST(LayoutSearch, Zero1SetsTheDistributedOptimizer) {
+  ASSERT_EQ(parse_data_parallel("zero1"), DataParallel::zero1);
+  LayoutChoice c;
+  c.strategy = DataParallel::zero1;
+  bool strategy = false, stage = false;
+  for (const ScenarioEdit& e : c.edits()) {
+    if (e.key == "parallel.strategy") strategy = std::get<std::string>(e.value) == "fsdp";
+    if (e.key == "parallel.zero_stage") stage = std::get<long>(e.value) == 1;
+  }
+  EXPECT_TRUE(strategy);
+  EXPECT_TRUE(stage);
+  EXPECT_NE(c.name().find("zero1"), std::string::npos);
+}
+
 TEST(LayoutSearch, ComputeOnlyBoundIsTheFullBoundsBusiestCompute) {
   // Every micro-batch runs the same kernels: the cheap bound's busiest stage compute equals the one
   // the full replay sums op by op, for plain and interleaved pipelines and checkpointing.
