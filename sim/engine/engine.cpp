@@ -110,8 +110,7 @@ private:
     return it->second;
   }
 
-  network::CollectiveChoice choose(const network::CollectiveCall& call) const {
-    const network::CallShape shape = runner_.shape_of(call);
+  network::CollectiveChoice choose(const network::CallShape& shape) const {
     network::CollectiveChoice c = runner_.tuner().choose(shape);
     if (options_.algorithm || options_.protocol) {
       const network::CollectiveChoice forced{options_.algorithm.value_or(c.algorithm),
@@ -131,7 +130,8 @@ private:
       return g;
     };
     network::CollectiveCall call{op.collective, directed(group), op.size_bytes};
-    const network::CollectiveChoice choice = choose(call);
+    const network::CallShape shape = runner_.shape_of(call);
+    const network::CollectiveChoice choice = choose(shape);
     std::vector<sg4::ActorPtr> copies;
     if (!options_.every_rank) {
       std::vector<const std::vector<int>*> siblings = {&group};
@@ -154,7 +154,6 @@ private:
     // after). From when the last member arrives: a kernel waiting for late peers would hold its
     // SMs too, but the programs post a pipeline's receives long before their data comes, which
     // frameworks do not, so waiting is not charged.
-    const network::CallShape shape = runner_.shape_of(call);
     const double predicted_s = runner_.tuner().predict_s(shape, choice).value_or(0);
     CommLoad moving = cost_.contention().sm_load(platform_.spec().node.nccl_channels);
     if (predicted_s > 0) {

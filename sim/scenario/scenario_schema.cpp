@@ -171,7 +171,8 @@ std::vector<Key> parallel_keys() {
        .doc = "Megatron tensor parallelism (divides heads and KV heads)",
        .set = Training<&TrainingSpec::tp>::set, .get = Training<&TrainingSpec::tp>::get},
       {.key = "pp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
-       .doc = "pipeline stages, 1F1B schedule (divides the layers)",
+       .doc = "pipeline stages, 1F1B schedule (divides the layers, unless `pp_first_stage_layers` or "
+              "`pp_last_stage_layers` is set)",
        .set = Training<&TrainingSpec::pp>::set, .get = Training<&TrainingSpec::pp>::get},
       {.key = "cp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
        .doc = "context parallelism: ring attention over cp ranks (divides `training.seq_len`)",

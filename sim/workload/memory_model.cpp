@@ -15,32 +15,6 @@ constexpr double kNcclBufferBytes = 4.0 * 1024 * 1024;
 constexpr double kAllocatorFraction = 0.05;
 constexpr double kContextBytes = 1e9;
 
-}  // namespace
-
-double activation_bytes_per_layer(const TrainingSpec& t, Recompute r) {
-  const calibration::ModelSpec& m = t.model;
-  const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;
-  const double tp = t.tp;
-  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn, a = m.heads;
-  // A [tokens x h] tensor outside the tensor-parallel region: every rank holds all of it unless
-  // sequence parallelism splits it.
-  const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
-  const double lse = kFp32 * a / tp;
-  const double all = kBf16 * 4 * h * replicated + kBf16 * (h + 2 * kv) / tp + kBf16 * h / tp + lse + kBf16 * 3 * f / tp;
-  double per_token = 0;
-  switch (r) {
-    case Recompute::none: per_token = all; break;
-    case Recompute::selective: per_token = all - lse; break;
-    case Recompute::selective_op:
-      per_token = kBf16 * h * replicated + kBf16 * (h + kv) / tp + kBf16 * h / tp + lse + kBf16 * f / tp + kBf16 * h;
-      break;
-    case Recompute::full: per_token = kBf16 * h * replicated; break;
-  }
-  return per_token * tokens;
-}
-
-namespace {
-
 // Pipeline stage `stage`'s GPU. Under 1F1B stage s holds the activations of up to pp - s
 // micro-batches at once (its warm-up forwards and the one in flight).
 MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
@@ -101,6 +75,28 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
 }
 
 }  // namespace
+
+double activation_bytes_per_layer(const TrainingSpec& t, Recompute r) {
+  const calibration::ModelSpec& m = t.model;
+  const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;
+  const double tp = t.tp;
+  const double h = m.hidden, kv = m.kv_dim(), f = m.ffn, a = m.heads;
+  // A [tokens x h] tensor outside the tensor-parallel region: every rank holds all of it unless
+  // sequence parallelism splits it.
+  const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
+  const double lse = kFp32 * a / tp;
+  const double all = kBf16 * 4 * h * replicated + kBf16 * (h + 2 * kv) / tp + kBf16 * h / tp + lse + kBf16 * 3 * f / tp;
+  double per_token = 0;
+  switch (r) {
+    case Recompute::none: per_token = all; break;
+    case Recompute::selective: per_token = all - lse; break;
+    case Recompute::selective_op:
+      per_token = kBf16 * h * replicated + kBf16 * (h + kv) / tp + kBf16 * h / tp + lse + kBf16 * f / tp + kBf16 * h;
+      break;
+    case Recompute::full: per_token = kBf16 * h * replicated; break;
+  }
+  return per_token * tokens;
+}
 
 MemoryUse memory_per_gpu(const TrainingSpec& t, int nccl_channels) {
   MemoryUse most = memory_of_stage(t, nccl_channels, 0);
