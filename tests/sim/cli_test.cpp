@@ -349,7 +349,9 @@ TEST(Sweep, ResumesAfterSigintWithoutRecomputingFinishedPoints) {
     std::map<std::string, fs::file_time_type> kept;
     if (!fs::is_directory(dir / "points")) return kept;
     for (const auto& e : fs::directory_iterator(dir / "points")) {
-      if (e.path().extension() == ".json") kept[e.path().filename().string()] = fs::last_write_time(e.path());
+      // A point file is NNNNN.json; ".NNNNN.tmpPID.json" is one being written, not a result.
+      const std::string name = e.path().filename().string();
+      if (e.path().extension() == ".json" && name[0] != '.') kept[name] = fs::last_write_time(e.path());
     }
     return kept;
   };
@@ -367,6 +369,7 @@ TEST(Sweep, ResumesAfterSigintWithoutRecomputingFinishedPoints) {
             std::string::npos) << rerun.out;
   for (const auto& [name, time] : kept) EXPECT_EQ(fs::last_write_time(dir / "points" / name), time) << name;
   EXPECT_EQ(finished().size(), 9u);
+
   std::ifstream results(dir / "results.csv");
   EXPECT_EQ(std::count(std::istreambuf_iterator<char>(results), std::istreambuf_iterator<char>(), '\n'), 10);
 }
