@@ -81,17 +81,46 @@ std::vector<RecipeKernel> in_fp8(const std::vector<RecipeKernel>& kernels) {
   return out;
 }
 
+// The activation of an MLP of the model's kind `width` wide on `tokens` tokens, named `prefix` +
+// its name: SwiGLU's silu(gate) * up (our fused kernel), or GELU's or squared ReLU's elementwise
+// kernel over the outputs (forward reads and writes them, backward also reads the gradient).
+RecipeKernel activation(const ModelSpec& m, const std::string& prefix, double tokens, double width, Direction direction) {
+  if (m.mlp == Mlp::swiglu) {
+    const MemoryBoundOp op = direction == Direction::forward ? MemoryBoundOp::swiglu_forward : MemoryBoundOp::swiglu_backward;
+    return memory_bound(prefix + "swiglu", op, tokens, width);
+  }
+  const double elements = tokens * width;
+  const std::string name = to_string(m.mlp);
+  return {prefix + name,
+          ElementwiseShape{name, dim(elements), (direction == Direction::forward ? 4 : 6) * elements, ElementwiseKind::streaming},
+          1, ""};
+}
+
+// The kernels of an MLP `width` wide on `tokens` tokens, named `prefix` + "gate_up" (SwiGLU's gate
+// and up) or "up", the activation, "down"; backward in reverse with dgrad and wgrad; the last
+// product reduced over tensor parallelism as `reduction` ("" for none).
+void mlp(std::vector<RecipeKernel>& k, const ModelSpec& m, const std::string& prefix, double tokens, double width,
+         Direction direction, const std::string& reduction) {
+  const std::string mlp_in = prefix + (m.mlp == Mlp::swiglu ? "gate_up" : "up");
+  if (direction == Direction::forward) {
+    linear(k, mlp_in, tokens, m.mlp_in_width(width), m.hidden, direction);
+    k.push_back(activation(m, prefix, tokens, width, direction));
+    linear(k, prefix + "down", tokens, m.hidden, width, direction, reduction);
+  } else {
+    linear(k, prefix + "down", tokens, m.hidden, width, direction);
+    k.push_back(activation(m, prefix, tokens, width, direction));
+    linear(k, mlp_in, tokens, m.mlp_in_width(width), m.hidden, direction, reduction);
+  }
+}
+
 }  // namespace
 
-std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
-  if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).layer(direction));
-  if (framework_ == Framework::pytorch_eager) return recipe::eager_layer(model_, layout_, direction);
+std::vector<RecipeKernel> LlamaRecipe::attention_block(Direction direction) const {
   const ModelSpec& m = model_;
   const double T = layout_.tokens();
   const double h = m.hidden;
   const double tp = layout_.tp;
-  const double qkv = (h + 2 * m.kv_dim()) / tp;
-  const double ffn = m.ffn / tp;
+  const double qkv = (m.q_dim() + 2 * m.kv_dim()) / tp;
   const double rope_width = (m.heads + m.kv_heads) / tp * m.head_dim();  // q and k are rotated
   // Causal flash attention of the rank's heads over its tokens; with context parallelism ring
   // attention runs one block per KV chunk, each a causal attention over seq / cp tokens.
@@ -99,22 +128,6 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
                                AttentionShape{direction, layout_.micro_batch, dim(m.heads / tp), dim(m.kv_heads / tp),
                                               dim(T / layout_.micro_batch), m.head_dim(), true},
                                layout_.cp, ""};
-  // The MLP's first matrix and activation: SwiGLU's gate and up then silu(gate) * up (our
-  // fused kernel); GELU's or squared ReLU's up then the activation, an elementwise kernel over
-  // the ffn / tp outputs (forward reads and writes them, backward also reads the gradient).
-  const bool swiglu = m.mlp == Mlp::swiglu;
-  const char* mlp_in = swiglu ? "gate_up" : "up";
-  auto activation = [&](Direction d) {
-    if (swiglu) {
-      return memory_bound("swiglu", d == Direction::forward ? MemoryBoundOp::swiglu_forward : MemoryBoundOp::swiglu_backward,
-                          T, ffn);
-    }
-    const double elements = T * ffn;
-    const std::string name = to_string(m.mlp);
-    return RecipeKernel{name, ElementwiseShape{name, dim(elements), (d == Direction::forward ? 4 : 6) * elements,
-                                               ElementwiseKind::streaming},
-                        1, ""};
-  };
   // Rotary positions rotate q and k after the QKV projection; learned positions are added to the
   // embedding instead (embedding()). LayerNorm is priced as the measured RMSNorm kernel: the same
   // bytes but for its bias vector.
@@ -125,29 +138,118 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
     linear(k, "qkv", T, qkv, h, direction);
     if (rope) k.push_back(memory_bound("rope", MemoryBoundOp::rope_forward, T, rope_width));
     k.push_back(attention);
-    linear(k, "o_proj", T, h, h / tp, direction, "attn");
+    linear(k, "o_proj", T, h, m.q_dim() / tp, direction, "attn");
     k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
-    k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_forward, T, h));
-    linear(k, mlp_in, T, m.mlp_in_width() / tp, h, direction);
-    k.push_back(activation(direction));
-    linear(k, "down", T, h, ffn, direction, "mlp");
-    k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
-    return as_issued(framework_, std::move(k));
+    return k;
   }
-  // Each residual's backward: the branch's input gradient (after its norm's backward) plus the
-  // gradient that came down the skip path.
-  linear(k, "down", T, h, ffn, direction);
-  k.push_back(activation(direction));
-  linear(k, mlp_in, T, m.mlp_in_width() / tp, h, direction, "mlp");
-  k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_backward, T, h));
-  k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
-  linear(k, "o_proj", T, h, h / tp, direction);
+  linear(k, "o_proj", T, h, m.q_dim() / tp, direction);
   k.push_back(attention);
   if (rope) k.push_back(memory_bound("rope", MemoryBoundOp::rope_backward, T, rope_width));
   linear(k, "qkv", T, qkv, h, direction, "attn");
   k.push_back(memory_bound("rmsnorm", MemoryBoundOp::rmsnorm_backward, T, h));
   k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
-  return as_issued(framework_, std::move(k));
+  return k;
+}
+
+// A layer: the attention block, then the MLP side `mlp_side` (rmsnorm2 and residual2 included);
+// backward the other way round.
+std::vector<RecipeKernel> LlamaRecipe::with_attention(Direction direction, std::vector<RecipeKernel> mlp_side) const {
+  std::vector<RecipeKernel> attention = attention_block(direction);
+  std::vector<RecipeKernel>& first = direction == Direction::forward ? attention : mlp_side;
+  std::vector<RecipeKernel>& second = direction == Direction::forward ? mlp_side : attention;
+  first.insert(first.end(), second.begin(), second.end());
+  return as_issued(framework_, std::move(first));
+}
+
+std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
+  if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).layer(direction));
+  if (framework_ == Framework::pytorch_eager) return recipe::eager_layer(model_, layout_, direction);
+  const double T = layout_.tokens();
+  const double h = model_.hidden;
+  const double ffn = model_.ffn / static_cast<double>(layout_.tp);
+  // Each residual's backward: the branch's input gradient (after its norm's backward) plus the
+  // gradient that came down the skip path.
+  std::vector<RecipeKernel> k;
+  if (direction == Direction::forward) {
+    k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_forward, T, h));
+    mlp(k, model_, "", T, ffn, direction, "mlp");
+    k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+  } else {
+    mlp(k, model_, "", T, ffn, direction, "mlp");
+    k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_backward, T, h));
+    k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+  }
+  return with_attention(direction, std::move(k));
+}
+
+std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std::vector<ExpertBatch>& batches) const {
+  if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).moe_layer(direction, batches));
+  const ModelSpec& m = model_;
+  const double T = layout_.tokens();
+  const double h = m.hidden;
+  const double routed = T / layout_.tp;  // sequence parallelism: each tensor-parallel rank routes its share
+  const double k_routed = routed * m.top_k;  // token copies, one per chosen expert
+  const double expert_tokens = [&] {
+    double sum = 0;
+    for (const ExpertBatch& b : batches) sum += b.tokens * b.experts;
+    return sum;
+  }();
+  // The router's scores (bf16, tokens x experts) read, each token's top_k weights (fp32) and
+  // expert indices (int64) written; a reduction over each token's row.
+  const double topk_bytes = 2 * routed * m.experts + 12 * k_routed;
+  // Permute: a token's row read once per chosen expert and written to its slot; unpermute: the k
+  // slots read with their weights, the token's row written; backward the other way round.
+  const double permute_bytes = 4 * k_routed * h;
+  const double unpermute_bytes = 2 * k_routed * h + 2 * routed * h;
+  // The local experts: every batch's first matrix (gate_up or up; backward: down), one activation
+  // kernel over all their tokens, every batch's second matrix; the last product's results go back.
+  auto experts = [&](std::vector<RecipeKernel>& k) {
+    const bool forward = direction == Direction::forward;
+    const std::string mlp_in = m.mlp == Mlp::swiglu ? "gate_up" : "up";
+    auto matrix = [&](bool in_matrix) {
+      for (std::size_t i = 0; i < batches.size(); ++i) {
+        const std::size_t first = k.size();
+        const std::string prefix = "experts" + std::to_string(i) + ".";
+        if (in_matrix) {
+          linear(k, prefix + mlp_in, batches[i].tokens, m.mlp_in_width(m.expert_ffn), h, direction);
+        } else {
+          linear(k, prefix + "down", batches[i].tokens, h, m.expert_ffn, direction);
+        }
+        for (std::size_t j = first; j < k.size(); ++j) k[j].runs = batches[i].experts;
+      }
+    };
+    matrix(forward);
+    k.push_back(activation(m, "experts.", expert_tokens, m.expert_ffn, direction));
+    matrix(!forward);
+    k.back().ep_exchange = "from_experts";
+  };
+  auto elementwise = [](const std::string& name, double elements, double bytes, ElementwiseKind kind) {
+    return RecipeKernel{name, ElementwiseShape{name, dim(elements), bytes, kind}, 1, ""};
+  };
+  std::vector<RecipeKernel> k;
+  const double shared_width = static_cast<double>(m.shared_experts) * m.expert_ffn / layout_.tp;
+  if (direction == Direction::forward) {
+    k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_forward, T, h));
+    linear(k, "router", routed, m.experts, h, direction);
+    k.push_back(elementwise("router_topk", routed * m.experts, topk_bytes, ElementwiseKind::reduction));
+    k.push_back(elementwise("permute", k_routed * h, permute_bytes, ElementwiseKind::streaming));
+    k.back().ep_exchange = "to_experts";
+    experts(k);
+    k.push_back(elementwise("unpermute", k_routed * h, unpermute_bytes, ElementwiseKind::streaming));
+    if (m.shared_experts > 0) mlp(k, m, "shared.", T, shared_width, direction, "mlp");
+    k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+  } else {
+    if (m.shared_experts > 0) mlp(k, m, "shared.", T, shared_width, direction, "mlp");
+    k.push_back(elementwise("unpermute", k_routed * h, unpermute_bytes, ElementwiseKind::streaming));
+    k.back().ep_exchange = "to_experts";
+    experts(k);
+    k.push_back(elementwise("permute", k_routed * h, permute_bytes, ElementwiseKind::streaming));
+    k.push_back(elementwise("router_topk", routed * m.experts, topk_bytes, ElementwiseKind::reduction));
+    linear(k, "router", routed, m.experts, h, direction);
+    k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_backward, T, h));
+    k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
+  }
+  return with_attention(direction, std::move(k));
 }
 
 std::vector<RecipeKernel> LlamaRecipe::embedding(Direction direction) const {

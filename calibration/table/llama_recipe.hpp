@@ -10,7 +10,8 @@
 // backward:
 //   down.dgrad, down.wgrad, swiglu, gate_up.dgrad, gate_up.wgrad | mlp, rmsnorm2, residual2,
 //   o_proj.dgrad, o_proj.wgrad, attention, rope, qkv.dgrad, qkv.wgrad | attn, rmsnorm, residual
-// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel). The GPT
+// ("| attn": Megatron tensor parallelism reduces the partial sums after this kernel; moe_layer()
+// says what an MoE layer runs in place of the MLP). The GPT
 // family's variants (model_spec.hpp): a GELU or squared-ReLU MLP runs "up" (ffn outputs) and its
 // activation in place of gate_up and swiglu; learned positions drop rope and add a "position"
 // kernel to the embedding; LayerNorm is priced as RMSNorm. Each
@@ -79,6 +80,17 @@ struct RecipeKernel {
   // Framework ops (kernel launches, views, autograd nodes) the host runs to issue this kernel, the
   // views and bookkeeping before it included; 0 for `fused`, whose host is not modelled.
   int host_ops = 0;
+  // Expert parallelism's all-to-all after this kernel (ep > 1): "to_experts" sends each token (its
+  // activation forward, its output's gradient backward) to the ranks of its experts, "from_experts"
+  // brings the results back; empty for none.
+  std::string ep_exchange = "";
+};
+
+// A group of one rank's local experts that each compute `tokens` tokens of a micro-batch: their
+// matrix products run as `experts` GEMMs of `tokens` rows (a grouped GEMM, priced expert by expert).
+struct ExpertBatch {
+  double tokens = 0;
+  int experts = 1;
 };
 
 class LlamaRecipe {
@@ -98,6 +110,22 @@ public:
 
   // One transformer layer's kernels, forward or backward.
   std::vector<RecipeKernel> layer(Direction direction) const;
+  // One MoE layer's kernels (model().is_moe_layer): attention as layer()'s, then in place of the
+  // MLP, on the rank's tokens()/tp tokens (sequence parallelism keeps them split over tp):
+  //   forward   rmsnorm2, router (a linear layer h -> experts), router_topk (softmax and top-k over
+  //             the experts' scores), permute (each token copied once per chosen expert, grouped by
+  //             expert) | to_experts, the local experts' gate_up, activation and down, grouped by
+  //             `batches` | from_experts, unpermute (the k outputs of a token weighted and summed),
+  //             the shared experts as one MLP shared_experts x expert_ffn wide (tensor-parallel
+  //             like a dense MLP, its reduction "mlp"), residual2;
+  //   backward  the shared experts', unpermute's (the output gradient copied to the k slots)
+  //             | to_experts, the experts' down, activation and gate_up | from_experts, permute's
+  //             (the k gradients of a token summed), router_topk's, the router's, rmsnorm2,
+  //             residual2; then attention's.
+  // The experts are whole on every rank of the expert-parallel group (no expert tensor
+  // parallelism). Every framework issues these fused kernels one host op each (PyTorch eager's
+  // own expansion covers dense layers only).
+  std::vector<RecipeKernel> moe_layer(Direction direction, const std::vector<ExpertBatch>& batches) const;
   // The input embedding's kernel.
   std::vector<RecipeKernel> embedding(Direction direction) const;
   // The final norm, the LM head and the loss (backward: the loss's gradient first).
@@ -107,6 +135,10 @@ public:
   static std::vector<RecipeKernel> optimizer(double parameters, Framework framework = Framework::fused);
 
 private:
+  // The attention block of a layer (rmsnorm .. residual) and a whole layer around an MLP side.
+  std::vector<RecipeKernel> attention_block(Direction direction) const;
+  std::vector<RecipeKernel> with_attention(Direction direction, std::vector<RecipeKernel> mlp_side) const;
+
   ModelSpec model_;
   StepLayout layout_;
   Framework framework_ = Framework::fused;

@@ -14,23 +14,63 @@ std::optional<Position> parse_position(std::string_view s) {
   return parse_named(s, {Position::rope, Position::learned});
 }
 
-double ModelSpec::layer_params() const {
-  const double h = hidden;
-  const double mlp_matrices = mlp == Mlp::swiglu ? 3 : 2;
-  const double biases = bias ? (h + 2 * kv_dim()) + h + mlp_in_width() + h : 0;
-  return 2 * h * h + 2 * h * kv_dim() + mlp_matrices * h * ffn + 2 * norm_params() + biases;
+namespace {
+
+// Attention's matrices of one layer: q and o (h x q each), k and v (h x kv each).
+double attention_matmul_params(const ModelSpec& m) { return 2.0 * m.hidden * m.q_dim() + 2.0 * m.hidden * m.kv_dim(); }
+
+// The biases of a layer's projections (qkv's and o's outputs, the MLP's two matrices' outputs).
+double bias_params(const ModelSpec& m, double mlp_width) {
+  return m.bias ? (m.q_dim() + 2 * m.kv_dim()) + m.hidden + m.mlp_in_width(mlp_width) + m.hidden : 0;
 }
 
-double ModelSpec::params() const { return layers * layer_params() + input_params() + head_params(true); }
+// The matmul weights of an MoE layer's MLP side that `routed` of its routed experts use: the
+// router, those experts and the shared ones.
+double moe_matmul_params(const ModelSpec& m, double routed) {
+  return static_cast<double>(m.hidden) * m.experts + (routed + m.shared_experts) * m.expert_params();
+}
+
+}  // namespace
+
+int ModelSpec::moe_layers() const {
+  int n = 0;
+  for (int l = 1; l <= layers; ++l) n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
+double ModelSpec::layer_params() const {
+  return attention_matmul_params(*this) + mlp_params(ffn) + 2 * norm_params() + bias_params(*this, ffn);
+}
+
+double ModelSpec::layer_params(int l) const {
+  if (!is_moe_layer(l)) return layer_params();
+  return attention_matmul_params(*this) + moe_matmul_params(*this, experts) + 2 * norm_params();
+}
+
+double ModelSpec::params() const {
+  double p = input_params() + head_params(true);
+  for (int l = 1; l <= layers; ++l) p += layer_params(l);
+  return p;
+}
 
 double ModelSpec::matmul_params() const {
-  const double h = hidden;
-  const double mlp_matrices = mlp == Mlp::swiglu ? 3 : 2;
-  return layers * (2 * h * h + 2 * h * kv_dim() + mlp_matrices * h * ffn) + embedding_params();
+  double p = embedding_params();
+  for (int l = 1; l <= layers; ++l) {
+    p += attention_matmul_params(*this) + (is_moe_layer(l) ? moe_matmul_params(*this, experts) : mlp_params(ffn));
+  }
+  return p;
+}
+
+double ModelSpec::active_matmul_params() const {
+  double p = embedding_params();
+  for (int l = 1; l <= layers; ++l) {
+    p += attention_matmul_params(*this) + (is_moe_layer(l) ? moe_matmul_params(*this, top_k) : mlp_params(ffn));
+  }
+  return p;
 }
 
 double ModelSpec::flops_per_token(int seq) const {
-  return 6 * matmul_params() + 12.0 * layers * hidden * seq;
+  return 6 * active_matmul_params() + 12.0 * layers * q_dim() * seq;
 }
 
 }  // namespace commbound::calibration

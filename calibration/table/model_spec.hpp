@@ -4,14 +4,23 @@
 // variants are fields: GELU or squared-ReLU MLPs (two matrices, GPT-3 and Nemotron-4), LayerNorm
 // (weight and bias), learned absolute positions, linear biases, tied input and output embeddings.
 //
-// Parameters: per layer q/o projections h*h each, k/v projections h*kv each (kv = kv_heads *
-// head_dim), the MLP (SwiGLU 3*h*ffn, GELU or squared ReLU 2*h*ffn), two norms (RMSNorm h each,
-// LayerNorm 2h each), with biases every projection's outputs; plus the input embedding V*h (and
-// max_positions*h learned positions), the final norm and the LM head V*h unless tied.
+// Mixtures of experts (experts > 0): after `first_dense_layers` dense layers, every
+// `moe_layer_every`-th layer replaces its MLP by a router (a linear layer h -> experts) that sends
+// each token to `top_k` of `experts` routed experts, plus `shared_experts` experts every token
+// passes through; each expert is an MLP of the model's kind `expert_ffn` wide (Mixtral, DeepSeek-V3,
+// Qwen3-MoE, GPT-OSS; docs/reference/moe_models.md).
 //
-// Model FLOPs per token (PaLM, Chowdhery et al. 2022, appendix B): 6 * N_matmul + 12 * L * h * s,
-// where N_matmul counts every weight used in a matrix product (all but the input embedding, a
-// lookup, and the norm vectors) and the second term is attention's QK^T and AV products forward and
+// Parameters: per layer q/o projections h*q each (q = heads * head_dim, h unless head_dim is
+// given), k/v projections h*kv each (kv = kv_heads * head_dim), the MLP (SwiGLU 3*h*ffn, GELU or
+// squared ReLU 2*h*ffn; an MoE layer: every routed and shared expert's, and the router's h*experts),
+// two norms (RMSNorm h each, LayerNorm 2h each), with biases every projection's outputs; plus the
+// input embedding V*h (and max_positions*h learned positions), the final norm and the LM head V*h
+// unless tied.
+//
+// Model FLOPs per token (PaLM, Chowdhery et al. 2022, appendix B): 6 * N_matmul + 12 * L * q * s,
+// where N_matmul counts every weight a token is multiplied by (all but the input embedding, a
+// lookup, and the norm vectors; of an MoE layer's experts only the top_k routed and the shared
+// ones: the active parameters) and the second term is attention's QK^T and AV products forward and
 // backward over the full sequence s (not halved for the causal mask, as PaLM and the study count).
 //
 // Host-only and C++17 (kernels/ includes it); the zoo's reader is model_zoo.hpp.
@@ -48,15 +57,43 @@ struct ModelSpec {
   int max_positions = 0;         // learned positions: rows of the position table
   bool bias = false;             // biases on every linear layer
   bool tied_embeddings = false;  // the LM head is the input embedding
+  int attention_head_dim = 0;    // a head's width where it is not hidden / heads (Qwen3, GPT-OSS); 0: hidden / heads
+  // Mixture of experts (the file header); experts = 0: a dense model.
+  int experts = 0;              // routed experts of an MoE layer
+  int top_k = 0;                // routed experts each token goes to
+  int shared_experts = 0;       // experts every token goes through
+  int expert_ffn = 0;           // one expert's MLP inner size
+  int first_dense_layers = 0;   // the first layers keep the dense MLP (DeepSeek-V3: 3)
+  int moe_layer_every = 1;      // after them, every k-th layer is MoE (1: all; Llama 4 Maverick: 2)
 
-  int head_dim() const { return hidden / heads; }
+  int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
+  // Attention's query width (heads x head_dim) and key/value width (kv_heads x head_dim).
+  double q_dim() const { return static_cast<double>(heads) * head_dim(); }
   double kv_dim() const { return static_cast<double>(kv_heads) * head_dim(); }
-  // The MLP's first matrix's outputs: 2 ffn for SwiGLU (gate and up), ffn otherwise.
-  double mlp_in_width() const { return mlp == Mlp::swiglu ? 2.0 * ffn : ffn; }
+  // The MLP's first matrix's outputs for an inner size `width`: 2 x width for SwiGLU (gate and
+  // up), width otherwise.
+  double mlp_in_width(double width) const { return mlp == Mlp::swiglu ? 2.0 * width : width; }
+  double mlp_in_width() const { return mlp_in_width(ffn); }
+  // Weights of an MLP `width` wide: SwiGLU's three matrices, GELU's or squared ReLU's two.
+  double mlp_params(double width) const { return (mlp == Mlp::swiglu ? 3.0 : 2.0) * hidden * width; }
   // Weights of one norm: h (RMSNorm) or 2h (LayerNorm's weight and bias).
   double norm_params() const { return norm == Norm::layernorm ? 2.0 * hidden : hidden; }
-  // Weights of one transformer layer (attention, MLP, two norms, biases).
+  bool moe() const { return experts > 0; }
+  // Whether layer `l` (1-based) is an MoE layer: past the first dense layers, every
+  // moe_layer_every-th (l - first_dense_layers a multiple of it).
+  bool is_moe_layer(int l) const {
+    return moe() && l > first_dense_layers && (l - first_dense_layers) % moe_layer_every == 0;
+  }
+  int moe_layers() const;
+  // One routed expert's weights, and all routed experts' of an MoE layer (what expert parallelism
+  // shards).
+  double expert_params() const { return mlp_params(expert_ffn); }
+  double routed_expert_params() const { return experts * expert_params(); }
+  // Weights of one dense transformer layer (attention, MLP, two norms, biases).
   double layer_params() const;
+  // Weights of layer `l` (1-based): a dense layer's, or an MoE layer's (attention, router, routed
+  // and shared experts, norms).
+  double layer_params(int l) const;
   double embedding_params() const { return static_cast<double>(vocab) * hidden; }
   // The input side: the token embedding and the learned positions.
   double input_params() const { return embedding_params() + (position == Position::learned ? 1.0 * max_positions * hidden : 0); }
@@ -69,6 +106,9 @@ struct ModelSpec {
   double params() const;
   // Weights used in matrix products (layers less norms, plus the LM head).
   double matmul_params() const;
+  // The matmul weights one token is multiplied by: matmul_params() with only the top_k routed
+  // experts of each MoE layer (all of them for a dense model).
+  double active_matmul_params() const;
   double flops_per_token(int seq) const;
 };
 

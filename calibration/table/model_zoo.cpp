@@ -46,9 +46,54 @@ const std::vector<KeySpec<ModelSpec>>& model_keys() {
       {.key = "tied_embeddings", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "the LM head is the input embedding",
        .set = KeyField<&ModelSpec::tied_embeddings>::set, .get = KeyField<&ModelSpec::tied_embeddings>::get},
+      {.key = "head_dim", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
+       .doc = "a head's width where it is not hidden / heads (Qwen3, GPT-OSS); 0: hidden / heads",
+       .set = KeyField<&ModelSpec::attention_head_dim>::set, .get = KeyField<&ModelSpec::attention_head_dim>::get},
+      // Mixture of experts: absent keys are a dense model.
+      {.key = "experts", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
+       .doc = "routed experts of an MoE layer; 0: a dense model",
+       .set = KeyField<&ModelSpec::experts>::set, .get = KeyField<&ModelSpec::experts>::get},
+      {.key = "top_k", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
+       .doc = "MoE: routed experts each token goes to (1 .. experts)",
+       .set = KeyField<&ModelSpec::top_k>::set, .get = KeyField<&ModelSpec::top_k>::get},
+      {.key = "shared_experts", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
+       .doc = "MoE: experts every token goes through, each `expert_ffn` wide",
+       .set = KeyField<&ModelSpec::shared_experts>::set, .get = KeyField<&ModelSpec::shared_experts>::get},
+      {.key = "expert_ffn", .type = KeyType::integer, .lower = 0, .upper = 1 << 22, .fallback = KeyValue{0L},
+       .doc = "MoE: one expert's MLP inner size",
+       .set = KeyField<&ModelSpec::expert_ffn>::set, .get = KeyField<&ModelSpec::expert_ffn>::get},
+      {.key = "first_dense_layers", .type = KeyType::integer, .lower = 0, .upper = 100000, .fallback = KeyValue{0L},
+       .doc = "MoE: the first layers keep the dense MLP (`ffn` wide)",
+       .set = KeyField<&ModelSpec::first_dense_layers>::set, .get = KeyField<&ModelSpec::first_dense_layers>::get},
+      {.key = "moe_layer_every", .type = KeyType::integer, .lower = 1, .upper = 100000, .fallback = KeyValue{1L},
+       .doc = "MoE: after the dense layers every k-th layer is MoE (1: all)",
+       .set = KeyField<&ModelSpec::moe_layer_every>::set, .get = KeyField<&ModelSpec::moe_layer_every>::get},
   };
   return keys;
 }
+
+namespace {
+
+// An MoE model's keys agree: a top_k of 1 .. experts and an expert width; a dense model sets none
+// of them; some layer is MoE.
+void check_experts(TableReader& r, const ModelSpec& m) {
+  const std::string experts = std::to_string(m.experts);
+  if (!m.moe()) {
+    const std::pair<const char*, int> keys[] = {{"top_k", m.top_k}, {"shared_experts", m.shared_experts},
+                                                {"expert_ffn", m.expert_ffn}};
+    for (const auto& [key, value] : keys) {
+      if (value != 0) return r.fail(key, "an MoE key without `experts` (the routed experts; 0 or absent: a dense model)");
+    }
+    return;
+  }
+  if (m.top_k < 1 || m.top_k > m.experts) return r.fail("top_k", "must be 1 .. experts (" + experts + ")");
+  if (m.expert_ffn < 1) return r.fail("expert_ffn", "MoE layers need the experts' inner size (>= 1)");
+  if (m.first_dense_layers >= m.layers) {
+    return r.fail("first_dense_layers", "leaves no MoE layer of the " + std::to_string(m.layers));
+  }
+}
+
+}  // namespace
 
 Expected<ModelSpec> read_model(const toml::table& table, const std::string& name, const std::string& prefix,
                                const std::map<std::string, std::string>* overrides) {
@@ -74,7 +119,10 @@ Expected<ModelSpec> read_model(const toml::table& table, const std::string& name
     const toml::node* n = table.get(k.key);
     if (k.type == KeyType::integer && !r.failed() && n != nullptr && !n->is_integer()) r.fail(k.key, "expected an integer");
   }
-  if (!r.failed() && m.hidden % m.heads != 0) r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ")");
+  if (!r.failed() && m.attention_head_dim == 0 && m.hidden % m.heads != 0) {
+    r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ") unless head_dim is given");
+  }
+  if (!r.failed()) check_experts(r, m);
   if (!r.failed() && m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
   if (Status s = r.finish(); !s) return s.error();
   return m;

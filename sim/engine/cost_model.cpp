@@ -32,6 +32,12 @@ CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::Kern
       contention_(table_ ? Contention(*table_, gpu.comm_contention_factor) : Contention(gpu.comm_contention_factor)) {}
 
 Priced CostModel::price(const Op& op) const {
+  Priced p = price_once(op);
+  p.seconds *= op.runs;
+  return p;
+}
+
+Priced CostModel::price_once(const Op& op) const {
   if (op.fixed_s) return {*op.fixed_s, Match::exact, 0.0};  // measured: its own time, no spread to draw from
   if (!table_) {
     const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);

@@ -43,6 +43,7 @@ public:
   CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::KernelTable> table, std::string attention_kernel);
 
   double seconds(const Op& op) const { return price(op).seconds; }
+  // The op's kernel priced, times its back-to-back runs (Op::runs).
   calibration::Priced price(const Op& op) const;
   // How much the collectives running beside a compute op slow it (contention.hpp): from the
   // table's [contention], else calibration/gpus.toml's comm_contention_factor. A measured op
@@ -77,6 +78,8 @@ public:
   std::string describe_power() const;
 
 private:
+  calibration::Priced price_once(const Op& op) const;
+
   GpuSpec gpu_;
   std::string why_;
   std::shared_ptr<const calibration::KernelTable> table_;

@@ -129,7 +129,7 @@ private:
       if (op.toward_lower_rank) std::reverse(g.begin(), g.end());
       return g;
     };
-    network::CollectiveCall call{op.collective, directed(group), op.size_bytes};
+    network::CollectiveCall call{op.collective, directed(group), op.size_bytes, op.peer_bytes};
     const network::CallShape shape = runner_.shape_of(call);
     const network::CollectiveChoice choice = choose(shape);
     std::vector<sg4::ActorPtr> copies;
@@ -143,7 +143,7 @@ private:
         if (g.size() > 1 && !seen) siblings.push_back(&g);
       }
       for (std::size_t k = 1; k < siblings.size(); ++k) {
-        network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes};
+        network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes, op.peer_bytes};
         copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k]->front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
@@ -312,7 +312,7 @@ std::vector<int> representative_ranks(const TrainingSpec& t) {
 }
 
 std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) {
-  const Layout layout(t.dp, t.tp, t.pp, t.cp);
+  const Layout layout(t.dp, t.tp, t.pp, t.cp, t.ep);
   switch (kind) {
     case GroupKind::data_parallel: return layout.dp_group(rank);
     case GroupKind::shard: return layout.shard_group(rank, t.shard_ranks());
@@ -321,6 +321,8 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
     case GroupKind::pipeline_next: return layout.pipeline_pair(rank, true, t.virtual_stages > 1);
     case GroupKind::pipeline_prev: return layout.pipeline_pair(rank, false, t.virtual_stages > 1);
     case GroupKind::context_next: return layout.cp_ring_pair(rank);
+    case GroupKind::expert_parallel: return layout.ep_group(rank);
+    case GroupKind::expert_data_parallel: return layout.expert_dp_group(rank);
   }
   return {rank};
 }

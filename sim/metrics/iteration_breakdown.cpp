@@ -227,6 +227,8 @@ const char* to_string(CommGroup g) {
     case CommGroup::dp: return "DP";
     case CommGroup::dp_shard: return "DP-shard";
     case CommGroup::dp_replica: return "DP-replica";
+    case CommGroup::ep: return "EP";
+    case CommGroup::edp: return "EDP";
   }
   return "?";
 }
@@ -251,6 +253,8 @@ CommGroup comm_group_of(const TrainingSpec& t, const Op& op) {
     case GroupKind::data_parallel: return CommGroup::dp;
     case GroupKind::shard: return CommGroup::dp_shard;
     case GroupKind::replica: return CommGroup::dp_replica;
+    case GroupKind::expert_parallel: return CommGroup::ep;
+    case GroupKind::expert_data_parallel: return CommGroup::edp;
   }
   return CommGroup::dp;
 }

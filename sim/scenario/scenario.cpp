@@ -475,6 +475,7 @@ private:
     if (Status s = par.finish(); !s) return s;
     check_model_split(par);
     check_world_size(par);
+    check_expert_split(par);
     if (!par.failed()) default_hsdp_shard(v);
     check_replica_groups(par);
     return par.finish();
@@ -538,6 +539,31 @@ private:
                    " GPUs of the cluster");
     }
     if (!par.failed()) t.dp = world / model_parallel;
+  }
+
+  // Expert parallelism: ep divides the routed experts and a stage's tp x cp x dp ranks (the
+  // experts are folded over them, layout.hpp). An MoE model beside tp > 1 needs sequence
+  // parallelism, as Megatron-Core requires (its token dispatcher routes each rank's sequence
+  // shard); HSDP and DiLoCo are not modelled for experts.
+  void check_expert_split(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    if (par.failed()) return;
+    const calibration::ModelSpec& m = t.model;
+    if (!m.moe()) {
+      if (t.ep > 1) par.fail("ep", t.model.name + " has no experts (set [model] experts for a mixture of experts)");
+      return;
+    }
+    const int stage_ranks = t.tp * t.cp * t.dp;
+    if (m.experts % t.ep != 0) {
+      par.fail("ep", "must divide the model's " + std::to_string(m.experts) + " routed experts");
+    } else if (stage_ranks % t.ep != 0) {
+      par.fail("ep", "must divide the tp x cp x dp = " + std::to_string(stage_ranks) + " GPUs of a pipeline stage");
+    } else if (t.tp > 1 && !t.sequence_parallel) {
+      par.fail("sequence_parallel", "an MoE model with tp > 1 needs sequence parallelism (as Megatron-Core requires)");
+    } else if (t.strategy == Strategy::hsdp || t.strategy == Strategy::diloco) {
+      par.fail("strategy", std::string("\"") + to_string(t.strategy) +
+                               "\" is not modelled for a mixture of experts: use \"fsdp\" or \"ddp\"");
+    }
   }
 
   // Default HSDP shard: the parameter replicas on one node (tp ranks share one replica).

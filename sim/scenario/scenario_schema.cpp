@@ -177,6 +177,10 @@ std::vector<Key> parallel_keys() {
       {.key = "cp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
        .doc = "context parallelism: ring attention over cp ranks (divides `training.seq_len`)",
        .set = Training<&TrainingSpec::cp>::set, .get = Training<&TrainingSpec::cp>::get},
+      {.key = "ep", .type = KeyType::integer, .lower = 1, .upper = 1 << 20, .fallback = KeyValue{1L},
+       .doc = "expert parallelism: an MoE layer's routed experts sharded over ep ranks of a stage's tp x cp x dp "
+              "(divides the experts and those ranks)",
+       .set = Training<&TrainingSpec::ep>::set, .get = Training<&TrainingSpec::ep>::get},
       {.key = "sequence_parallel", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "Megatron sequence parallelism beside tp",
        .set = Training<&TrainingSpec::sequence_parallel>::set, .get = Training<&TrainingSpec::sequence_parallel>::get},

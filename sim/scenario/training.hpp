@@ -79,6 +79,9 @@ struct TrainingSpec {
   int diloco_islands = 8;     // DiLoCo: islands (the paper's k workers), each an FSDP group of replicas() / islands
   int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)
   int dp = 1, tp = 1, pp = 1, cp = 1;
+  // Expert parallelism: an MoE layer's routed experts sharded over ep ranks of each stage's
+  // tp x cp x dp (sim/workload/layout.hpp), each rank holding experts / ep whole experts.
+  int ep = 1;
   bool sequence_parallel = false;
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
   // Uneven pipelines (Megatron-LM's --decoder-first-pipeline-num-layers and
@@ -124,6 +127,10 @@ struct TrainingSpec {
     return 1;
   }
   double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
+  // Ranks holding a copy of an MoE layer's experts: the stage's tp x cp x dp ranks over ep (the
+  // experts are whole on every rank, not split by tp); and, sharded, the GPUs they are sharded over.
+  int expert_replicas() const { return tp * replicas() / ep; }
+  int expert_shard_ranks() const { return sharded() ? expert_replicas() : 1; }
 };
 
 Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name);

@@ -69,4 +69,19 @@ std::vector<int> Layout::pipeline_pair(int rank, bool next, bool wrap) const {
   return next ? std::vector<int>{rank, peer} : std::vector<int>{peer, rank};
 }
 
+std::vector<int> Layout::ep_group(int rank) const {
+  const int first = rank - rank % ep_;  // a stage's tp x cp x dp ranks are a multiple of ep
+  std::vector<int> g(static_cast<std::size_t>(ep_));
+  for (int i = 0; i < ep_; ++i) g[static_cast<std::size_t>(i)] = first + i;
+  return g;
+}
+
+std::vector<int> Layout::expert_dp_group(int rank) const {
+  const int stage_ranks = tp_ * cp_ * dp_;
+  const int stage_first = rank - rank % stage_ranks;
+  std::vector<int> g;
+  for (int r = stage_first + rank % ep_; r < stage_first + stage_ranks; r += ep_) g.push_back(r);
+  return g;
+}
+
 }  // namespace commbound::sim

@@ -6,6 +6,12 @@
 // A process group is the set of ranks that differ only in one coordinate. Data and context
 // parallel ranks both hold full parameter replicas, so gradients are reduced (and FSDP shards)
 // over their product: replica index q = dp_i * cp + cp_i, contiguous in rank order.
+//
+// Expert parallelism folds over the same ranks (Megatron-Core's MoE parallel folding, its expert
+// rank generator's order tp-ep-dp-pp with expert tensor parallelism 1): the tp x cp x dp ranks of
+// one pipeline stage, in rank order, are cut into expert-parallel groups of ep consecutive ranks
+// (they share the experts of an MoE layer); the ranks at the same place of every such group form
+// the expert-data-parallel group that reduces (and shards) those experts' gradients.
 #pragma once
 
 #include "calibration/base/expected.hpp"
@@ -21,12 +27,13 @@ struct Coords {
 
 class Layout {
 public:
-  Layout(int dp, int tp, int pp, int cp) : dp_(dp), tp_(tp), pp_(pp), cp_(cp) {}
+  Layout(int dp, int tp, int pp, int cp, int ep = 1) : dp_(dp), tp_(tp), pp_(pp), cp_(cp), ep_(ep) {}
   int world() const { return dp_ * tp_ * pp_ * cp_; }
   int dp() const { return dp_; }
   int tp() const { return tp_; }
   int pp() const { return pp_; }
   int cp() const { return cp_; }
+  int ep() const { return ep_; }
 
   Coords coords(int rank) const;
   int rank(const Coords& c) const { return ((c.pp * dp_ + c.dp) * cp_ + c.cp) * tp_ + c.tp; }
@@ -44,9 +51,13 @@ public:
   // `rank` and its peer in the next (or previous) pipeline stage, the earlier stage first; {rank}
   // past the ends, unless `wrap` (interleaved schedules pass the last stage's output to the first).
   std::vector<int> pipeline_pair(int rank, bool next, bool wrap = false) const;
+  // The expert-parallel group of `rank` (ep consecutive ranks of its stage) and its
+  // expert-data-parallel group (tp x cp x dp / ep ranks, ep apart), in rank order.
+  std::vector<int> ep_group(int rank) const;
+  std::vector<int> expert_dp_group(int rank) const;
 
 private:
-  int dp_, tp_, pp_, cp_;
+  int dp_, tp_, pp_, cp_, ep_;
 };
 
 }  // namespace commbound::sim

@@ -27,7 +27,6 @@ public:
         // shards the rest.
         root_params_((stage == 0 ? m_.input_params() : 0) + (stage == t.pp - 1 ? m_.head_params(stage == 0) : 0)),
         root_bytes_(root_params_ / t.tp * kBf16Bytes),
-        layer_bytes_(m_.layer_params() / t.tp * kBf16Bytes),
         w_(t),
         // Activations (and their gradients) between stages: one micro-batch's hidden states.
         boundary_bytes_(w_.tokens() * m_.hidden * kBf16Bytes / (t.sequence_parallel ? t.tp : 1)),
@@ -56,6 +55,13 @@ private:
   // last stages). Without interleaving v = 1.
   int virtual_stage(int chunk) const { return chunk * t_.pp + stage_; }
   int last_layer(int vs) const { return t_.first_layer(vs) + t_.chunk_layers(vs) - 1; }
+  // Layer `l`'s bf16 parameter bytes on this rank: all but an MoE layer's routed experts, split by
+  // tensor parallelism; and the routed experts, ep-th of them each whole (none in a dense layer).
+  double dense_bytes(int l) const {
+    const double routed = m_.is_moe_layer(l) ? m_.routed_expert_params() : 0;
+    return (m_.layer_params(l) - routed) / t_.tp * kBf16Bytes;
+  }
+  double expert_bytes(int l) const { return m_.is_moe_layer(l) ? m_.routed_expert_params() / t_.ep * kBf16Bytes : 0; }
   std::vector<int> after_last_compute() const {
     return last_compute_ < 0 ? std::vector<int>{} : std::vector<int>{last_compute_};
   }
@@ -90,10 +96,14 @@ private:
     for (int l = lo; l <= hi; ++l) {
       std::vector<int> deps;
       if (l - inflight >= lo - 1) deps.push_back(done[static_cast<std::size_t>(l - inflight)]);
-      const int params = dp_->gather_forward(w_, "layer" + std::to_string(l), tag, mb, layer_bytes_, deps);
+      const std::string unit = "layer" + std::to_string(l);
+      const int params = dp_->gather_forward(w_, unit, tag, mb, dense_bytes(l), deps);
+      const int experts = m_.is_moe_layer(l) ? dp_->gather_forward(w_, unit + ".experts", tag, mb, expert_bytes(l), deps, true) : -1;
       const int first_op = w_.size();
       x = w_.layer(l, tag, false, x);
-      if (params >= 0) w_.op(first_op).deps.push_back(params);
+      for (int p : {params, experts}) {
+        if (p >= 0) w_.op(first_op).deps.push_back(p);
+      }
       done[static_cast<std::size_t>(l)] = x;
     }
     if (vs == virtual_stages_ - 1) {
@@ -122,13 +132,25 @@ private:
       int start = x;
       std::vector<int> deps;
       if (l + inflight <= hi) deps.push_back(done[static_cast<std::size_t>(l + inflight)]);
-      const int params = dp_->gather_backward(w_, "layer" + std::to_string(l), tag, layer_bytes_, deps);
-      if (params >= 0) start = w_.sync("layer" + std::to_string(l) + ".bwd.wait_params" + tag, {x, params});
+      const std::string unit = "layer" + std::to_string(l);
+      const bool moe = m_.is_moe_layer(l);
+      const int params = dp_->gather_backward(w_, unit, tag, dense_bytes(l), deps);
+      const int experts = moe ? dp_->gather_backward(w_, unit + ".experts", tag, expert_bytes(l), deps, true) : -1;
+      if (params >= 0 || experts >= 0) {
+        std::vector<int> wait = {x};
+        for (int p : {params, experts}) {
+          if (p >= 0) wait.push_back(p);
+        }
+        start = w_.sync(unit + ".bwd.wait_params" + tag, std::move(wait));
+      }
       // Activation recomputation: replay what the layer did not keep of its forward first.
       start = w_.recompute(l, tag, start);
       x = w_.layer(l, tag, true, start);
       done[static_cast<std::size_t>(l)] = x;
-      if (mb == t_.micro_batches - 1) dp_->reduce_layer(w_, l, l == lo, layer_bytes_, x);
+      if (mb == t_.micro_batches - 1) {
+        if (moe) dp_->reduce_layer(w_, l, false, expert_bytes(l), x, true);
+        dp_->reduce_layer(w_, l, l == lo, dense_bytes(l), x);
+      }
     }
     if (vs == 0) {
       x = w_.embedding(tag, true, {x});
@@ -140,9 +162,17 @@ private:
 
   // The recipe's optimizer over this stage's parameters on the local shard (FSDP) or replica
   // (DDP), as one flat buffer, after every gradient reduction.
+  // The rank's parameters: the dense ones split by tp and sharded over shard_ranks(); an MoE
+  // layer's routed experts split by ep and sharded over their own replicas.
   void optimizer() {
-    const double stage_params = t_.stage_layers(stage_) * m_.layer_params() + root_params_;
-    const double local_params = stage_params / t_.tp / t_.shard_ranks();
+    double local_params = root_params_ / t_.tp / t_.shard_ranks();
+    for (int c = 0; c < t_.virtual_stages; ++c) {
+      const int vs = virtual_stage(c);
+      for (int l = t_.first_layer(vs); l <= last_layer(vs); ++l) {
+        local_params += dense_bytes(l) / kBf16Bytes / t_.shard_ranks() +
+                        expert_bytes(l) / kBf16Bytes / (m_.is_moe_layer(l) ? t_.expert_shard_ranks() : 1);
+      }
+    }
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
     const int last = w_.optimizer("optimizer.", local_params, std::move(deps));
@@ -157,7 +187,6 @@ private:
   const int virtual_stages_;
   const double root_params_;
   const double root_bytes_;
-  const double layer_bytes_;
   internal::ProgramWriter w_;
   const double boundary_bytes_;
   std::unique_ptr<internal::DataParallelPass> dp_;
@@ -178,6 +207,7 @@ const char* to_string(StreamId s) {
     case StreamId::pipeline_recv_gradient: return "pipeline_recv_gradient";
     case StreamId::pipeline_send_gradient: return "pipeline_send_gradient";
     case StreamId::context_parallel: return "context_parallel";
+    case StreamId::expert_parallel: return "expert_parallel";
   }
   return "?";
 }
@@ -191,6 +221,8 @@ const char* to_string(GroupKind g) {
     case GroupKind::pipeline_next: return "pipeline_next";
     case GroupKind::pipeline_prev: return "pipeline_prev";
     case GroupKind::context_next: return "context_next";
+    case GroupKind::expert_parallel: return "expert_parallel";
+    case GroupKind::expert_data_parallel: return "expert_data_parallel";
   }
   return "?";
 }

@@ -25,6 +25,7 @@
 #include "sim/scenario/training.hpp"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,8 +45,9 @@ enum class StreamId {
   pipeline_recv_gradient,
   pipeline_send_gradient,
   context_parallel,
+  expert_parallel,
 };
-inline constexpr int kStreams = 9;
+inline constexpr int kStreams = 10;
 const char* to_string(StreamId s);
 
 // host: the GPU stream waits for the CPU (a launch gap kept from a replayed profiler trace,
@@ -55,13 +57,26 @@ enum class OpKind { gemm, attention, elementwise, optimizer, collective, host };
 // data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel;
 // pipeline_next / pipeline_prev: this rank and its peer in the next / previous stage.
 // context_next: this rank and the next one of its context-parallel ring (ring attention).
-enum class GroupKind { data_parallel, shard, replica, tensor_parallel, pipeline_next, pipeline_prev, context_next };
+// expert_parallel: the ranks sharing an MoE layer's experts (the token all-to-all);
+// expert_data_parallel: the replicas of this rank's experts (their gradient reduction).
+enum class GroupKind {
+  data_parallel,
+  shard,
+  replica,
+  tensor_parallel,
+  pipeline_next,
+  pipeline_prev,
+  context_next,
+  expert_parallel,
+  expert_data_parallel,
+};
 // "data_parallel", "shard", ...: the enumerator's name (how scenarios name a group kind).
 const char* to_string(GroupKind g);
 std::optional<GroupKind> parse_group_kind(const std::string& name);
 inline constexpr GroupKind kGroupKinds[] = {GroupKind::data_parallel, GroupKind::shard, GroupKind::replica,
                                             GroupKind::tensor_parallel, GroupKind::pipeline_next,
-                                            GroupKind::pipeline_prev, GroupKind::context_next};
+                                            GroupKind::pipeline_prev, GroupKind::context_next,
+                                            GroupKind::expert_parallel, GroupKind::expert_data_parallel};
 
 struct Op {
   std::string name;
@@ -72,10 +87,14 @@ struct Op {
   // Compute ops: the real kernel's shape (what a calibration table prices); std::monostate for
   // the zero-cost synchronisation points and for collectives.
   calibration::KernelShape kernel;
+  int runs = 1;                // compute ops: the kernel runs this many times back to back (a group of experts)
   network::CollectiveOp collective = network::CollectiveOp::all_gather;
   GroupKind group = GroupKind::data_parallel;
   double size_bytes = 0;       // collectives: nccl-tests convention (whole buffer)
   bool toward_lower_rank = false;  // SendRecv between pipeline stages: gradients flow backward
+  // AllToAll: the bytes each member sends each other member (network::CollectiveCall::peer_bytes,
+  // in group order); null: size_bytes spread evenly.
+  std::shared_ptr<const std::vector<double>> peer_bytes;
   std::vector<int> deps;       // indices of ops that must finish first (besides stream order)
   // Set: the op's duration was measured (a replayed profiler trace, sim/trace/) and is its time:
   // the cost model prices it so (no contention factor, no jitter: the measurement holds them), and

@@ -11,7 +11,14 @@ public:
 
   // Gradients join the current bucket as their layer's backward ends; a bucket is all-reduced when
   // it reaches the cap, and the last one when the chunk's backward ends.
-  void reduce_layer(ProgramWriter& w, int l, bool last_of_chunk, double unit_bytes, int after) override {
+  void reduce_layer(ProgramWriter& w, int l, bool last_of_chunk, double unit_bytes, int after, bool experts) override {
+    if (!moves(experts)) return;
+    if (experts) {
+      gradient_syncs_.push_back(w.collective("layer" + std::to_string(l) + ".experts.allreduce", StreamId::reduce_scatter,
+                                             CollectiveOp::all_reduce, GroupKind::expert_data_parallel, unit_bytes,
+                                             {after}));
+      return;
+    }
     bucket_bytes_ += unit_bytes;
     if (bucket_bytes_ < bucket_cap_bytes_ && !last_of_chunk) return;
     gradient_syncs_.push_back(w.collective("bucket.layer" + std::to_string(l) + ".allreduce", StreamId::reduce_scatter,
@@ -19,6 +26,7 @@ public:
     bucket_bytes_ = 0;
   }
   void reduce_root(ProgramWriter& w, double root_bytes, int after) override {
+    if (!moves(false)) return;
     gradient_syncs_.push_back(w.collective("root.allreduce", StreamId::reduce_scatter, CollectiveOp::all_reduce,
                                            GroupKind::data_parallel, root_bytes, {after}));
   }
@@ -56,28 +64,33 @@ public:
   // ZeRO-2 keeps the gathered parameters from the first micro-batch to the end of the iteration;
   // ZeRO-3 frees them after each use.
   int gather_forward(ProgramWriter& w, const std::string& unit, const std::string& tag, int mb, double unit_bytes,
-                     std::vector<int> deps) override {
-    if (mb > 0 && zero_stage_ != 3) return -1;
-    return w.collective(unit + ".allgather" + tag, StreamId::all_gather, CollectiveOp::all_gather, shard_kind_,
+                     std::vector<int> deps, bool experts) override {
+    if ((mb > 0 && zero_stage_ != 3) || !moves(experts)) return -1;
+    return w.collective(unit + ".allgather" + tag, StreamId::all_gather, CollectiveOp::all_gather, group(experts),
                         unit_bytes, std::move(deps));
   }
   int gather_backward(ProgramWriter& w, const std::string& unit, const std::string& tag, double unit_bytes,
-                      std::vector<int> deps) override {
-    if (zero_stage_ != 3) return -1;
-    return w.collective(unit + ".allgather_bwd" + tag, StreamId::all_gather, CollectiveOp::all_gather, shard_kind_,
+                      std::vector<int> deps, bool experts) override {
+    if (zero_stage_ != 3 || !moves(experts)) return -1;
+    return w.collective(unit + ".allgather_bwd" + tag, StreamId::all_gather, CollectiveOp::all_gather, group(experts),
                         unit_bytes, std::move(deps));
   }
-  void reduce_layer(ProgramWriter& w, int l, bool, double unit_bytes, int after) override {
-    reduce(w, "layer" + std::to_string(l), unit_bytes, after);
+  void reduce_layer(ProgramWriter& w, int l, bool, double unit_bytes, int after, bool experts) override {
+    reduce(w, "layer" + std::to_string(l) + (experts ? ".experts" : ""), unit_bytes, after, experts);
   }
-  void reduce_root(ProgramWriter& w, double root_bytes, int after) override { reduce(w, "root", root_bytes, after); }
+  void reduce_root(ProgramWriter& w, double root_bytes, int after) override { reduce(w, "root", root_bytes, after, false); }
 
 private:
-  void reduce(ProgramWriter& w, const std::string& unit, double unit_bf16_bytes, int after) {
+  // Routed experts are sharded over their own replicas (the expert-data-parallel group; HSDP and
+  // DiLoCo do not run MoE models: scenario validation).
+  GroupKind group(bool experts) const { return experts ? GroupKind::expert_data_parallel : shard_kind_; }
+
+  void reduce(ProgramWriter& w, const std::string& unit, double unit_bf16_bytes, int after, bool experts) {
+    if (!moves(experts)) return;
     const double unit_bytes = zero_stage_ == 1 ? unit_bf16_bytes * kFp32Bytes / kBf16Bytes : unit_bf16_bytes;
     const int rs = w.collective(unit + ".reducescatter", StreamId::reduce_scatter, CollectiveOp::reduce_scatter,
-                                shard_kind_, unit_bytes, {after});
-    if (!hsdp_ || replica_groups_ < 2) {
+                                group(experts), unit_bytes, {after});
+    if (experts || !hsdp_ || replica_groups_ < 2) {
       gradient_syncs_.push_back(rs);
       return;
     }
@@ -124,11 +137,21 @@ public:
 }  // namespace
 
 std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t) {
-  if (t.replicas() < 2) return std::make_unique<DataParallelPass>();
-  if (!t.sharded()) return std::make_unique<DdpPass>(t.ddp_bucket_bytes);
-  if (t.strategy == Strategy::diloco) return std::make_unique<DilocoPass>(t.zero_stage, t.shard_ranks(), t.diloco_islands);
-  const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
-  return std::make_unique<FsdpPass>(t.zero_stage, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
+  const int expert_replicas = t.model.moe() ? t.expert_replicas() : 1;
+  std::unique_ptr<DataParallelPass> pass;
+  if (t.replicas() < 2 && expert_replicas < 2) {
+    pass = std::make_unique<DataParallelPass>();
+  } else if (!t.sharded()) {
+    pass = std::make_unique<DdpPass>(t.ddp_bucket_bytes);
+  } else if (t.strategy == Strategy::diloco) {
+    pass = std::make_unique<DilocoPass>(t.zero_stage, t.shard_ranks(), t.diloco_islands);
+  } else {
+    const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
+    pass = std::make_unique<FsdpPass>(t.zero_stage, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
+  }
+  pass->dense_replicas_ = t.replicas();
+  pass->expert_replicas_ = expert_replicas;
+  return pass;
 }
 
 }  // namespace commbound::sim::internal

@@ -24,20 +24,24 @@ class DataParallelPass {
 public:
   virtual ~DataParallelPass() = default;
 
-  // Before the forward of micro-batch `mb` through a unit (a layer, or "root": the embedding and
-  // LM head) of `unit_bytes` parameters, after `deps`; `tag` names the micro-batch (".mb3").
+  // Before the forward of micro-batch `mb` through a unit (a layer, a layer's routed experts, or
+  // "root": the embedding and LM head) of `unit_bytes` parameters, after `deps`; `tag` names the
+  // micro-batch (".mb3"). `experts`: the unit is an MoE layer's routed experts, whose replicas are
+  // the expert-data-parallel group (layout.hpp), not the data-parallel one.
   virtual int gather_forward(ProgramWriter&, const std::string& /*unit*/, const std::string& /*tag*/, int /*mb*/,
-                             double /*unit_bytes*/, std::vector<int> /*deps*/) {
+                             double /*unit_bytes*/, std::vector<int> /*deps*/, bool /*experts*/ = false) {
     return -1;
   }
   // Before a layer's backward, after `deps`.
   virtual int gather_backward(ProgramWriter&, const std::string& /*unit*/, const std::string& /*tag*/,
-                              double /*unit_bytes*/, std::vector<int> /*deps*/) {
+                              double /*unit_bytes*/, std::vector<int> /*deps*/, bool /*experts*/ = false) {
     return -1;
   }
   // After layer `l`'s backward (op `after`) on the last micro-batch; `last_of_chunk`: the lowest
-  // layer of the model chunk, the last whose gradients this backward produces.
-  virtual void reduce_layer(ProgramWriter&, int /*l*/, bool /*last_of_chunk*/, double /*unit_bytes*/, int /*after*/) {}
+  // layer of the model chunk, the last whose gradients this backward produces. `experts`: the
+  // layer's routed experts (reduced over their own replicas, not bucketed with the rest).
+  virtual void reduce_layer(ProgramWriter&, int /*l*/, bool /*last_of_chunk*/, double /*unit_bytes*/, int /*after*/,
+                            bool /*experts*/ = false) {}
   // After the stage's last backward (op `after`): the root's gradients.
   virtual void reduce_root(ProgramWriter&, double /*root_bytes*/, int /*after*/) {}
 
@@ -49,7 +53,16 @@ public:
   const std::vector<int>& gradient_syncs() const { return gradient_syncs_; }
 
 protected:
+  // Whether `experts` units move anything: the dense units when there are parameter replicas, the
+  // experts when they have replicas of their own (tp x cp x dp / ep > 1, even with dp = cp = 1).
+  bool moves(bool experts) const { return experts ? expert_replicas_ > 1 : dense_replicas_ > 1; }
+
   std::vector<int> gradient_syncs_;
+
+private:
+  friend std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t);
+  int dense_replicas_ = 1;
+  int expert_replicas_ = 1;
 };
 
 // The pass of `t`'s strategy (none when there is a single replica).

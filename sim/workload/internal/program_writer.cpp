@@ -30,6 +30,14 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   return l;
 }
 
+// The rank's local experts (experts / ep) and the tokens each computes in a micro-batch, routed
+// evenly: every rank of the expert-parallel group routes tokens() / tp tokens to top_k experts each.
+std::vector<calibration::ExpertBatch> expert_batches(const TrainingSpec& t) {
+  const calibration::ModelSpec& m = t.model;
+  const double routed = static_cast<double>(t.micro_batch) * t.seq_len / t.cp / t.tp;
+  return {{routed * m.top_k * t.ep / m.experts, m.experts / t.ep}};
+}
+
 // `kernels` with `suffix` appended to their names ("embedding" -> "embedding.fwd.mb0").
 std::vector<RecipeKernel> renamed(std::vector<RecipeKernel> kernels, const std::string& suffix) {
   for (RecipeKernel& k : kernels) k.name += suffix;
@@ -46,7 +54,9 @@ ProgramWriter::ProgramWriter(const TrainingSpec& t)
       head_fwd_(recipe_.lm_head(Direction::forward)),
       head_bwd_(recipe_.lm_head(Direction::backward)),
       embedding_fwd_(recipe_.embedding(Direction::forward)),
-      embedding_bwd_(recipe_.embedding(Direction::backward)) {}
+      embedding_bwd_(recipe_.embedding(Direction::backward)),
+      moe_fwd_(t.model.moe() ? recipe_.moe_layer(Direction::forward, expert_batches(t)) : std::vector<RecipeKernel>{}),
+      moe_bwd_(t.model.moe() ? recipe_.moe_layer(Direction::backward, expert_batches(t)) : std::vector<RecipeKernel>{}) {}
 
 int ProgramWriter::add(Op op) {
   program_.ops.push_back(std::move(op));
@@ -54,8 +64,9 @@ int ProgramWriter::add(Op op) {
 }
 
 int ProgramWriter::kernel(const std::string& name, const RecipeKernel& k, std::vector<int> deps, bool backward) {
-  Op op = compute_op(name, kind_of(k.shape), calibration::flops(k.shape), calibration::bytes(k.shape));
+  Op op = compute_op(name, kind_of(k.shape), k.runs * calibration::flops(k.shape), k.runs * calibration::bytes(k.shape));
   op.kernel = k.shape;
+  op.runs = k.runs;
   op.deps = std::move(deps);
   const int i = add(op);
   issue(i, k.host_ops, backward);
@@ -93,6 +104,7 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
     x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
                                                                      : kernel(prefix + k.name, k, after, backward);
     if (!k.tp_reduction.empty()) x = tp_sync(prefix + k.tp_reduction, x);
+    if (!k.ep_exchange.empty()) x = ep_exchange(prefix + k.ep_exchange, x);
   }
   return x;
 }
@@ -104,9 +116,14 @@ int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::
   return last;
 }
 
+const std::vector<RecipeKernel>& ProgramWriter::kernels_of_layer(int l, bool backward) const {
+  if (!t_.model.is_moe_layer(l)) return backward ? layer_bwd_ : layer_fwd_;
+  return backward ? moe_bwd_ : moe_fwd_;
+}
+
 int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after) {
   const std::string prefix = "layer" + std::to_string(l) + tag + (backward ? ".bwd." : ".fwd.");
-  return run(prefix, backward ? layer_bwd_ : layer_fwd_, {after}, backward);
+  return run(prefix, kernels_of_layer(l, backward), {after}, backward);
 }
 
 int ProgramWriter::recompute(int l, const std::string& tag, int after) {
@@ -114,7 +131,7 @@ int ProgramWriter::recompute(int l, const std::string& tag, int after) {
   if (t_.recompute == Recompute::full) return layer(l, tag + ".recompute", false, after);
   const std::string prefix = "layer" + std::to_string(l) + tag + ".recompute.fwd.";
   std::vector<RecipeKernel> replay;
-  for (RecipeKernel k : layer_fwd_) {
+  for (RecipeKernel k : kernels_of_layer(l, false)) {
     const bool is_attention = std::holds_alternative<calibration::AttentionShape>(k.shape);
     if (t_.recompute == Recompute::selective) {
       if (is_attention) replay.push_back(k);
@@ -127,6 +144,7 @@ int ProgramWriter::recompute(int l, const std::string& tag, int after) {
       if (k.name == "gate_up") g->n /= 2;
     }
     k.tp_reduction.clear();
+    k.ep_exchange.clear();  // the all-to-all's outputs are kept, as torchtitan's op list saves them
     replay.push_back(k);
   }
   return run(prefix, replay, {after}, false);
@@ -158,6 +176,17 @@ int ProgramWriter::tp_sync(const std::string& name, int after) {
                             network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, bytes, {after});
   return collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
                     GroupKind::tensor_parallel, bytes, {rs});
+}
+
+// Expert parallelism's all-to-all after op `after` (MoE layers, ep > 1): each of the rank's routed
+// tokens (tokens() / tp under sequence parallelism) goes, once per chosen expert, to the rank
+// holding that expert, a bf16 row of hidden each; nccl-tests' size is the rank's whole send
+// buffer. Routed evenly, every rank sends size / ep to every rank of the group.
+int ProgramWriter::ep_exchange(const std::string& name, int after) {
+  if (t_.ep == 1) return after;
+  const double bytes = tokens() / t_.tp * t_.model.top_k * t_.model.hidden * kBf16Bytes;
+  return collective(name + ".ep_alltoall", StreamId::expert_parallel, network::CollectiveOp::all_to_all,
+                    GroupKind::expert_parallel, bytes, {after});
 }
 
 // Attention after ops `after`. With context parallelism, ring attention: the recipe's kernel

@@ -1,7 +1,7 @@
 // ProgramWriter: appends ops to one GPU's program. The building blocks every strategy pass uses:
 // a recipe kernel as a compute op, a zero-cost synchronisation point, a collective on a stream,
 // and a run of recipe kernels with the model parallelism inside a layer (Megatron tensor-parallel
-// reductions, ring attention over the context-parallel group).
+// reductions, ring attention over the context-parallel group, expert parallelism's all-to-all).
 #pragma once
 
 #include "calibration/table/llama_recipe.hpp"
@@ -65,13 +65,16 @@ private:
   // stamps op `i` with it.
   void issue(int i, int host_ops, bool backward);
   int tp_sync(const std::string& name, int after);
+  int ep_exchange(const std::string& name, int after);
+  // Layer `l`'s kernels: a dense layer's or an MoE layer's.
+  const std::vector<calibration::RecipeKernel>& kernels_of_layer(int l, bool backward) const;
   int attention(const std::string& prefix, const calibration::RecipeKernel& k, const std::vector<int>& after,
                 bool backward);
 
   const TrainingSpec& t_;
   const calibration::LlamaRecipe recipe_;
   const std::vector<calibration::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
-      embedding_bwd_;
+      embedding_bwd_, moe_fwd_, moe_bwd_;
   Program program_;
   double host_clock_s_ = 0;
 };
