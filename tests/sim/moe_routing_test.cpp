@@ -1,0 +1,1 @@
+#include "sim/workload/moe_routing.hpp"
