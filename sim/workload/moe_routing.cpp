@@ -83,19 +83,24 @@ double slot_capacity(const Routing& routing, const LayerShape& shape) {
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 double normal_pdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * std::acos(-1.0)); }
 
-// Mean and variance of min(X, capacity) for X ~ N(mean, variance) (closed forms of the model's 5).
-std::pair<double, double> clipped_normal_moments(double mean, double variance, double capacity) {
-  if (!std::isfinite(capacity)) return {mean, variance};
-  if (variance <= 0) {
-    const double kept = std::min(mean, capacity);
-    return {kept, 0.0};
-  }
+// Kept and dropped counts of one source rank for one slot when its count is X ~ N(mean, variance)
+// and it keeps min(X, capacity) (model, 5). With a = (capacity - mean) / sd, Q(a) = 1 - Phi(a) and
+// Y = min(Z, a) for a standard normal Z: E[Y] = a Q(a) - phi(a), E[Y^2] = Phi(a) - a phi(a) + a^2 Q(a),
+// so kept = mean + sd E[Y], its variance variance Var(Y), dropped = sd (phi(a) - a Q(a)). Written in
+// the tails (Q, phi) so that a capacity far above the count gives back mean and variance exactly.
+struct ClippedCount {
+  double kept_mean = 0, kept_variance = 0, dropped_mean = 0;
+};
+
+ClippedCount clip_count(double mean, double variance, double capacity) {
+  if (!std::isfinite(capacity)) return {mean, variance, 0.0};
+  if (variance <= 0) return {std::min(mean, capacity), 0.0, std::max(0.0, mean - capacity)};
   const double sd = std::sqrt(variance);
   const double a = (capacity - mean) / sd;
-  const double cdf = normal_cdf(a), pdf = normal_pdf(a);
-  const double kept_mean = capacity - (capacity - mean) * cdf - sd * pdf;
-  const double kept_square = (mean * mean + variance) * cdf - sd * pdf * (mean + capacity) + capacity * capacity * (1 - cdf);
-  return {kept_mean, std::max(0.0, kept_square - kept_mean * kept_mean)};
+  const double tail = 0.5 * std::erfc(a / std::sqrt(2.0)), pdf = normal_pdf(a);
+  const double y_mean = a * tail - pdf;
+  const double y_square = (1 - tail) - a * pdf + a * a * tail;
+  return {mean + sd * y_mean, variance * std::max(0.0, y_square - y_mean * y_mean), std::max(0.0, sd * (pdf - a * tail))};
 }
 
 // 1 - prod_g Phi((x - mean_g) / sd_g)^count_g over the groups of equal normals.
@@ -177,8 +182,9 @@ Status check_routing(const Routing& routing, const LayerShape& shape) {
       positive += load > 0;
     }
     if (positive < shape.top_k) {
-      return Error{"histogram: " + std::to_string(positive) + " experts with a load > 0, fewer than top_k = " +
-                   std::to_string(shape.top_k) + " (a token picks top_k distinct experts)"};
+      return Error{"histogram: " + std::to_string(positive) + " of the " + std::to_string(e) + " experts " +
+                   (positive == 1 ? "has" : "have") + " a load > 0, fewer than top_k = " + std::to_string(shape.top_k) +
+                   " (a token picks top_k distinct experts)"};
     }
   }
   return Ok{};
@@ -227,7 +233,11 @@ std::vector<double> expert_shares(const Routing& routing, const LayerShape& shap
   std::vector<double> weight(experts, 1.0);
   if (routing.kind == RoutingKind::zipf) {
     const std::vector<int> order = popularity_order(routing.seed, layer, shape.experts);
-    for (std::size_t i = 0; i < experts; ++i) weight[static_cast<std::size_t>(order[i])] = std::pow(static_cast<double>(i + 1), -routing.zipf_s);
+    // Normalised in popularity order, so that every layer's shares are the same numbers rearranged.
+    double total = 0;
+    for (std::size_t i = 0; i < experts; ++i) total += std::pow(static_cast<double>(i + 1), -routing.zipf_s);
+    for (std::size_t i = 0; i < experts; ++i) weight[static_cast<std::size_t>(order[i])] = std::pow(static_cast<double>(i + 1), -routing.zipf_s) / total;
+    return weight;
   } else if (routing.kind == RoutingKind::histogram) {
     COMMBOUND_CHECK(routing.histogram.size() == experts, "a histogram of one load per expert");
     weight = routing.histogram;
@@ -300,7 +310,7 @@ double expected_max_of_normals(const std::vector<double>& means, const std::vect
     if (g.sd > 0) sd_min = std::min(sd_min, g.sd);
   }
   const int panels = static_cast<int>(std::clamp(std::ceil((high - low) / sd_min), 16.0, 4096.0));
-  const double eps = 1e-7 * sd_max / panels;
+  const double eps = 1e-5 * sd_max / panels;
   const double width = (high - low) / panels;
   constexpr int kMaxDepth = 40;  // 2^40 subintervals per panel: never reached by smooth integrands
   double integral = 0;
@@ -312,6 +322,12 @@ double expected_max_of_normals(const std::vector<double>& means, const std::vect
     fa = fb;
   }
   return low + integral;
+}
+
+double LayerRouting::peer_tokens(int from, int to) const {
+  const auto ep = static_cast<int>(tokens_to_rank.size());
+  COMMBOUND_CHECK(from >= 0 && from < ep && to >= 0 && to < ep, "ranks of the EP group");
+  return tokens_to_rank[static_cast<std::size_t>(to)];
 }
 
 LayerRouting route_layer(const Routing& routing, const LayerShape& shape, int layer) {
@@ -328,10 +344,12 @@ LayerRouting route_layer(const Routing& routing, const LayerShape& shape, int la
   out.expert_tokens_mean.assign(static_cast<std::size_t>(shape.experts), 0.0);
   out.rank_tokens_mean.assign(static_cast<std::size_t>(ep), 0.0);
   std::vector<double> rank_variance(static_cast<std::size_t>(ep), 0.0);
+  double dropped = 0;
   for (std::size_t s = 0; s < q.size(); ++s) {
     // One source rank's count for slot s: mean = Poisson variance = t q_s (model, 5 and 6); the
     // ep source ranks route different tokens, so their kept counts add independently.
-    const auto [kept_mean, kept_variance] = clipped_normal_moments(t * q[s], t * q[s], capacity);
+    const auto [kept_mean, kept_variance, dropped_mean] = clip_count(t * q[s], t * q[s], capacity);
+    dropped += ep * dropped_mean;
     out.expert_tokens_mean[s / static_cast<std::size_t>(replicas)] += ep * kept_mean;
     out.rank_tokens_mean[s / slots_per_rank] += ep * kept_mean;
     rank_variance[s / slots_per_rank] += ep * kept_variance;
@@ -341,13 +359,10 @@ LayerRouting route_layer(const Routing& routing, const LayerShape& shape, int la
   out.busiest_rank = static_cast<int>(std::max_element(out.rank_tokens_mean.begin(), out.rank_tokens_mean.end()) -
                                       out.rank_tokens_mean.begin());
   out.busiest_rank_tokens = expected_max_of_normals(out.rank_tokens_mean, out.rank_tokens_stddev);
-  out.peer_tokens.resize(static_cast<std::size_t>(ep) * static_cast<std::size_t>(ep));
-  for (std::size_t i = 0; i < static_cast<std::size_t>(ep); ++i) {
-    for (std::size_t j = 0; j < static_cast<std::size_t>(ep); ++j) out.peer_tokens[i * static_cast<std::size_t>(ep) + j] = out.rank_tokens_mean[j] / ep;
-  }
+  out.tokens_to_rank.resize(out.rank_tokens_mean.size());
+  for (std::size_t j = 0; j < out.rank_tokens_mean.size(); ++j) out.tokens_to_rank[j] = out.rank_tokens_mean[j] / ep;
   const double routed = ep * t * shape.top_k;
-  const double kept = std::accumulate(out.rank_tokens_mean.begin(), out.rank_tokens_mean.end(), 0.0);
-  out.dropped_fraction = routed > 0 ? std::max(0.0, 1 - kept / routed) : 0.0;
+  out.dropped_fraction = routed > 0 ? dropped / routed : 0.0;
   return out;
 }
 
