@@ -255,6 +255,43 @@ std::vector<Key> training_keys() {
   };
 }
 
+std::vector<Key> moe_keys() {
+  using moe::RoutingKind;
+  return {
+      {.key = "routing", .type = KeyType::choice, .fallback = text("uniform"),
+       .names = names_of({RoutingKind::uniform, RoutingKind::zipf, RoutingKind::histogram}),
+       .doc = "how the router spreads tokens over the routed experts: evenly, Zipf(`zipf_s`) over a seeded order of "
+              "the experts per layer, or a `histogram` file of loads a real router logged",
+       .set = KeyEnum<moe::parse_routing_kind, &Scenario::training, &TrainingSpec::routing, &moe::Routing::kind>::set,
+       .get = KeyEnum<moe::parse_routing_kind, &Scenario::training, &TrainingSpec::routing, &moe::Routing::kind>::get},
+      {.key = "zipf_s", .type = KeyType::number, .lower = 0, .upper = 100, .fallback = KeyValue{1.0},
+       .doc = "Zipf routing: the i-th most popular expert's share is proportional to 1 / i^s",
+       .set = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::zipf_s>::set,
+       .get = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::zipf_s>::get},
+      {.key = "histogram", .type = KeyType::string, .fallback = text(""),
+       .doc = "histogram routing: a file of one load per routed expert, one per line, `#` comments (relative to the "
+              "scenario file's folder)",
+       .set = Training<&TrainingSpec::routing_histogram>::set,
+       .get = [](const Scenario& s, double) -> Got {
+         return s.training->routing_histogram.empty() ? Got() : Got(KeyValue{s.training->routing_histogram});
+       }},
+      {.key = "capacity_factor", .type = KeyType::number, .lower = 0, .upper = 1e6, .fallback = KeyValue{0.0},
+       .doc = "tokens an expert takes from a rank, over an even share, before the rest are dropped; 0: dropless",
+       .set = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::capacity_factor>::set,
+       .get = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::capacity_factor>::get},
+      {.key = "seed", .type = KeyType::integer, .lower = 0, .upper = 1L << 62, .fallback = KeyValue{0L},
+       .doc = "which experts are popular in which layer (Zipf routing); the same seed, the same result",
+       .set = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::seed>::set,
+       .get = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::seed>::get},
+      {.key = "dispatcher", .type = KeyType::choice, .fallback = text("nccl"),
+       .names = names_of({network::AllToAllMethod::nccl, network::AllToAllMethod::hierarchical}),
+       .doc = "the token all-to-all: NCCL's send/recv to every peer, or `hierarchical` (one RDMA transfer per node "
+              "pair and rail, then NVLink inside the node, as DeepEP's normal kernels)",
+       .set = KeyEnum<network::parse_all_to_all_method, &Scenario::training, &TrainingSpec::dispatcher>::set,
+       .get = KeyEnum<network::parse_all_to_all_method, &Scenario::training, &TrainingSpec::dispatcher>::get},
+  };
+}
+
 }  // namespace
 
 const std::vector<ScenarioSection>& scenario_sections() {
@@ -265,6 +302,7 @@ const std::vector<ScenarioSection>& scenario_sections() {
       {"nccl", false, nccl_keys()},
       {"parallel", true, parallel_keys()},
       {"training", true, training_keys()},
+      {"moe", true, moe_keys()},
   };
   return sections;
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include "calibration/table/llama_recipe.hpp"
+#include "network/collective.hpp"
 #include "sim/scenario/model.hpp"
+#include "sim/scenario/moe_spec.hpp"
 
 #include <optional>
 #include <string>
@@ -103,6 +105,12 @@ struct TrainingSpec {
   HostCosts host;
   // The layers' matrix products in bf16 or fp8 (calibration/table/llama_recipe.hpp).
   calibration::Precision precision = calibration::Precision::bf16;
+  // Mixture of experts ([moe]): the router's load over the experts (sim/workload/moe_routing.hpp),
+  // the file a histogram of it came from (absolute; "" for none), and how expert parallelism's
+  // all-to-all moves tokens (network/collective.hpp).
+  moe::Routing routing;
+  std::string routing_histogram;
+  network::AllToAllMethod dispatcher = network::AllToAllMethod::nccl;
 
   int world() const { return dp * tp * pp * cp; }
   // The layers of pipeline stage `stage` (0 .. pp - 1), as above. Assumes a validated split.
