@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,7 +10,12 @@
 
 namespace commbound::network {
 
-enum class CollectiveOp { all_gather, reduce_scatter, all_reduce, send_recv };
+enum class CollectiveOp { all_gather, reduce_scatter, all_reduce, send_recv, all_to_all };
+// How an all-to-all moves its bytes (internal/all_to_all.hpp): `nccl` as NCCL runs it, a grouped
+// send/recv to every peer, inter-node data relayed by PXN to the NIC on the destination's rail;
+// `hierarchical` as DeepEP's normal kernels do, one RDMA transfer per (node, rail) pair, forwarded
+// inside the destination node over NVLink.
+enum class AllToAllMethod { nccl, hierarchical };
 enum class Algorithm { ring, tree, nvls, nvls_tree, pat };
 enum class Protocol { ll, ll128, simple };
 enum class Fidelity { fluid, step };
@@ -20,13 +26,20 @@ inline constexpr std::array<Algorithm, kAlgorithms> kAllAlgorithms = {Algorithm:
                                                                      Algorithm::nvls_tree, Algorithm::pat};
 
 // One collective call. `size_bytes` follows nccl-tests: the whole output buffer for AllGather,
-// the whole input buffer for ReduceScatter, the buffer for AllReduce, the message for SendRecv.
-// `ranks` are global GPU ranks (node-major: rank = node * gpus_per_node + local); for SendRecv
-// exactly two, sender first.
+// the whole input buffer for ReduceScatter, the buffer for AllReduce, the message for SendRecv,
+// each rank's whole send buffer for AllToAll (size/n to every peer, itself included: nccl-tests'
+// src/alltoall.cu). `ranks` are global GPU ranks (node-major: rank = node * gpus_per_node + local);
+// for SendRecv exactly two, sender first.
 struct CollectiveCall {
   CollectiveOp op = CollectiveOp::all_gather;
   std::vector<int> ranks;
   double size_bytes = 0;
+  // AllToAll only (alltoallv): n x n bytes, row-major, element i * n + j the bytes ranks[i] sends
+  // ranks[j] (n = ranks.size()); the diagonal stays on the GPU and costs nothing. Null: the uniform
+  // size_bytes / n to every peer; when set, size_bytes only labels the call (busbw). Shared, not
+  // copied: the engine copies calls for sibling groups and the matrix can be 1024 x 1024.
+  std::shared_ptr<const std::vector<double>> peer_bytes;
+  AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // AllToAll only
 };
 
 // An (algorithm, protocol) pair as NCCL_ALGO / NCCL_PROTO would force it.
@@ -46,16 +59,21 @@ struct CollectiveResult {
 };
 
 // nccl-tests: algbw = size / time; busbw = algbw * factor, the factor reflecting the bytes every
-// rank must move: (n-1)/n for AllGather and ReduceScatter, 2(n-1)/n for AllReduce, 1 for SendRecv.
+// rank must move: (n-1)/n for AllGather and ReduceScatter, 2(n-1)/n for AllReduce, 1 for SendRecv,
+// (n-1)/n for AllToAll (nccl-tests src/alltoall.cu, AlltoAllGetBw: the size/n a rank keeps is not
+// on the bus).
 double bus_bw_factor(CollectiveOp op, int ranks);
 
 const char* to_string(CollectiveOp op);
 const char* to_string(Algorithm a);
 const char* to_string(Protocol p);
 const char* to_string(Fidelity f);
+const char* to_string(AllToAllMethod m);
 std::optional<CollectiveOp> parse_collective_op(std::string_view s);
 std::optional<Algorithm> parse_algorithm(std::string_view s);
 std::optional<Protocol> parse_protocol(std::string_view s);
 std::optional<Fidelity> parse_fidelity(std::string_view s);
+// "nccl" or "hierarchical" (any case).
+std::optional<AllToAllMethod> parse_all_to_all_method(std::string_view s);
 
 }  // namespace commbound::network
