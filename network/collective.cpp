@@ -9,6 +9,7 @@ double bus_bw_factor(CollectiveOp op, int ranks) {
   switch (op) {
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:  // nccl-tests src/alltoall.cu, AlltoAllGetBw
       return (n - 1) / n;
     case CollectiveOp::all_reduce:
       return 2 * (n - 1) / n;
@@ -24,6 +25,7 @@ const char* to_string(CollectiveOp op) {
     case CollectiveOp::reduce_scatter: return "reducescatter";
     case CollectiveOp::all_reduce: return "allreduce";
     case CollectiveOp::send_recv: return "sendrecv";
+    case CollectiveOp::all_to_all: return "alltoall";
   }
   return "?";
 }
@@ -49,6 +51,8 @@ const char* to_string(Protocol p) {
 }
 
 const char* to_string(Fidelity f) { return f == Fidelity::fluid ? "fluid" : "step"; }
+
+const char* to_string(AllToAllMethod m) { return m == AllToAllMethod::nccl ? "nccl" : "hierarchical"; }
 
 std::string NodeType::nvlink_topology_problem() const {
   if (nvlink_topology != NvlinkTopology::mesh) return "";
@@ -117,11 +121,12 @@ std::string lower(std::string_view s) {
 std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
   const std::string v = lower(s);
   for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,
-                          CollectiveOp::send_recv}) {
+                          CollectiveOp::send_recv, CollectiveOp::all_to_all}) {
     if (v == to_string(op)) {
       return op;
     }
   }
+  if (v == "all_to_all") return CollectiveOp::all_to_all;
   return std::nullopt;
 }
 
@@ -141,6 +146,14 @@ std::optional<Protocol> parse_protocol(std::string_view s) {
     if (v == lower(to_string(p))) {
       return p;
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<AllToAllMethod> parse_all_to_all_method(std::string_view s) {
+  const std::string v = lower(s);
+  for (AllToAllMethod m : {AllToAllMethod::nccl, AllToAllMethod::hierarchical}) {
+    if (v == to_string(m)) return m;
   }
   return std::nullopt;
 }

@@ -2,6 +2,7 @@
 
 #include "calibration/base/check.hpp"
 #include "network/internal/algorithm_params.hpp"
+#include "network/internal/all_to_all.hpp"
 #include "network/internal/nvls.hpp"
 #include "network/internal/pat.hpp"
 #include "network/internal/route_cache.hpp"
@@ -13,6 +14,7 @@
 #include <simgrid/s4u/Engine.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,7 @@ double latency_factor(const NcclConstants& nccl, const NodeType& node, const Cal
 
 internal::AlgorithmResult run_algorithm(const internal::AlgorithmParams& params) {
   if (params.call.op == CollectiveOp::send_recv) return internal::run_send_recv(params);
+  if (params.call.op == CollectiveOp::all_to_all) return internal::run_all_to_all(params);
   switch (params.choice.algorithm) {
     case Algorithm::ring: return internal::run_ring(params);
     case Algorithm::tree: return internal::run_tree(params);
@@ -62,7 +65,8 @@ CallShape CollectiveRunner::shape_of(const CollectiveCall& call) const {
   for (int r : call.ranks) nodes.push_back(platform_.node_of(r));
   std::sort(nodes.begin(), nodes.end());
   const auto n_nodes = std::unique(nodes.begin(), nodes.end()) - nodes.begin();
-  return {call.op, static_cast<int>(call.ranks.size()), static_cast<int>(n_nodes), call.size_bytes};
+  return {call.op, static_cast<int>(call.ranks.size()), static_cast<int>(n_nodes), call.size_bytes,
+          call.all_to_all_method};
 }
 
 Status CollectiveRunner::check(const CollectiveCall& call, const CollectiveChoice& choice) const {
@@ -75,6 +79,21 @@ Status CollectiveRunner::check(const CollectiveCall& call, const CollectiveChoic
     return Error{"rank out of range (the platform has " + std::to_string(platform_.ranks()) + " GPUs)"};
   }
   if (!(call.size_bytes >= 0)) return Error{"size must be >= 0 bytes"};
+  if (call.peer_bytes) {
+    if (call.op != CollectiveOp::all_to_all) return Error{"peer_bytes is for all-to-all only, not " + std::string(to_string(call.op))};
+    const std::size_t n = call.ranks.size();
+    if (call.peer_bytes->size() != n * n) {
+      return Error{"peer_bytes holds " + std::to_string(call.peer_bytes->size()) + " values; " + std::to_string(n) +
+                   " ranks need " + std::to_string(n * n) + " (n x n, row-major: bytes ranks[i] sends ranks[j])"};
+    }
+    for (std::size_t k = 0; k < call.peer_bytes->size(); ++k) {
+      const double b = (*call.peer_bytes)[k];
+      if (!std::isfinite(b) || b < 0) {
+        return Error{"peer_bytes[" + std::to_string(k / n) + "][" + std::to_string(k % n) + "] = " + std::to_string(b) +
+                     ": bytes must be finite and >= 0"};
+      }
+    }
+  }
   if (std::string why = tuner_.unsupported(shape_of(call), choice); !why.empty()) {
     return Error{std::string(to_string(choice.algorithm)) + "/" + to_string(choice.protocol) + " cannot run " +
                  to_string(call.op) + ": " + why};

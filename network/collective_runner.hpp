@@ -2,7 +2,8 @@
 //
 // The algorithms are NCCL's: Ring (AllGather, ReduceScatter, AllReduce), Tree AllReduce (a chain
 // inside each node, NCCL's double binary tree across nodes), NVLS AllReduce inside an NVSwitch node,
-// and SendRecv. NCCL runs several channels; on DGX nodes channel c enters and leaves every node
+// SendRecv, and AllToAll (a grouped send/recv to every peer, or DeepEP's hierarchical forwarding:
+// internal/all_to_all.hpp). NCCL runs several channels; on DGX nodes channel c enters and leaves every node
 // through rail c % nics (PXN relays over NVLink to the rail's GPU). Channels that follow the same
 // path are merged into one flow with their summed rate (exact under max-min: they would receive
 // equal shares on every link they cross; see tests/network/collective_runner_test.cpp).
@@ -19,7 +20,7 @@
 // Both add NCCL's base latency once per call.
 //
 // Each algorithm, with its latency formula and nccl-tests' bus-bandwidth convention, lives in
-// internal/: ring.hpp, tree.hpp, nvls.hpp, send_recv.hpp; the fluid machinery (coupled rates,
+// internal/: ring.hpp, tree.hpp, nvls.hpp, send_recv.hpp, all_to_all.hpp; the fluid machinery (coupled rates,
 // segment flows) in internal/fluid_flows.hpp. run() computes what they share and dispatches.
 #pragma once
 
@@ -39,7 +40,8 @@ class RouteCache;
 
 class CollectiveRunner {
 public:
-  // `merge_channels` = false simulates every NCCL channel as its own flow (slower; for tests).
+  // `merge_channels` = false simulates every NCCL channel as its own flow, and every pair of an
+  // NCCL all-to-all as its own flow over its whole PXN route (slower; for tests).
   CollectiveRunner(Platform& platform, const NcclConstants& nccl, bool merge_channels = true);
   ~CollectiveRunner();
   CollectiveRunner(const CollectiveRunner&) = delete;
@@ -49,7 +51,8 @@ public:
   const NcclTuner& tuner() const { return tuner_; }
   CallShape shape_of(const CollectiveCall& call) const;
 
-  // Checks that `choice` can run `call` (ranks valid and distinct, algorithm supported).
+  // Checks that `choice` can run `call` (ranks valid and distinct, algorithm supported; an
+  // all-to-all's peer_bytes n x n, finite and >= 0, and set on all-to-alls only).
   Status check(const CollectiveCall& call, const CollectiveChoice& choice) const;
 
   // Runs the call; must be called from a SimGrid actor (e.g. inside Platform::run). Simulated time

@@ -129,6 +129,7 @@ std::optional<CollectiveOp> op_from_name(const std::string& name) {
       {std::regex(R"((^|[^a-z])(all_?gather|ag)([^a-z]|$))"), CollectiveOp::all_gather},
       {std::regex(R"((^|[^a-z])(reduce_?scatter|rs)([^a-z]|$))"), CollectiveOp::reduce_scatter},
       {std::regex(R"((^|[^a-z])(send_?recv)([^a-z]|$))"), CollectiveOp::send_recv},
+      {std::regex(R"((^|[^a-z])(all_?to_?all|a2a)([^a-z]|$))"), CollectiveOp::all_to_all},
   };
   for (const auto& [re, op] : patterns) {
     if (std::regex_search(s, re)) return op;
@@ -295,6 +296,22 @@ std::optional<std::string> measurement_issue(const ClusterSpec& cluster, Collect
   const double bound = std::min(nvlink_bound, net_bound);
   const double ring_bound = nodes > 1 ? nic_line : node.nvlink.bw_bytes_per_s;
   if (op == CollectiveOp::send_recv) return std::nullopt;  // one pair: neither bound applies as written
+  if (op == CollectiveOp::all_to_all) {
+    // With p ranks per node a GPU's NVLink carries (p-1)/p S and a node's NICs p(n-p)/n S in all
+    // (internal/all_to_all.hpp), so busbw = S/t x (n-1)/n is at most NVLink x p/(p-1) x (n-1)/n and
+    // NICs x n/(p(n-p)) x (n-1)/n. No health floor: across nodes an alltoall reaches about one
+    // NIC's rate per GPU, not what the ring's floor expects.
+    const double p = static_cast<double>(ranks) / nodes;
+    const double per_link = node.nvlink.bw_bytes_per_s / ((p - 1) / p) * (ranks - 1.0) / ranks;
+    const double per_nic = nodes > 1 ? nic_line / (p * (ranks - p) / ranks) * (ranks - 1.0) / ranks : per_link;
+    const double a2a_bound = std::min(per_link, per_nic);
+    if (bus_bw_bytes_per_s > a2a_bound * kBoundTolerance) {
+      return fmt::format("alltoall busbw {:.1f} GB/s exceeds what {} x {} with {} can move ({:.1f} GB/s): not this "
+                         "hardware, or not {} nodes",
+                         bus_bw_bytes_per_s / 1e9, nodes, node.name, cluster.fabric.link.name, a2a_bound / 1e9, nodes);
+    }
+    return std::nullopt;
+  }
   if (bus_bw_bytes_per_s > bound * kBoundTolerance) {
     return fmt::format("busbw {:.1f} GB/s exceeds what {} x {} with {} can move ({:.1f} GB/s): not this hardware, "
                        "or not {} nodes",

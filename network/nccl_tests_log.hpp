@@ -50,7 +50,7 @@ struct LogFacts {
 struct NcclTestsLog {
   std::string path;
   std::string op_name;                 // as printed ("all_gather_perf") or from LogFacts
-  std::optional<CollectiveOp> op;      // nullopt: an op commbound does not model (alltoall, ...)
+  std::optional<CollectiveOp> op;      // nullopt: an op commbound does not model (broadcast, ...)
   int ranks = 0;                       // from the '#  Rank' lines, or nodes x gpus_per_node
   int nodes = 0;                       // distinct hosts of the '#  Rank' lines, or LogFacts
   std::string nccl_version;            // "2.26.2" when printed or given; "" when unknown

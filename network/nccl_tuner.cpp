@@ -1,5 +1,7 @@
 #include "network/nccl_tuner.hpp"
 
+#include "network/internal/all_to_all.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,6 +17,9 @@ constexpr double kSlowerSpeedMinRatio = 0.49;
 constexpr double kDupMinBytesPerS = 25e9;
 constexpr double kDupMinManyChannelsBytesPerS = 50e9;
 constexpr int kDupManyChannels = 4;
+// NCCL_P2P_LL_THRESHOLD's default (src/enqueue.cc): point-to-point operations of at most this many
+// bytes per peer run the LL protocol, larger ones Simple.
+constexpr double kP2pLlThresholdBytes = 16384;
 
 }  // namespace
 
@@ -27,6 +32,10 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
   auto no_nvswitch = [&] { return "node type " + node_.name + " has a direct NVLink mesh, no NVSwitch"; };
   if (shape.op == CollectiveOp::send_recv) {
     return choice.algorithm == Algorithm::ring ? "" : "SendRecv is point to point (use ring)";
+  }
+  if (shape.op == CollectiveOp::all_to_all) {
+    if (choice.algorithm != Algorithm::ring) return "AllToAll is point to point (use ring)";
+    return choice.protocol == Protocol::ll128 ? "NCCL's point to point runs LL or Simple, not LL128" : "";
   }
   switch (choice.algorithm) {
     case Algorithm::ring:
@@ -115,6 +124,16 @@ double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoi
   const Protocol p = c.protocol;
   const int n = shape.ranks;
   const int nodes = shape.nodes;
+  if (shape.op == CollectiveOp::all_to_all) {
+    // base + the worst hop (network across nodes, NVLink inside one) + for NCCL one netOverhead per
+    // off-node peer (internal/all_to_all.hpp); no route latency, which NCCL's tuner does not see.
+    const int per_node = n / std::max(1, nodes);
+    const bool nccl_method = shape.all_to_all_method == AllToAllMethod::nccl;
+    double hop = nccl_.hop(a, nodes > 1 ? HopClass::net : HopClass::nvlink, p);
+    if (!nccl_method && nodes > 1) hop += nccl_.hop(a, HopClass::nvlink, p);  // DeepEP's NVLink forward
+    const double proxy = nccl_method ? (n - per_node) * net_overhead_s(shape, p) : 0.0;
+    return nccl_.base(a, p) + hop + proxy;
+  }
   switch (a) {
     case Algorithm::ring: {
       const bool ar = shape.op == CollectiveOp::all_reduce;
@@ -151,6 +170,12 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
   }
   const int n = shape.ranks;
   const int nodes = shape.nodes;
+  if (shape.op == CollectiveOp::all_to_all) {
+    const internal::AllToAllLoad load = internal::uniform_all_to_all_load(n, nodes, node_.nics, shape.size_bytes);
+    const double bw_s = std::max(load.nvlink_bytes / node_.nvlink.effective_bw_bytes_per_s(),
+                                 load.nic_bytes / fabric_.nic_bw_bytes_per_s());
+    return predict_latency_s(shape, c) + bw_s / nccl_.data_efficiency[int(c.protocol)];
+  }
   const double nch = node_.nccl_channels;
   const auto& caps = nccl_.caps(node_.sm_arch);
   const int regime = nodes == 1 ? 0 : (nodes == 2 ? 1 : 2);
@@ -213,6 +238,10 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
 }
 
 CollectiveChoice NcclTuner::choose(const CallShape& shape) const {
+  if (shape.op == CollectiveOp::all_to_all) {
+    const double per_peer_bytes = shape.size_bytes / std::max(1, shape.ranks);
+    return {Algorithm::ring, per_peer_bytes <= kP2pLlThresholdBytes ? Protocol::ll : Protocol::simple};
+  }
   CollectiveChoice best{Algorithm::ring, Protocol::simple};
   double best_s = std::numeric_limits<double>::infinity();
   for (Algorithm a : kAllAlgorithms) {

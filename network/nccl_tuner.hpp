@@ -20,6 +20,7 @@ struct CallShape {
   int ranks = 1;
   int nodes = 1;            // distinct nodes among the ranks
   double size_bytes = 0;
+  AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // AllToAll only
 };
 
 class NcclTuner {
@@ -27,12 +28,16 @@ public:
   NcclTuner(const NodeType& node, const FabricSpec& fabric, const NcclConstants& nccl);
 
   // Why `choice` cannot run `shape` (empty when it can): e.g. NVLS across nodes, Tree AllGather.
+  // An all-to-all is point to point: ring (which names no ring here) with LL or Simple.
   std::string unsupported(const CallShape& shape, const CollectiveChoice& choice) const;
-  // NCCL's predicted time; nullopt when unsupported.
+  // NCCL's predicted time; nullopt when unsupported. NCCL's tuner has no model of point to point;
+  // for an all-to-all this is the closed form of our own (internal/all_to_all.hpp): latency plus the
+  // uniform call's busiest NVLink or NIC bytes over its bandwidth, per-peer bytes size / ranks.
   std::optional<double> predict_s(const CallShape& shape, const CollectiveChoice& choice) const;
   // NCCL's predicted latency part alone (base + hops).
   double predict_latency_s(const CallShape& shape, const CollectiveChoice& choice) const;
-  // The supported choice with the least predicted time.
+  // The supported choice with the least predicted time; for an all-to-all NCCL's own p2p rule
+  // instead: LL up to NCCL_P2P_LL_THRESHOLD bytes per peer, Simple above.
   CollectiveChoice choose(const CallShape& shape) const;
 
   // netOverhead of the node's host CPU (seconds), x3 for Simple; 0 on one node.

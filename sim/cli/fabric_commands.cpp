@@ -278,8 +278,10 @@ void add_collective_command(CLI::App& app, int& exit_code) {
   cmd->footer(R"(Simulates one NCCL collective, as nccl-tests would run it, for every (node count, size) pair, on
 the first NODES nodes of the scenario's cluster (which is sized for the largest count given), with
 NCCL's algorithms, protocols and tuner. Prints time, algbw = size/time and busbw = algbw * factor,
-with nccl-tests' factors: (n-1)/n for allgather and reducescatter, 2(n-1)/n for allreduce, 1 for
-sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered output).
+with nccl-tests' factors: (n-1)/n for allgather, reducescatter and alltoall, 2(n-1)/n for allreduce,
+1 for sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered output; alltoall:
+each rank's send buffer, size/n to every peer). alltoall runs as NCCL does, a grouped send/recv to
+every peer with PXN across nodes, always as fluid flows (--fidelity and --algo do not apply).
 
 --gpus-per-node K runs the collective on the first K GPUs of each node only, as its own
 communicator (nccl-tests -g K on one node, or K processes per node): the group a tensor-, context-
@@ -290,8 +292,9 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
       --gpus-per-node 2 --bytes 1M:1G
 )");
   add_scenario_args(*cmd, a->scenario);
-  cmd->add_option("--op", a->op, "allgather | reducescatter | allreduce | sendrecv")
-      ->type_name("OP")->required()->check(CLI::IsMember({"allgather", "reducescatter", "allreduce", "sendrecv"}));
+  cmd->add_option("--op", a->op, "allgather | reducescatter | allreduce | sendrecv | alltoall")
+      ->type_name("OP")->required()
+      ->check(CLI::IsMember({"allgather", "reducescatter", "allreduce", "sendrecv", "alltoall"}));
   cmd->add_option("--nodes", a->nodes, "node counts: \"1,2,4\" or \"1:512\" (doubling)")->type_name("LIST")->required();
   cmd->add_option("--bytes", a->bytes, "sizes with binary suffixes K M G: \"1G\", \"8M,64M\", \"1K:1G\" (doubling)")
       ->type_name("LIST")->required();

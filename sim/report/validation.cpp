@@ -169,7 +169,7 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
 std::vector<PublishedPoint> points_from_logs(const std::vector<network::NcclTestsLog>& logs) {
   std::vector<PublishedPoint> out;
   for (const network::NcclTestsLog& log : logs) {
-    if (!log.op) continue;  // alltoall and others: not modelled
+    if (!log.op) continue;  // broadcast and others: not modelled
     for (const network::NcclTestsRow& row : log.rows) {
       PublishedPoint p;
       p.gpu = gpu_in(log.gpu_name);
@@ -235,6 +235,7 @@ std::string op_family(network::CollectiveOp op) {
     case network::CollectiveOp::all_reduce: return "AllReduce";
     case network::CollectiveOp::all_gather:
     case network::CollectiveOp::reduce_scatter: return "AllGather/ReduceScatter";
+    case network::CollectiveOp::all_to_all: return "AllToAll";
     default: return "SendRecv";
   }
 }

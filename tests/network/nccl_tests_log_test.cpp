@@ -193,7 +193,8 @@ TEST(NcclTestsLog, NamesTheOpFromBinaryOrFileName) {
   EXPECT_EQ(op_from_name("reduce_scatter_perf"), CollectiveOp::reduce_scatter);
   EXPECT_EQ(op_from_name("logs/s4_vp_4node_ag.txt"), CollectiveOp::all_gather);
   EXPECT_EQ(op_from_name("run_rs.log"), CollectiveOp::reduce_scatter);
-  EXPECT_EQ(op_from_name("alltoall_perf"), std::nullopt);
+  EXPECT_EQ(op_from_name("alltoall_perf"), CollectiveOp::all_to_all);
+  EXPECT_EQ(op_from_name("h100_a2a_2node.txt"), CollectiveOp::all_to_all);
   EXPECT_EQ(op_from_name("s2a_309_2node_qoofyk.txt"), std::nullopt);
 }
 

@@ -1,0 +1,161 @@
+#include "network/internal/all_to_all.hpp"
+
+#include "calibration/base/check.hpp"
+#include "network/internal/fluid_flows.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <unordered_map>
+
+namespace sg4 = simgrid::s4u;
+
+namespace commbound::network::internal {
+namespace {
+
+// The local GPU that owns the NIC on `local`'s rail (the PXN relay for data bound to `local`), as
+// Platform routes it (internal/fabric_zone.cpp).
+int rail_owner(const NodeType& node, int local) {
+  const int rail = local * node.nics / node.gpus;
+  return rail * node.gpus / node.nics;
+}
+
+// Merged legs: bytes per (source rank, destination rank), in first-added order.
+class Legs {
+public:
+  explicit Legs(int platform_ranks) : platform_ranks_(platform_ranks) {}
+  void add(int src, int dst, double bytes) {
+    if (src == dst || bytes <= 0) return;
+    const long long key = static_cast<long long>(src) * platform_ranks_ + dst;
+    auto [it, fresh] = index_.try_emplace(key, out_.size());
+    if (fresh) out_.push_back({src, dst, 0});
+    out_[it->second].bytes += bytes;
+  }
+  std::vector<Transfer> take() { return std::move(out_); }
+
+private:
+  int platform_ranks_;
+  std::unordered_map<long long, std::size_t> index_;
+  std::vector<Transfer> out_;
+};
+
+// The latency of the path pair (i, j) crosses: the protocol hop latency and the route's switches of
+// each transfer it rides (two for a forwarded hierarchical pair).
+double path_latency_s(const AlgorithmParams& params, int src, int dst) {
+  const Platform& platform = params.platform;
+  auto hop = [&](int a, int b) { return params.hop_s(a, b) + route_latency_s(platform.gpu(a), platform.gpu(b)); };
+  if (params.call.all_to_all_method == AllToAllMethod::nccl || platform.node_of(src) == platform.node_of(dst)) {
+    return hop(src, dst);
+  }
+  const int forwarder = platform.node_of(dst) * platform.spec().node.gpus + platform.local_of(src);
+  return hop(src, forwarder) + (forwarder != dst ? hop(forwarder, dst) : 0.0);
+}
+
+}  // namespace
+
+double pair_bytes(const CollectiveCall& call, int i, int j) {
+  if (i == j) return 0;
+  const std::size_t n = call.ranks.size();
+  if (call.peer_bytes) return (*call.peer_bytes)[static_cast<std::size_t>(i) * n + static_cast<std::size_t>(j)];
+  return call.size_bytes / static_cast<double>(n);
+}
+
+std::vector<Transfer> all_to_all_transfers(const Platform& platform, const CollectiveCall& call, bool merge) {
+  const int n = static_cast<int>(call.ranks.size());
+  const NodeType& node = platform.spec().node;
+  const bool hierarchical = call.all_to_all_method == AllToAllMethod::hierarchical;
+  COMMBOUND_CHECK(merge || !hierarchical, "the hierarchical all-to-all runs merged only");
+  Legs legs(platform.ranks());
+  for (int i = 0; i < n; ++i) {
+    const int src = call.ranks[static_cast<std::size_t>(i)];
+    const int src_node = platform.node_of(src);
+    for (int j = 0; j < n; ++j) {
+      const double bytes = pair_bytes(call, i, j);
+      if (bytes <= 0) continue;
+      const int dst = call.ranks[static_cast<std::size_t>(j)];
+      const int dst_node = platform.node_of(dst);
+      if (!merge || src_node == dst_node) {
+        legs.add(src, dst, bytes);
+      } else if (hierarchical) {  // RDMA on the sender's rail, then NVLink inside the destination node
+        const int forwarder = dst_node * node.gpus + platform.local_of(src);
+        legs.add(src, forwarder, bytes);
+        legs.add(forwarder, dst, bytes);
+      } else {  // PXN: NVLink to the GPU on the destination's rail, then its NIC
+        const int relay = src_node * node.gpus + rail_owner(node, platform.local_of(dst));
+        legs.add(src, relay, bytes);
+        legs.add(relay, dst, bytes);
+      }
+    }
+  }
+  return legs.take();
+}
+
+AllToAllLoad uniform_all_to_all_load(int ranks, int nodes, int rails, double size_bytes) {
+  const double n = ranks;
+  const double p = static_cast<double>(ranks) / nodes;  // ranks per node
+  const double per_peer = size_bytes / n;
+  // A GPU's NVLink carries its p - 1 local peers' bytes and, of its n - p off-node peers, the
+  // (p - 1)/p that sit on another rail than its own (relayed out by PXN, or forwarded in by DeepEP).
+  const double off_rail = std::max(1.0, std::min(p, static_cast<double>(rails)));
+  const double nvlink = per_peer * ((p - 1) + (n - p) * (off_rail - 1) / off_rail);
+  // A node's p x (n - p) off-node pairs share its rails evenly.
+  const double nic = nodes > 1 ? per_peer * p * (n - p) / off_rail : 0.0;
+  return {nvlink, nic};
+}
+
+AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
+  const Platform& platform = params.platform;
+  const CollectiveCall& call = params.call;
+  const int n = static_cast<int>(call.ranks.size());
+  const bool nccl = call.all_to_all_method == AllToAllMethod::nccl;
+
+  // Latency: the worst pair's path, and NCCL's proxy posting one network operation per off-node peer.
+  double worst_path_s = 0;
+  int most_off_node_peers = 0;
+  for (int i = 0; i < n; ++i) {
+    const int src = call.ranks[static_cast<std::size_t>(i)];
+    int off_node_peers = 0;
+    for (int j = 0; j < n; ++j) {
+      if (pair_bytes(call, i, j) <= 0) continue;
+      const int dst = call.ranks[static_cast<std::size_t>(j)];
+      worst_path_s = std::max(worst_path_s, path_latency_s(params, src, dst));
+      if (platform.node_of(src) != platform.node_of(dst)) ++off_node_peers;
+    }
+    most_off_node_peers = std::max(most_off_node_peers, off_node_peers);
+  }
+  AlgorithmResult result;
+  const double proxy_s = nccl ? most_off_node_peers * params.net_overhead_s * params.latency_factor : 0.0;
+  result.latency_s = params.base_s + worst_path_s + proxy_s;
+
+  sg4::this_actor::sleep_for(params.base_s);
+  const std::vector<Transfer> transfers = all_to_all_transfers(platform, call, params.merge_channels || !nccl);
+  // One SimGrid flow per transfer, all at once, uncapped: the max-min solver shares every link
+  // between them (and whatever else is in flight) and re-shares as they complete. Flows between GPU
+  // hosts take no segment slot (fluid_flows.hpp), so n^2 of them may run.
+  const double efficiency = params.efficiency();
+  const double start_s = sg4::Engine::get_clock();
+  std::vector<sg4::CommPtr> comms;
+  std::vector<double> latency_s;
+  comms.reserve(transfers.size());
+  latency_s.reserve(transfers.size());
+  for (const Transfer& t : transfers) {
+    const auto wire = static_cast<std::uint64_t>(std::llround(t.bytes / efficiency));
+    if (wire == 0) continue;
+    sg4::Host* src = platform.gpu(t.src_rank);
+    sg4::Host* dst = platform.gpu(t.dst_rank);
+    latency_s.push_back(route_latency_s(src, dst));
+    comms.push_back(sg4::Comm::sendto_async(src, dst, wire));
+  }
+  sg4::Comm::wait_all(comms);
+  for (std::size_t k = 0; k < comms.size(); ++k) {
+    result.bandwidth_s = std::max(result.bandwidth_s, comms[k]->get_finish_time() - start_s - latency_s[k]);
+  }
+  result.flows = static_cast<long>(comms.size());
+  return result;
+}
+
+}  // namespace commbound::network::internal

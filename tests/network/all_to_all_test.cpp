@@ -1,0 +1,242 @@
+// AllToAll against hand-worked bounds: each test states the bytes the busiest link must carry and
+// the time they take at its rate before running the collective.
+//
+// DGX H100 (calibration/nodes.toml): 8 GPUs on an NVSwitch at 370.8 GB/s effective per GPU and
+// direction, one 400 Gb/s NDR NIC per GPU at 48 GB/s effective, PCIe to the NIC 51.84 GB/s.
+#include "network/collective_runner.hpp"
+#include "network/internal/all_to_all.hpp"
+#include "tests/network/in_child.hpp"
+#include "tests/network/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+namespace commbound::network {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<int> first(int n) {
+  std::vector<int> r(n);
+  std::iota(r.begin(), r.end(), 0);
+  return r;
+}
+
+// Runs one call with ring/Simple on a fresh platform of `spec`.
+CollectiveResult run_one(const ClusterSpec& spec, const CollectiveCall& call, bool merge = true) {
+  auto platform = Platform::create(spec);
+  EXPECT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7(), merge);
+  const CollectiveChoice simple{Algorithm::ring, Protocol::simple};
+  const Status ok = runner.check(call, simple);
+  EXPECT_TRUE(ok) << ok.error().message;
+  CollectiveResult result;
+  (*platform)->run([&] { result = runner.run(call, simple, Fidelity::fluid); });
+  return result;
+}
+
+CollectiveCall all_to_all(int ranks, double size_bytes, AllToAllMethod method = AllToAllMethod::nccl) {
+  CollectiveCall call{CollectiveOp::all_to_all, first(ranks), size_bytes};
+  call.all_to_all_method = method;
+  return call;
+}
+
+TEST(AllToAll, NamesAndBusBandwidthFollowNcclTests) {
+  EXPECT_STREQ(to_string(CollectiveOp::all_to_all), "alltoall");
+  EXPECT_EQ(parse_collective_op("alltoall"), CollectiveOp::all_to_all);
+  EXPECT_EQ(parse_collective_op("All_To_All"), CollectiveOp::all_to_all);
+  EXPECT_EQ(parse_all_to_all_method("hierarchical"), AllToAllMethod::hierarchical);
+  EXPECT_EQ(parse_all_to_all_method("deepep"), std::nullopt);
+  // src/alltoall.cu: busbw = algbw x (n-1)/n.
+  EXPECT_DOUBLE_EQ(bus_bw_factor(CollectiveOp::all_to_all, 8), 7.0 / 8.0);
+}
+
+// One node: each GPU sends 7/8 of its buffer to its 7 peers through its own NVLink to the switch
+// (and receives as much), so the flows take 7/8 S / 370.8 GB/s; busbw = algbw x 7/8 = 370.8 GB/s.
+TEST(AllToAll, OneNodeIsNvlinkBound) {
+  const ClusterSpec spec = testing::dgx_h100(1);
+  const double nvlink = spec.node.nvlink.effective_bw_bytes_per_s();
+  ASSERT_NEAR(nvlink, 370.8e9, 1e6);
+  const double size = kGiB;
+  const double expected_bw_s = 7.0 / 8.0 * size / nvlink;
+  const CollectiveResult r = run_one(spec, all_to_all(8, size));
+  EXPECT_NEAR(r.bandwidth_s, expected_bw_s, 0.01 * expected_bw_s);
+  // Latency: base 8.4 us + the NVLink hop's 3.4 us (Simple) + two NVLink link latencies; no proxy.
+  const double hop_s = 8.4e-6 + 3.4e-6 + 2 * spec.node.nvlink.latency_s;
+  EXPECT_NEAR(r.time_s, expected_bw_s + hop_s, 0.01 * expected_bw_s);
+  // The balanced merged run is 56 NVLink flows, one per ordered GPU pair.
+  EXPECT_EQ(r.flows, 56);
+}
+
+// k nodes: each GPU sends (k-1)/k of its buffer off-node. PXN sends a peer's bytes through the NIC
+// of the peer's rail, so a node's 8 x 8(k-1) off-node pairs spread evenly over its 8 NICs: each NIC
+// carries 8(k-1) x S/(8k) = (k-1)/k S at 48 GB/s. NVLink carries 7/8 S per GPU at 370.8 GB/s, far
+// less time: the call is NIC-bound.
+TEST(AllToAll, TwoAndFourNodesAreNicBound) {
+  for (int k : {2, 4}) {
+    const ClusterSpec spec = testing::dgx_h100(k);
+    const double nic = spec.fabric.nic_bw_bytes_per_s();
+    ASSERT_DOUBLE_EQ(nic, 48e9);
+    const double size = kGiB;
+    const double expected_bw_s = (k - 1.0) / k * size / nic;
+    ASSERT_GT(expected_bw_s, 7.0 / 8.0 * size / spec.node.nvlink.effective_bw_bytes_per_s());
+    const double r = testing::in_child([&] { return run_one(spec, all_to_all(8 * k, size)).bandwidth_s; });
+    EXPECT_NEAR(r, expected_bw_s, 0.01 * expected_bw_s) << k << " nodes";
+    // The hierarchical method moves the same bytes per NIC (one rail per local index both ways).
+    const double h = testing::in_child(
+        [&] { return run_one(spec, all_to_all(8 * k, size, AllToAllMethod::hierarchical)).bandwidth_s; });
+    EXPECT_NEAR(h, expected_bw_s, 0.01 * expected_bw_s) << k << " nodes, hierarchical";
+  }
+}
+
+// The NCCL latency on 2 nodes: base 8.4 us + the network hop (Simple 14 us) + its route, and the
+// proxy's netOverhead (1 us on Intel hosts, x3 for Simple) for each of a rank's 8 off-node peers.
+TEST(AllToAll, NcclLatencyCountsEveryOffNodePeer) {
+  const ClusterSpec spec = testing::dgx_h100(2);
+  ASSERT_EQ(spec.node.host_cpu, HostCpu::intel);
+  const CollectiveResult r = run_one(spec, all_to_all(16, 1024));
+  const double without_route_s = 8.4e-6 + 14e-6 + 8 * 3e-6;
+  EXPECT_GE(r.latency_s, without_route_s);
+  EXPECT_LT(r.latency_s, without_route_s + 5e-6);  // a route's links and switches: a few us at most
+}
+
+// Imbalance, one node: every GPU sends b to each peer but 4b to GPU 3. GPU 3's NVLink from the
+// switch receives 7 x 4b = 28b; every other link carries at most 6b + 4b = 10b. The flows take as
+// long as GPU 3's 28b at 370.8 GB/s, four times the balanced 7b.
+TEST(AllToAll, BusiestReceiverSetsTheTime) {
+  const ClusterSpec spec = testing::dgx_h100(1);
+  const double nvlink = spec.node.nvlink.effective_bw_bytes_per_s();
+  const double b = 16.0 * 1024 * 1024;
+  auto bytes = std::make_shared<std::vector<double>>(64, b);
+  for (int i = 0; i < 8; ++i) {
+    (*bytes)[i * 8 + i] = 0;
+    if (i != 3) (*bytes)[i * 8 + 3] = 4 * b;
+  }
+  CollectiveCall call = all_to_all(8, 8 * b);
+  call.peer_bytes = bytes;
+  const double expected_bw_s = 28 * b / nvlink;
+  const CollectiveResult r = run_one(spec, call);
+  EXPECT_NEAR(r.bandwidth_s, expected_bw_s, 0.01 * expected_bw_s);
+}
+
+// Imbalance the other way: GPU 0 sends 4b to each peer, the others b. GPU 0's NVLink to the switch
+// must carry 7 x 4b = 28b; no other link carries more than 4b + 6b = 10b. Max-min first gives GPU
+// 0's flows the same share as the rest; once those drain, GPU 0's flows take its whole link, so the
+// flows end at 28b / 370.8 GB/s, as the busiest sender's bytes over its link.
+TEST(AllToAll, BusiestSenderSetsTheTime) {
+  const ClusterSpec spec = testing::dgx_h100(1);
+  const double nvlink = spec.node.nvlink.effective_bw_bytes_per_s();
+  const double b = 16.0 * 1024 * 1024;
+  auto bytes = std::make_shared<std::vector<double>>(64, b);
+  for (int j = 0; j < 8; ++j) {
+    (*bytes)[j * 8 + j] = 0;
+    if (j != 0) (*bytes)[j] = 4 * b;
+  }
+  CollectiveCall call = all_to_all(8, 8 * b);
+  call.peer_bytes = bytes;
+  const double expected_bw_s = 28 * b / nvlink;
+  const CollectiveResult r = run_one(spec, call);
+  EXPECT_NEAR(r.bandwidth_s, expected_bw_s, 0.01 * expected_bw_s);
+}
+
+// Hierarchical bytes per link, by hand. Two nodes; only GPU 0 of node 0 sends, X to each of the 8
+// GPUs of node 1. NCCL's PXN: peer j's X leaves through NIC j (GPU 0's NVLink carries the 7 X bound
+// for the other rails to their GPUs), so each NIC carries X: X / 48 GB/s (7X / 370.8 GB/s on NVLink
+// is less). DeepEP's hierarchical: all 8X go by RDMA on GPU 0's own rail to GPU 0 of node 1, which
+// forwards 7X over NVLink: NIC 0 carries 8X, 8X / 48 GB/s, eight times longer.
+TEST(AllToAll, HierarchicalSendsEachNodePairOverTheSendersRail) {
+  const ClusterSpec spec = testing::dgx_h100(2);
+  const double nic = spec.fabric.nic_bw_bytes_per_s();
+  const double x = 64.0 * 1024 * 1024;
+  auto bytes = std::make_shared<std::vector<double>>(256, 0.0);
+  for (int j = 8; j < 16; ++j) (*bytes)[j] = x;
+  auto call_of = [&](AllToAllMethod m) {
+    CollectiveCall call = all_to_all(16, 16 * x, m);
+    call.peer_bytes = bytes;
+    return call;
+  };
+  const double nccl_s = testing::in_child([&] { return run_one(spec, call_of(AllToAllMethod::nccl)).bandwidth_s; });
+  const double hier_s =
+      testing::in_child([&] { return run_one(spec, call_of(AllToAllMethod::hierarchical)).bandwidth_s; });
+  EXPECT_NEAR(nccl_s, x / nic, 0.01 * x / nic);
+  EXPECT_NEAR(hier_s, 8 * x / nic, 0.01 * 8 * x / nic);
+}
+
+// Merged legs against one flow per pair over its whole PXN route. Balanced on 2 and 4 nodes (NIC
+// bound, every pair's share equal: merging is exact) and an uneven matrix on 2 nodes, where merged
+// legs may differ from per-pair flows by how max-min re-shares: within 2%.
+TEST(AllToAll, MergedFlowsAgreeWithOneFlowPerPair) {
+  for (int k : {2, 4}) {
+    const ClusterSpec spec = testing::dgx_h100(k);
+    const CollectiveCall call = all_to_all(8 * k, 256.0 * 1024 * 1024);
+    const double merged = testing::in_child([&] { return run_one(spec, call, true).bandwidth_s; });
+    const double unmerged = testing::in_child([&] { return run_one(spec, call, false).bandwidth_s; });
+    EXPECT_NEAR(merged, unmerged, 1e-6 * unmerged) << k << " nodes";
+  }
+  const ClusterSpec spec = testing::dgx_h100(2);
+  auto bytes = std::make_shared<std::vector<double>>(256);
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) (*bytes)[i * 16 + j] = i == j ? 0 : 1e6 * (1 + (i * 7 + j * 3) % 5);
+  }
+  CollectiveCall call = all_to_all(16, 0);
+  call.peer_bytes = bytes;
+  const double merged = testing::in_child([&] { return run_one(spec, call, true).bandwidth_s; });
+  const double unmerged = testing::in_child([&] { return run_one(spec, call, false).bandwidth_s; });
+  EXPECT_NEAR(merged, unmerged, 0.02 * unmerged);
+}
+
+// 64 ranks on 8 nodes, merged: per node 56 NVLink pair flows, and per (source node, destination GPU
+// on another node) one network flow, 8 x 56 = 448: 8 x 56 + 448 = 896 flows instead of 64 x 63.
+TEST(AllToAll, MergedFlowCountOnEightNodes) {
+  const CollectiveResult r = run_one(testing::dgx_h100(8), all_to_all(64, 64.0 * 1024 * 1024));
+  EXPECT_EQ(r.flows, 896);
+}
+
+TEST(AllToAll, CheckRefusesABadPeerMatrix) {
+  auto platform = Platform::create(testing::dgx_h100(1));
+  ASSERT_TRUE(platform);
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  const CollectiveChoice simple{Algorithm::ring, Protocol::simple};
+  CollectiveCall call = all_to_all(4, 1024);
+  call.peer_bytes = std::make_shared<std::vector<double>>(15, 1.0);
+  Status s = runner.check(call, simple);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("need 16"), std::string::npos) << s.error().message;
+  auto negative = std::make_shared<std::vector<double>>(16, 1.0);
+  (*negative)[6] = -1;
+  call.peer_bytes = negative;
+  s = runner.check(call, simple);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("peer_bytes[1][2]"), std::string::npos) << s.error().message;
+  auto nan = std::make_shared<std::vector<double>>(16, std::numeric_limits<double>::quiet_NaN());
+  call.peer_bytes = nan;
+  EXPECT_FALSE(runner.check(call, simple));
+  CollectiveCall gather{CollectiveOp::all_gather, first(4), 1024};
+  gather.peer_bytes = std::make_shared<std::vector<double>>(16, 1.0);
+  EXPECT_FALSE(runner.check(gather, simple));
+  EXPECT_FALSE(runner.check(all_to_all(4, 1024), {Algorithm::tree, Protocol::simple}));
+  EXPECT_FALSE(runner.check(all_to_all(4, 1024), {Algorithm::ring, Protocol::ll128}));
+}
+
+// The tuner: NCCL's p2p protocol rule (LL up to 16 KiB per peer) and a closed form that matches the
+// simulation where the hand bound holds (2 nodes, NIC-bound: (k-1)/k S / 48 GB/s plus latency).
+TEST(AllToAll, TunerFollowsNcclsP2pRuleAndTheSimulation) {
+  const ClusterSpec spec = testing::dgx_h100(2);
+  const NcclTuner tuner(spec.node, spec.fabric, testing::nccl_2_30_7());
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_to_all, 16, 2, 16 * 16384.0}).protocol, Protocol::ll);
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_to_all, 16, 2, 16 * 16385.0}).protocol, Protocol::simple);
+  const double size = kGiB;
+  const auto predicted = tuner.predict_s({CollectiveOp::all_to_all, 16, 2, size}, {Algorithm::ring, Protocol::simple});
+  ASSERT_TRUE(predicted);
+  const double simulated = run_one(spec, all_to_all(16, size)).time_s;
+  EXPECT_NEAR(*predicted, simulated, 0.01 * simulated);
+  EXPECT_FALSE(tuner.predict_s({CollectiveOp::all_to_all, 16, 2, size}, {Algorithm::tree, Protocol::simple}));
+}
+
+}  // namespace
+}  // namespace commbound::network
