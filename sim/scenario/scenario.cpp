@@ -292,6 +292,7 @@ public:
     if (Status s = read_model(); !s) return s.error();
     if (Status s = read_parallel(); !s) return s.error();
     if (Status s = read_training(); !s) return s.error();
+    if (Status s = read_moe(); !s) return s.error();
     if (workload_t_ != nullptr) {
       auto workload = read_workload(*workload_t_, origins_, path_, *sc_.training);
       if (!workload) return workload.error();
@@ -316,12 +317,17 @@ private:
     model_t_ = top.table("model");
     training_t_ = top.table("training");
     parallel_t_ = top.table("parallel");
+    moe_t_ = top.table("moe");
     sweep_t_ = top.table("sweep");
     workload_t_ = top.table("workload");
-    if (!top.failed() && (training_t_ != nullptr || parallel_t_ != nullptr || workload_t_ != nullptr) &&
-        model_t_ == nullptr) {
-      top.fail(training_t_ != nullptr ? "training" : parallel_t_ != nullptr ? "parallel" : "workload",
-               "needs a [model] section");
+    if (!top.failed() && model_t_ == nullptr) {
+      for (auto [table, name] : {std::pair{training_t_, "training"}, std::pair{parallel_t_, "parallel"},
+                                 std::pair{moe_t_, "moe"}, std::pair{workload_t_, "workload"}}) {
+        if (table != nullptr) {
+          top.fail(name, "needs a [model] section");
+          break;
+        }
+      }
     }
     if (!top.failed() && cluster_t_ == nullptr) top.fail("cluster", "missing table [cluster]");
     return top.finish();
@@ -586,6 +592,44 @@ private:
     }
   }
 
+  // [moe]: the router of an MoE model. A histogram file is read here (relative to the scenario
+  // file's folder, kept absolute so that a resolved copy finds it), and the routing checked against
+  // the layout: the loads one per routed expert, enough experts with load for top_k.
+  Status read_moe() {
+    namespace fs = std::filesystem;
+    TableReader r(section_or_empty(moe_t_), "moe", &origins_);
+    read_section(r, "moe");
+    if (Status s = r.finish(); !s) return s;
+    TrainingSpec& t = *sc_.training;
+    if (moe_t_ != nullptr && !moe_t_->empty() && !t.model.moe()) {
+      r.fail(std::string(moe_t_->begin()->first.str()), t.model.name + " has no experts ([model] experts)");
+      return r.finish();
+    }
+    const bool histogram = t.routing.kind == moe::RoutingKind::histogram;
+    if (histogram != !t.routing_histogram.empty()) {
+      r.fail(histogram ? "routing" : "histogram", histogram ? "routing = \"histogram\" needs moe.histogram, the file of loads"
+                                                            : "a histogram file needs routing = \"histogram\"");
+      return r.finish();
+    }
+    if (histogram) {
+      const fs::path given = t.routing_histogram;
+      const fs::path file = given.is_absolute() ? given : fs::path(path_).parent_path() / given;
+      auto loads = moe::read_expert_histogram(file.string(), t.model.experts);
+      if (!loads) {
+        r.fail("histogram", loads.error().message);
+        return r.finish();
+      }
+      t.routing.histogram = std::move(*loads);
+      std::error_code ec;
+      t.routing_histogram = fs::weakly_canonical(file, ec).string();
+    }
+    if (!t.model.moe()) return Ok{};
+    const moe::LayerShape shape{t.model.experts, t.model.top_k, t.ep,
+                                static_cast<double>(t.micro_batch) * t.seq_len / t.cp / t.tp};
+    if (Status s = moe::check_routing(t.routing, shape); !s) r.fail(t.routing.kind == moe::RoutingKind::histogram ? "histogram" : "routing", s.error().message);
+    return r.finish();
+  }
+
   Status read_training() {
     if (Status s = check_training_fidelity(); !s) return s;
     TableReader tr(section_or_empty(training_t_), "training", &origins_);
@@ -697,6 +741,7 @@ private:
   const toml::table* model_t_ = nullptr;
   const toml::table* training_t_ = nullptr;
   const toml::table* parallel_t_ = nullptr;
+  const toml::table* moe_t_ = nullptr;
   const toml::table* sweep_t_ = nullptr;
   const toml::table* workload_t_ = nullptr;
   Scenario sc_;

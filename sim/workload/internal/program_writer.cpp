@@ -1,5 +1,8 @@
 #include "sim/workload/internal/program_writer.hpp"
 
+#include <algorithm>
+#include <functional>
+
 namespace commbound::sim::internal {
 namespace {
 
@@ -30,12 +33,47 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   return l;
 }
 
-// The rank's local experts (experts / ep) and the tokens each computes in a micro-batch, routed
-// evenly: every rank of the expert-parallel group routes tokens() / tp tokens to top_k experts each.
-std::vector<calibration::ExpertBatch> expert_batches(const TrainingSpec& t) {
-  const calibration::ModelSpec& m = t.model;
-  const double routed = static_cast<double>(t.micro_batch) * t.seq_len / t.cp / t.tp;
-  return {{routed * m.top_k * t.ep / m.experts, m.experts / t.ep}};
+// Groups the busiest rank's local experts are priced in: its experts sorted by tokens and cut into
+// this many runs of equal size, each priced at its mean (the sum kept exact), so that a grouped
+// GEMM over 32 ragged experts costs 4 table look-ups and 4 ops, not 32.
+constexpr int kExpertBatches = 4;
+
+// One MoE layer's routing (moe_routing.hpp) as the rank the step waits for runs it: each rank of
+// the expert-parallel group routes tokens() / tp tokens (sequence parallelism splits them) to
+// top_k experts; the busiest rank's local experts, with its expected tokens, in batches.
+std::vector<calibration::ExpertBatch> busiest_rank_batches(const TrainingSpec& t, const moe::LayerRouting& routing) {
+  const int local = t.model.experts / t.ep;
+  const int r = routing.busiest_rank;
+  std::vector<double> tokens(routing.expert_tokens_mean.begin() + r * local,
+                             routing.expert_tokens_mean.begin() + (r + 1) * local);
+  // The expected maximum over the group's ranks, spread over the rank's experts as their means.
+  const double mean = routing.rank_tokens_mean[static_cast<std::size_t>(r)];
+  for (double& x : tokens) x *= mean > 0 ? routing.busiest_rank_tokens / mean : 0;
+  std::sort(tokens.begin(), tokens.end());
+  std::vector<calibration::ExpertBatch> batches;
+  const int groups = std::min(kExpertBatches, local);
+  for (int g = 0; g < groups; ++g) {
+    const int lo = g * local / groups, hi = (g + 1) * local / groups;
+    double sum = 0;
+    for (int i = lo; i < hi; ++i) sum += tokens[static_cast<std::size_t>(i)];
+    batches.push_back({sum / (hi - lo), hi - lo});
+  }
+  return batches;
+}
+
+// nccl-tests' n x n bytes of the all-to-all that moves `routing`'s tokens (a bf16 row of `hidden`
+// each) to the experts' ranks (dispatch) or back (combine), in group order; null where every
+// rank sends every rank the same (uniform routing: the call's size spreads evenly).
+std::shared_ptr<const std::vector<double>> peer_bytes(const moe::LayerRouting& routing, double row_bytes,
+                                                      bool to_experts) {
+  const auto& to_rank = routing.tokens_to_rank;
+  if (std::adjacent_find(to_rank.begin(), to_rank.end(), std::not_equal_to<>()) == to_rank.end()) return nullptr;
+  const std::size_t n = to_rank.size();
+  auto bytes = std::make_shared<std::vector<double>>(n * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) (*bytes)[i * n + j] = (to_experts ? to_rank[j] : to_rank[i]) * row_bytes;
+  }
+  return bytes;
 }
 
 // `kernels` with `suffix` appended to their names ("embedding" -> "embedding.fwd.mb0").
@@ -54,9 +92,22 @@ ProgramWriter::ProgramWriter(const TrainingSpec& t)
       head_fwd_(recipe_.lm_head(Direction::forward)),
       head_bwd_(recipe_.lm_head(Direction::backward)),
       embedding_fwd_(recipe_.embedding(Direction::forward)),
-      embedding_bwd_(recipe_.embedding(Direction::backward)),
-      moe_fwd_(t.model.moe() ? recipe_.moe_layer(Direction::forward, expert_batches(t)) : std::vector<RecipeKernel>{}),
-      moe_bwd_(t.model.moe() ? recipe_.moe_layer(Direction::backward, expert_batches(t)) : std::vector<RecipeKernel>{}) {}
+      embedding_bwd_(recipe_.embedding(Direction::backward)) {}
+
+const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
+  auto [it, fresh] = moe_layers_.try_emplace(l);
+  if (!fresh) return it->second;
+  const moe::LayerShape shape{t_.model.experts, t_.model.top_k, t_.ep, tokens() / t_.tp};
+  const moe::LayerRouting routing = moe::route_layer(t_.routing, shape, l);
+  const std::vector<calibration::ExpertBatch> batches = busiest_rank_batches(t_, routing);
+  MoeLayer& layer = it->second;
+  layer.forward = recipe_.moe_layer(Direction::forward, batches);
+  layer.backward = recipe_.moe_layer(Direction::backward, batches);
+  const double row_bytes = t_.model.hidden * kBf16Bytes;
+  layer.to_experts = peer_bytes(routing, row_bytes, true);
+  layer.from_experts = peer_bytes(routing, row_bytes, false);
+  return layer;
+}
 
 int ProgramWriter::add(Op op) {
   program_.ops.push_back(std::move(op));
@@ -104,7 +155,7 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
     x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
                                                                      : kernel(prefix + k.name, k, after, backward);
     if (!k.tp_reduction.empty()) x = tp_sync(prefix + k.tp_reduction, x);
-    if (!k.ep_exchange.empty()) x = ep_exchange(prefix + k.ep_exchange, x);
+    if (!k.ep_exchange.empty()) x = ep_exchange(prefix + k.ep_exchange, k.ep_exchange == "to_experts", x);
   }
   return x;
 }
@@ -116,13 +167,15 @@ int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::
   return last;
 }
 
-const std::vector<RecipeKernel>& ProgramWriter::kernels_of_layer(int l, bool backward) const {
+const std::vector<RecipeKernel>& ProgramWriter::kernels_of_layer(int l, bool backward) {
   if (!t_.model.is_moe_layer(l)) return backward ? layer_bwd_ : layer_fwd_;
-  return backward ? moe_bwd_ : moe_fwd_;
+  const MoeLayer& moe = moe_layer(l);
+  return backward ? moe.backward : moe.forward;
 }
 
 int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after) {
   const std::string prefix = "layer" + std::to_string(l) + tag + (backward ? ".bwd." : ".fwd.");
+  current_layer_ = l;
   return run(prefix, kernels_of_layer(l, backward), {after}, backward);
 }
 
@@ -181,12 +234,15 @@ int ProgramWriter::tp_sync(const std::string& name, int after) {
 // Expert parallelism's all-to-all after op `after` (MoE layers, ep > 1): each of the rank's routed
 // tokens (tokens() / tp under sequence parallelism) goes, once per chosen expert, to the rank
 // holding that expert, a bf16 row of hidden each; nccl-tests' size is the rank's whole send
-// buffer. Routed evenly, every rank sends size / ep to every rank of the group.
-int ProgramWriter::ep_exchange(const std::string& name, int after) {
+// buffer, spread over the group's ranks as the layer's routing sends it (evenly when uniform).
+int ProgramWriter::ep_exchange(const std::string& name, bool to_experts, int after) {
   if (t_.ep == 1) return after;
   const double bytes = tokens() / t_.tp * t_.model.top_k * t_.model.hidden * kBf16Bytes;
-  return collective(name + ".ep_alltoall", StreamId::expert_parallel, network::CollectiveOp::all_to_all,
-                    GroupKind::expert_parallel, bytes, {after});
+  const int i = collective(name + ".ep_alltoall", StreamId::expert_parallel, network::CollectiveOp::all_to_all,
+                           GroupKind::expert_parallel, bytes, {after});
+  const MoeLayer& layer = moe_layer(current_layer_);
+  op(i).peer_bytes = to_experts ? layer.to_experts : layer.from_experts;
+  return i;
 }
 
 // Attention after ops `after`. With context parallelism, ring attention: the recipe's kernel

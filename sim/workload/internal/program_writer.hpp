@@ -5,7 +5,11 @@
 #pragma once
 
 #include "calibration/table/llama_recipe.hpp"
+#include "sim/workload/moe_routing.hpp"
 #include "sim/workload/workload.hpp"
+
+#include <map>
+#include <memory>
 
 #include <string>
 #include <vector>
@@ -65,16 +69,25 @@ private:
   // stamps op `i` with it.
   void issue(int i, int host_ops, bool backward);
   int tp_sync(const std::string& name, int after);
-  int ep_exchange(const std::string& name, int after);
+  int ep_exchange(const std::string& name, bool to_experts, int after);
+  // An MoE layer as this rank runs it: its kernels priced for the busiest rank of the
+  // expert-parallel group, and the bytes of its two all-to-alls (null: even), worked out once.
+  struct MoeLayer {
+    std::vector<calibration::RecipeKernel> forward, backward;
+    std::shared_ptr<const std::vector<double>> to_experts, from_experts;
+  };
+  const MoeLayer& moe_layer(int l);
   // Layer `l`'s kernels: a dense layer's or an MoE layer's.
-  const std::vector<calibration::RecipeKernel>& kernels_of_layer(int l, bool backward) const;
+  const std::vector<calibration::RecipeKernel>& kernels_of_layer(int l, bool backward);
   int attention(const std::string& prefix, const calibration::RecipeKernel& k, const std::vector<int>& after,
                 bool backward);
 
   const TrainingSpec& t_;
   const calibration::LlamaRecipe recipe_;
   const std::vector<calibration::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
-      embedding_bwd_, moe_fwd_, moe_bwd_;
+      embedding_bwd_;
+  std::map<int, MoeLayer> moe_layers_;  // by layer
+  int current_layer_ = 0;               // the layer run() is laying out (its all-to-alls' bytes)
   Program program_;
   double host_clock_s_ = 0;
 };
