@@ -38,7 +38,7 @@ struct CollectiveCall {
   // ranks[j] (n = ranks.size()); the diagonal stays on the GPU and costs nothing. Null: the uniform
   // size_bytes / n to every peer; when set, size_bytes only labels the call (busbw). Shared, not
   // copied: the engine copies calls for sibling groups and the matrix can be 1024 x 1024.
-  std::shared_ptr<const std::vector<double>> peer_bytes;
+  std::shared_ptr<const std::vector<double>> peer_bytes = nullptr;
   AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // AllToAll only
 };
 

@@ -129,7 +129,7 @@ private:
       if (op.toward_lower_rank) std::reverse(g.begin(), g.end());
       return g;
     };
-    network::CollectiveCall call{op.collective, directed(group), op.size_bytes, op.peer_bytes};
+    network::CollectiveCall call{op.collective, directed(group), op.size_bytes, op.peer_bytes, t_.dispatcher};
     const network::CallShape shape = runner_.shape_of(call);
     const network::CollectiveChoice choice = choose(shape);
     std::vector<sg4::ActorPtr> copies;
@@ -143,7 +143,7 @@ private:
         if (g.size() > 1 && !seen) siblings.push_back(&g);
       }
       for (std::size_t k = 1; k < siblings.size(); ++k) {
-        network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes, op.peer_bytes};
+        network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes, op.peer_bytes, t_.dispatcher};
         copies.push_back(sg4::Actor::create("copy", platform_.gpu(siblings[k]->front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));

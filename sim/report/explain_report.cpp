@@ -19,15 +19,16 @@ const char* nccl_name(network::CollectiveOp op) {
     case network::CollectiveOp::reduce_scatter: return "ReduceScatter";
     case network::CollectiveOp::all_reduce: return "AllReduce";
     case network::CollectiveOp::send_recv: return "SendRecv";
+    case network::CollectiveOp::all_to_all: return "AllToAll";
   }
   return "?";
 }
 
-// "nvls/Simple", or the mix "ring/Simple 24, ring/LL128 8"; SendRecv has no algorithm, only a
-// protocol ("p2p/Simple"); "-" when no call ran on the fabric (measured in a replayed trace, or a
+// "nvls/Simple", or the mix "ring/Simple 24, ring/LL128 8"; SendRecv and AllToAll (NCCL's
+// send/recv) have no algorithm, only a protocol ("p2p/Simple"); "-" when no call ran on the fabric (measured in a replayed trace, or a
 // group of one).
 std::string choices_label(const BreakdownRow& r) {
-  const bool p2p = r.collective == network::CollectiveOp::send_recv;
+  const bool p2p = r.collective == network::CollectiveOp::send_recv || r.collective == network::CollectiveOp::all_to_all;
   auto name = [p2p](const ChoiceCount& c) {
     return std::string(p2p ? "p2p" : network::to_string(c.choice.algorithm)) + "/" +
            network::to_string(c.choice.protocol);

@@ -7,12 +7,19 @@
 
 namespace commbound::sim {
 
+namespace {
+
+bool name_is(const ScenarioSection& section, const char* name) { return std::string(section.name) == name; }
+
+}  // namespace
+
 toml::table resolved_scenario(const Scenario& sc) {
   // Every key of the schema that the scenario has a value for, section by section; the node, the
   // link and the model written out in full by their own key tables.
   toml::table doc;
   for (const ScenarioSection& section : scenario_sections()) {
     if (section.training && !sc.training) continue;
+    if (name_is(section, "moe") && !sc.training->model.moe()) continue;  // a dense model has no router
     const std::string name = section.name;
     if (name.empty()) {
       calibration::write_keys(sc, section.keys, doc);

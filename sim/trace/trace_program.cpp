@@ -21,14 +21,16 @@ constexpr StreamId kOtherStreams[] = {StreamId::all_gather,
                                       StreamId::pipeline_send_activation,
                                       StreamId::pipeline_recv_gradient,
                                       StreamId::pipeline_send_gradient,
-                                      StreamId::context_parallel};
+                                      StreamId::context_parallel,
+                                      StreamId::expert_parallel};
 
 std::optional<network::CollectiveOp> engine_op(const std::string& op) {
   if (op == "AllReduce") return network::CollectiveOp::all_reduce;
   if (op == "AllGather") return network::CollectiveOp::all_gather;
   if (op == "ReduceScatter") return network::CollectiveOp::reduce_scatter;
   if (op == "SendRecv" || op == "Send" || op == "Recv") return network::CollectiveOp::send_recv;
-  return std::nullopt;  // Broadcast, Reduce, AllToAll: not modelled by the engine
+  if (op == "AllToAll") return network::CollectiveOp::all_to_all;
+  return std::nullopt;  // Broadcast, Reduce: not modelled by the engine
 }
 
 // "void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)" -> "at::native::vectorized_elementwise_kernel".

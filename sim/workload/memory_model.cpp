@@ -20,12 +20,27 @@ constexpr double kContextBytes = 1e9;
 MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   const calibration::ModelSpec& m = t.model;
   const bool first = stage == 0, last = stage == t.pp - 1;
-  const int layers = t.stage_layers(stage);
   // The input embedding on the first stage, the final norm and LM head on the last (a tied head
   // shares the embedding's weights only when both are on one stage).
   const double root = ((first ? m.input_params() : 0) + (last ? m.head_params(first) : 0)) / t.tp;
-  const double layer = m.layer_params() / t.tp;
-  const double P = layers * layer + root;  // this GPU's slice of the parameters
+  // The stage's layers (every model chunk's, interleaved): the dense parameters split by tp, an
+  // MoE layer's routed experts by ep (sharded over their own replicas), and what each keeps for
+  // its backward.
+  double dense = 0, experts = 0, largest = 0, kept = 0, kept_whole = 0;
+  for (int c = 0; c < t.virtual_stages; ++c) {
+    const int vs = c * t.pp + stage;
+    for (int l = t.first_layer(vs); l < t.first_layer(vs) + t.chunk_layers(vs); ++l) {
+      const bool moe = m.is_moe_layer(l);
+      const double routed = moe ? m.routed_expert_params() : 0;
+      dense += (m.layer_params(l) - routed) / t.tp;
+      experts += routed / t.ep;
+      largest = std::max(largest, (m.layer_params(l) - routed) / t.tp + routed / t.ep);
+      kept += activation_bytes_per_layer(t, t.recompute, moe);
+      kept_whole = std::max(kept_whole, activation_bytes_per_layer(t, Recompute::none, moe));
+    }
+  }
+  const double layer = largest;  // the largest FSDP unit: what one gathered layer holds
+  const double P = dense + experts + root;  // this GPU's slice of the parameters
   const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;  // of one micro-batch on this rank
   MemoryUse u;
   u.stage = stage;
@@ -34,7 +49,7 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
     u.total_bytes += bytes;
   };
   if (t.sharded()) {
-    const double shard = P / t.shard_ranks();
+    const double shard = (dense + root) / t.shard_ranks() + experts / (experts > 0 ? t.expert_shard_ranks() : 1);
     add("params_bf16", t.zero_stage <= 2 ? kBf16 * P : kBf16 * (shard + root + (t.max_inflight_allgathers + 1) * layer));
     add("master_fp32", kFp32 * shard);
     add("adam_moments_fp32", 2 * kFp32 * shard);
@@ -54,10 +69,8 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   }
   // Every layer keeps what its recomputation mode keeps; under selective_op and full the layer
   // whose backward runs holds its full activations again (replayed).
-  double activations = layers * activation_bytes_per_layer(t, t.recompute);
-  if (t.recompute == Recompute::selective_op || t.recompute == Recompute::full) {
-    activations += activation_bytes_per_layer(t, Recompute::none);
-  }
+  double activations = kept;
+  if (t.recompute == Recompute::selective_op || t.recompute == Recompute::full) activations += kept_whole;
   activations *= std::min(t.pp - stage, t.micro_batches);  // micro-batches in flight on this stage
   add("activations", activations);
   // The loss on the last stage, at the start of the backward, when every layer's activations are
@@ -67,7 +80,8 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   // log_softmax's backward a third (PyTorch tools/autograd/derivatives.yaml: _log_softmax_backward_data
   // reads the gradient and the saved result): 3 fp32 [tokens x vocab / tp] tensors at once.
   if (last) add("loss_logits_fp32", 3 * kFp32 * tokens * m.vocab / t.tp);
-  const int communicators = (t.replicas() > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0) + (t.cp > 1 ? 1 : 0);
+  const int communicators = (t.replicas() > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0) + (t.cp > 1 ? 1 : 0) +
+                            (experts > 0 && t.ep > 1 ? 1 : 0) + (experts > 0 && t.expert_replicas() > 1 ? 1 : 0);
   add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);
   add("allocator_and_context", kAllocatorFraction * u.total_bytes + kContextBytes);
   u.capacity_bytes = t.gpu.memory_bytes;
@@ -76,7 +90,7 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
 
 }  // namespace
 
-double activation_bytes_per_layer(const TrainingSpec& t, Recompute r) {
+double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) {
   const calibration::ModelSpec& m = t.model;
   const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;
   const double tp = t.tp;
@@ -85,13 +99,21 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r) {
   // sequence parallelism splits it.
   const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
   const double lse = kFp32 * a / tp;
-  const double all = kBf16 * 4 * h * replicated + kBf16 * (h + 2 * kv) / tp + kBf16 * h / tp + lse + kBf16 * 3 * f / tp;
+  // The MLP's inputs to its products and activation: a dense SwiGLU keeps gate, up and the
+  // activation's output (3 f / tp a token). An MoE layer keeps, per routed token (tokens / tp under
+  // sequence parallelism, top_k copies each): the permuted input, the experts' gate, up and
+  // activation output, their output before unpermute; the router's fp32 scores; and the shared
+  // experts' three like a dense MLP.
+  const double mlp = moe ? (kBf16 * m.top_k / tp * (2 * h + 3.0 * m.expert_ffn) + kFp32 * m.experts / tp +
+                            kBf16 * 3.0 * m.shared_experts * m.expert_ffn / tp)
+                         : kBf16 * 3 * f / tp;
+  const double all = kBf16 * 4 * h * replicated + kBf16 * (m.q_dim() + 2 * kv) / tp + kBf16 * m.q_dim() / tp + lse + mlp;
   double per_token = 0;
   switch (r) {
     case Recompute::none: per_token = all; break;
     case Recompute::selective: per_token = all - lse; break;
     case Recompute::selective_op:
-      per_token = kBf16 * h * replicated + kBf16 * (h + kv) / tp + kBf16 * h / tp + lse + kBf16 * f / tp + kBf16 * h;
+      per_token = kBf16 * h * replicated + kBf16 * (m.q_dim() + kv) / tp + kBf16 * m.q_dim() / tp + lse + mlp / 3 + kBf16 * h;
       break;
     case Recompute::full: per_token = kBf16 * h * replicated; break;
   }

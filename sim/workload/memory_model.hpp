@@ -2,7 +2,8 @@
 //
 // Parameters and optimizer state follow the strategy (FSDP shards over the data-parallel group,
 // ZeRO-2 keeping the gathered bf16 parameters through backward, ZeRO-3 only the units in flight;
-// DDP replicates fp32 weights, gradients and Adam moments).
+// DDP replicates fp32 weights, gradients and Adam moments). An MoE layer's routed experts are split
+// by ep and sharded over their own replicas (tp x cp x dp / ep GPUs).
 //
 // Activations are what a Llama layer's backward reads, counted tensor by tensor for the kernels of
 // the recipe (calibration/table/llama_recipe.hpp: fused RMSNorm, fused SwiGLU, flash attention),
@@ -15,7 +16,12 @@
 //   attention's output (o_proj's input)                                                       2 h / t
 //   attention's log-sum-exp, fp32                                                              4 a / t
 //   gate and up (SwiGLU's inputs), SwiGLU's output (down's input)                             6 f / t
-// (the norms' 8 h is divided by t only with sequence parallelism). Recomputation
+// (the norms' 8 h is divided by t only with sequence parallelism; q and the attention output are
+// heads x head_dim wide where that is not h). An MoE layer keeps in place of the MLP's 6 f / t, per
+// token: its top_k routed copies (divided by t: sequence parallelism splits the routed tokens) of
+// the permuted input and the experts' output (2 h each), gate, up and activation output
+// (3 expert_ffn), the router's fp32 scores 4 E / t, and the shared experts' 6 S expert_ffn / t.
+// Recomputation
 // (training.hpp, Recompute) keeps less: `selective` drops the log-sum-exp (with flash attention
 // that is all the attention core stores: Megatron's selective recompute frees the 5 a s^2 b score
 // term of Korthikanti's eq. 2, which flash attention never had), `selective_op` keeps the layer's
@@ -40,9 +46,9 @@ struct MemoryUse {
   bool fits() const { return total_bytes <= capacity_bytes; }
 };
 
-// Bytes one layer keeps from its forward for its backward, for one micro-batch on this rank
-// (formulas above), under recomputation `r`.
-double activation_bytes_per_layer(const TrainingSpec& t, Recompute r);
+// Bytes one layer (an MoE layer when `moe`) keeps from its forward for its backward, for one
+// micro-batch on this rank (formulas above), under recomputation `r`.
+double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe = false);
 
 // The GPU of the pipeline stage that holds the most (every stage's parameters, optimizer state,
 // activations of the micro-batches 1F1B keeps in flight there, and on the last the loss's logits).

@@ -99,7 +99,9 @@ TEST(FrameworkRecipe, Fp8LayersCastBeforeEveryForwardAndDgradProduct) {
     EXPECT_EQ(fp8.size(), bf16.size() + casts);
     EXPECT_DOUBLE_EQ(flops_of(fp8), flops_of(bf16));
     for (const RecipeKernel& k : fp8) {
-      if (const auto* g = std::get_if<GemmShape>(&k.shape)) EXPECT_EQ(g->precision, Precision::fp8) << k.name;
+      if (const auto* g = std::get_if<GemmShape>(&k.shape)) {
+        EXPECT_EQ(g->precision, Precision::fp8) << k.name;
+      }
     }
   }
   const auto forward = LlamaRecipe(kLlama7b, layout, Framework::megatron_te, Precision::fp8).layer(Direction::forward);

@@ -40,13 +40,62 @@ TEST(ModelZoo, ErrorsNameTheFileLineKeyAndValue) {
                                      "[tiny]\nlayers = 2\nhidden = 64\nheads = 3\nkv_heads = 1\nffn = 128\nvocab = 10\n");
   auto bad = read_model_zoo(path);
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, path + ":4: tiny.heads = 3: must divide hidden (64)");
+  EXPECT_EQ(bad.error().message, path + ":4: tiny.heads = 3: must divide hidden (64) unless head_dim is given");
   const std::string typo = temp_file("typo_zoo.toml",
                                      "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 1\nffn = 128\nvocab = 10\nvocabs = 1\n");
   auto t = read_model_zoo(typo);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find(typo + ":8: tiny.vocabs = 1: unknown key in [tiny]"), std::string::npos)
       << t.error().message;
+}
+
+// Mixtral 8x7B, every layer MoE: attention 2 x 4096 x 4096 + 2 x 4096 x 1024 = 41,943,040; eight
+// SwiGLU experts 8 x 3 x 4096 x 14336 = 1,409,286,144; the router 4096 x 8 = 32,768; two norms
+// 8,192: 1,451,270,144 a layer, x 32 = 46,440,644,608; plus the untied embedding and head
+// 2 x 32000 x 4096 = 262,144,000 and the final norm 4,096: 46,702,792,704 (published: 46.7 B).
+// Active matmul weights: attention, 2 of the experts (352,321,536) and the router a layer,
+// 394,297,344 x 32 = 12,617,515,008, plus the LM head 131,072,000: 12,748,587,008.
+TEST(ModelZoo, MixtureOfExpertsCountsEveryAndTheActiveParameters) {
+  auto m = load_model("calibration/models.toml", "mixtral-8x7b");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_TRUE(m->is_moe_layer(1));
+  EXPECT_EQ(m->moe_layers(), 32);
+  EXPECT_DOUBLE_EQ(m->params(), 46702792704.0);
+  EXPECT_DOUBLE_EQ(m->active_matmul_params(), 12748587008.0);
+  // DeepSeek-V3's first three layers are dense, Llama 4 Maverick's MoE layers every other one.
+  auto deepseek = load_model("calibration/models.toml", "deepseek-v3");
+  ASSERT_TRUE(deepseek) << deepseek.error().message;
+  EXPECT_FALSE(deepseek->is_moe_layer(3));
+  EXPECT_TRUE(deepseek->is_moe_layer(4));
+  EXPECT_EQ(deepseek->moe_layers(), 58);
+  auto maverick = load_model("calibration/models.toml", "llama4-maverick");
+  ASSERT_TRUE(maverick) << maverick.error().message;
+  EXPECT_FALSE(maverick->is_moe_layer(1));
+  EXPECT_TRUE(maverick->is_moe_layer(2));
+  EXPECT_EQ(maverick->moe_layers(), 24);
+}
+
+// Qwen3's heads are 128 wide though 2048 / 32 = 64: q is 32 x 128 = 4096 wide.
+TEST(ModelZoo, HeadDimWhereItIsNotHiddenOverHeads) {
+  auto m = load_model("calibration/models.toml", "qwen3-30b-a3b");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->head_dim(), 128);
+  EXPECT_DOUBLE_EQ(m->q_dim(), 4096.0);
+}
+
+TEST(ModelZoo, MixtureOfExpertsKeysAgree) {
+  const std::string dense = "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 1\nffn = 128\nvocab = 10\n";
+  auto top_k = read_model_zoo(temp_file("topk_zoo.toml", dense + "experts = 4\ntop_k = 5\nexpert_ffn = 32\n"));
+  ASSERT_FALSE(top_k);
+  EXPECT_NE(top_k.error().message.find(":9: tiny.top_k = 5: must be 1 .. experts (4)"), std::string::npos)
+      << top_k.error().message;
+  auto orphan = read_model_zoo(temp_file("orphan_zoo.toml", dense + "top_k = 2\n"));
+  ASSERT_FALSE(orphan);
+  EXPECT_NE(orphan.error().message.find("tiny.top_k = 2: an MoE key without `experts`"), std::string::npos)
+      << orphan.error().message;
+  auto no_width = read_model_zoo(temp_file("width_zoo.toml", dense + "experts = 4\ntop_k = 2\n"));
+  ASSERT_FALSE(no_width);
+  EXPECT_NE(no_width.error().message.find("expert_ffn"), std::string::npos) << no_width.error().message;
 }
 
 }  // namespace

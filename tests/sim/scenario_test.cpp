@@ -241,6 +241,25 @@ TEST(Scenario, SweepPointErrorsNameTheFileAndLine) {
       << p.error().message;
 }
 
+// Mixtral 8x7B (8 experts, top-2) on 2 DGX H100 nodes, expert parallelism 8; the [parallel] table
+// is the last, so its keys follow at line 11 on.
+const char* kMoe = "[cluster]\nnode_type = \"dgx-h100\"\nnodes = 2\n[model]\nname = \"mixtral-8x7b\"\n"
+                   "[training]\nglobal_batch = 16\nmicro_batch = 1\n[parallel]\nep = 8\n";
+
+// An MoE layout reads its expert parallelism and router: ep 8 of the 16 ranks, so each expert has
+// 16 / 8 = 2 replicas; Zipf routing with its exponent and seed.
+TEST(Scenario, MixtureOfExpertsReadsEpAndTheRouter) {
+  auto sc = load_scenario(scenario_file("moe.toml", std::string(kMoe) + "[moe]\nrouting = \"zipf\"\nzipf_s = 1.2\nseed = 7\n"),
+                          {}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  const TrainingSpec& t = *sc->training;
+  EXPECT_EQ(t.ep, 8);
+  EXPECT_EQ(t.expert_replicas(), 2);
+  EXPECT_EQ(t.routing.kind, moe::RoutingKind::zipf);
+  EXPECT_DOUBLE_EQ(t.routing.zipf_s, 1.2);
+  EXPECT_EQ(t.routing.seed, 7u);
+}
+
 struct BadCase {
   const char* name;
   std::string text;
@@ -303,6 +322,26 @@ INSTANTIATE_TEST_SUITE_P(
                 {"$FILE", ":11:", "parallel.pp_first_stage_layers = 7", "25", "3 stages"}},
         BadCase{"uneven_chunks", std::string(kUneven) + "pp_first_stage_layers = 5\npp_last_stage_layers = 7\n",
                 {"parallel.virtual_stages=2"}, {"virtual_stages", "5 layers of pipeline stage 0"}},
+        // ep must divide the 8 experts and the 16 ranks of the stage; tp beside MoE needs sequence
+        // parallelism; a dense model has no experts to shard or route; top_k past the experts.
+        BadCase{"ep_not_dividing_experts", std::string(kMoe), {"parallel.ep=16"},
+                {"--set parallel.ep=16", "must divide the model's 8 routed experts"}},
+        BadCase{"ep_not_dividing_ranks", std::string(kMoe) + "pp = 4\n", {"parallel.ep=8"},
+                {"parallel.ep", "must divide the tp x cp x dp = 4 GPUs of a pipeline stage"}},
+        BadCase{"moe_tp_without_sp", std::string(kMoe) + "tp = 2\n", {},
+                {"sequence_parallel", "needs sequence parallelism"}},
+        BadCase{"ep_on_a_dense_model", std::string(kUneven) + "ep = 2\n", {},
+                {"$FILE", ":11:", "parallel.ep = 2", "llama2-7b has no experts"}},
+        BadCase{"top_k_past_experts",
+                "[cluster]\nnode_type = \"dgx-h100\"\n[model]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 1\n"
+                "ffn = 128\nvocab = 10\nexperts = 4\ntop_k = 5\nexpert_ffn = 32\n",
+                {}, {"$FILE", ":11:", "model.top_k = 5", "must be 1 .. experts (4)"}},
+        BadCase{"moe_on_a_dense_model", std::string(kUneven) + "[moe]\nrouting = \"zipf\"\n", {},
+                {"$FILE", ":12:", "moe.routing", "llama2-7b has no experts"}},
+        BadCase{"histogram_without_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\n", {},
+                {"moe.routing", "needs moe.histogram"}},
+        BadCase{"histogram_missing_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\nhistogram = \"no-such.txt\"\n",
+                {}, {"moe.histogram", "no-such.txt: cannot be read"}},
         BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
                 {"pp_last_stage_layers", "needs pp > 1"}},
         // Found by fuzzing: a value toml++ writes over several lines (a long array) or a string

@@ -4,11 +4,14 @@
 // 404,766,720 bytes, over DDP's 25 MB bucket cap, so every layer fills a bucket alone).
 #include "sim/scenario/presets.hpp"
 #include "sim/workload/internal/pipeline_schedule.hpp"
+#include "sim/workload/layout.hpp"
 #include "sim/workload/workload.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,8 +155,12 @@ TEST(DataParallelPass, DilocoAllReducesTheFp32ShardOnceInTheOuterStep) {
   EXPECT_DOUBLE_EQ(outer.size_bytes, 3'369'207'808.0);
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];
-    if (op.kind == OpKind::collective && static_cast<int>(i) < p.outer_step_begin) EXPECT_EQ(op.group, GroupKind::shard) << op.name;
-    if (static_cast<int>(i) > p.outer_step_begin) EXPECT_EQ(op.kind, OpKind::optimizer) << op.name;
+    if (op.kind == OpKind::collective && static_cast<int>(i) < p.outer_step_begin) {
+      EXPECT_EQ(op.group, GroupKind::shard) << op.name;
+    }
+    if (static_cast<int>(i) > p.outer_step_begin) {
+      EXPECT_EQ(op.kind, OpKind::optimizer) << op.name;
+    }
   }
 }
 
@@ -172,6 +179,73 @@ TEST(DataParallelPass, DilocoOnOneIslandHasNoOuterCollective) {
 TEST(DataParallelPass, SynchronousStrategiesHaveNoOuterStep) {
   EXPECT_EQ(build_program(llama2_7b(Strategy::fsdp, 2, 16, 1)).outer_step_begin, -1);
   EXPECT_EQ(build_program(llama2_7b(Strategy::hsdp, 2, 16, 1)).outer_step_begin, -1);
+}
+
+// Mixtral 8x7B (32 MoE layers of 8 experts, top-2; hidden 4096) with expert parallelism 8 over 16
+// FSDP ranks (ZeRO-2), one micro-batch of 4096 tokens: per layer the dispatch and the combine
+// forward, their mirrors backward (4 all-to-alls over the expert-parallel group of 8), each rank's
+// send buffer 4096 tokens x 2 copies x 4096 x 2 B = 64 MiB; the experts (8 / 8 = one a rank) have
+// 16 / 8 = 2 replicas, which gather and reduce them: 32 + 32 units beside the dense ones (32 layers
+// and the root: 33).
+TEST(ExpertParallelism, AllToAllsPerLayerAndExpertsOverTheirReplicas) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
+  t.model = *load_model(kPresets, "mixtral-8x7b");
+  t.seq_len = 4096;
+  t.ep = 8;
+  std::map<std::pair<GroupKind, network::CollectiveOp>, int> n;
+  for (const Op& op : build_program(t).ops) {
+    if (op.kind != OpKind::collective) continue;
+    ++n[{op.group, op.collective}];
+    if (op.collective == network::CollectiveOp::all_to_all) {
+      EXPECT_DOUBLE_EQ(op.size_bytes, 4096.0 * 2 * 4096 * 2) << op.name;
+      EXPECT_EQ(op.peer_bytes, nullptr) << "uniform routing spreads the size evenly";
+    }
+  }
+  using network::CollectiveOp;
+  const std::map<std::pair<GroupKind, network::CollectiveOp>, int> expected{
+      {{GroupKind::expert_parallel, CollectiveOp::all_to_all}, 4 * 32},
+      {{GroupKind::data_parallel, CollectiveOp::all_gather}, 33},
+      {{GroupKind::data_parallel, CollectiveOp::reduce_scatter}, 33},
+      {{GroupKind::expert_data_parallel, CollectiveOp::all_gather}, 32},
+      {{GroupKind::expert_data_parallel, CollectiveOp::reduce_scatter}, 32}};
+  EXPECT_EQ(n, expected);
+}
+
+// Layout folding: 2 stages of tp 2 x dp 4 = 8 ranks with ep 4: the expert-parallel groups are runs
+// of 4 consecutive ranks of a stage, the expert-data-parallel groups every 4th rank of the stage.
+TEST(ExpertParallelism, GroupsFoldOverEachStagesRanks) {
+  const Layout layout(4, 2, 2, 1, 4);
+  EXPECT_EQ(layout.ep_group(5), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(layout.ep_group(9), (std::vector<int>{8, 9, 10, 11}));
+  EXPECT_EQ(layout.expert_dp_group(5), (std::vector<int>{1, 5}));
+  EXPECT_EQ(layout.expert_dp_group(14), (std::vector<int>{10, 14}));
+}
+
+// A skewed router sends a layer's all-to-all unevenly: every rank sends rank j what j's experts
+// draw (the same row from every sender), so the matrix's columns differ and its rows agree, and the
+// dispatch's matrix is the combine's transposed.
+TEST(ExpertParallelism, SkewedRoutingSendsUnevenBytes) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
+  t.model = *load_model(kPresets, "mixtral-8x7b");
+  t.ep = 8;
+  t.routing.kind = moe::RoutingKind::zipf;
+  std::shared_ptr<const std::vector<double>> dispatch, combine;
+  for (const Op& op : build_program(t).ops) {
+    if (op.name == "layer1.mb0.fwd.to_experts.ep_alltoall") dispatch = op.peer_bytes;
+    if (op.name == "layer1.mb0.fwd.from_experts.ep_alltoall") combine = op.peer_bytes;
+  }
+  ASSERT_NE(dispatch, nullptr);
+  ASSERT_NE(combine, nullptr);
+  const std::vector<double>& d = *dispatch;
+  const std::vector<double>& c = *combine;
+  ASSERT_EQ(d.size(), 64u);
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_DOUBLE_EQ(d[i * 8 + j], d[j]) << "row " << i;
+      EXPECT_DOUBLE_EQ(c[i * 8 + j], d[j * 8 + i]);
+    }
+  }
+  EXPECT_NE(*std::max_element(d.begin(), d.begin() + 8), *std::min_element(d.begin(), d.begin() + 8));
 }
 
 }  // namespace

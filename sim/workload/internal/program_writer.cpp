@@ -252,6 +252,8 @@ int ProgramWriter::ep_exchange(const std::string& name, bool to_experts, int aft
 int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, const std::vector<int>& after,
                              bool backward) {
   if (k.runs == 1) return kernel(prefix + k.name, k, after, backward);
+  RecipeKernel block = k;  // one KV block's attention: an op of its own, not k.runs back to back
+  block.runs = 1;
   const double kv_block_bytes = 2 * tokens() * t_.model.kv_dim() / t_.tp * kBf16Bytes * (backward ? 2 : 1);
   std::vector<int> chunk = after;
   int step = -1;
@@ -263,7 +265,7 @@ int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, c
                         network::CollectiveOp::send_recv, GroupKind::context_next, kv_block_bytes,
                         step >= 0 ? std::vector<int>{step} : after);
     }
-    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), k, deps, backward)};
+    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), block, deps, backward)};
   }
   return chunk.front();
 }
