@@ -5,6 +5,7 @@
 #include "sim/scenario/presets.hpp"
 #include "sim/workload/internal/pipeline_schedule.hpp"
 #include "sim/workload/layout.hpp"
+#include "sim/workload/moe_routing.hpp"
 #include "sim/workload/workload.hpp"
 
 #include <gtest/gtest.h>
@@ -246,6 +247,32 @@ TEST(ExpertParallelism, SkewedRoutingSendsUnevenBytes) {
     }
   }
   EXPECT_NE(*std::max_element(d.begin(), d.begin() + 8), *std::min_element(d.begin(), d.begin() + 8));
+}
+
+// The step waits for the busiest rank of the expert-parallel group: a layer's expert GEMMs are
+// priced at that rank's tokens, the order statistic of the routing model (moe_routing.hpp), here
+// under Zipf(1.2) routing of Mixtral's 8 experts over ep 8 (4096 tokens a rank, top-2). The
+// grouped GEMM's rows, summed over its batches and their runs, are those tokens (each batch's rows
+// rounded up to whole tokens: at most one token a batch more).
+TEST(ExpertParallelism, ExpertsArePricedAtTheBusiestRanksTokens) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
+  t.model = *load_model(kPresets, "mixtral-8x7b");
+  t.seq_len = 4096;
+  t.ep = 8;
+  t.routing.kind = moe::RoutingKind::zipf;
+  t.routing.zipf_s = 1.2;
+  const moe::LayerRouting routing = moe::route_layer(t.routing, {8, 2, 8, 4096.0}, 1);
+  ASSERT_GT(routing.busiest_rank_tokens, 4096.0 * 2 * 1.5) << "Zipf(1.2) loads one rank well above the mean";
+  double rows = 0;
+  int batches = 0;
+  for (const Op& op : build_program(t).ops) {
+    if (op.name.rfind("layer1.mb0.fwd.experts", 0) != 0 || op.name.find(".gate_up") == std::string::npos) continue;
+    rows += static_cast<double>(std::get<calibration::GemmShape>(op.kernel).m) * op.runs;
+    ++batches;
+  }
+  EXPECT_EQ(batches, 1) << "one local expert a rank: one batch";
+  EXPECT_GE(rows, routing.busiest_rank_tokens);
+  EXPECT_LE(rows, routing.busiest_rank_tokens + batches);
 }
 
 }  // namespace
