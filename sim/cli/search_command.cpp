@@ -25,6 +25,9 @@ global_batch / (dp x micro_batch)):
   v     interleaved 1F1B chunks per stage: 1, 2, 4 ... up to --max-virtual-stages (default 4)
   dp    what remains: GPUs / (tp x cp x pp)
   mb    micro-batch: divisors of global_batch / dp, up to --max-micro-batch (default 8)
+  ep    mixture-of-experts models only: expert parallelism over the divisors of both the routed
+        experts and tp x cp x dp, up to --max-ep (default: the experts); sequence parallelism on
+        whenever tp > 1 (Megatron-Core requires it of an MoE model)
   strategy   ddp, zero2 (FSDP ZeRO-2), zero3 (FSDP ZeRO-3), hsdp (ZeRO-2 inside a node,
              replicas across); zero1 (Megatron's distributed optimizer) when asked: --strategies
   ckpt  full activation checkpointing off and on: --checkpointing
@@ -138,6 +141,8 @@ void add_search_command(CLI::App& app, int& exit_code) {
                   "most interleaved chunks per pipeline stage (default 4; 1: plain 1F1B)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-micro-batch", a->space.max_micro_batch, "largest micro-batch in sequences (default 8)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-ep", a->space.max_ep, "MoE: largest expert parallel degree (default: the routed experts)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--strategies", a->strategies,
                   "data-parallel strategies, comma-separated: ddp, zero1, zero2, zero3, hsdp (default: ddp,zero2,zero3,hsdp)")

@@ -85,7 +85,7 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
                                  : strategy == DataParallel::hsdp ? Strategy::hsdp
                                                                   : Strategy::fsdp;
   const Recompute recompute = checkpointing ? Recompute::full : Recompute::none;
-  return {{"parallel.tp", long{tp}},
+  std::vector<ScenarioEdit> e = {{"parallel.tp", long{tp}},
           {"parallel.cp", long{cp}},
           {"parallel.pp", long{pp}},
           {"parallel.virtual_stages", long{virtual_stages}},
@@ -95,14 +95,20 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
                                                                          : 2}},
           {"training.micro_batch", long{micro_batch}},
           {"training.activation_checkpointing", std::string(to_string(recompute))}};
+  if (ep > 0) {
+    e.push_back({"parallel.ep", long{ep}});
+    e.push_back({"parallel.sequence_parallel", tp > 1});
+  }
+  return e;
 }
 
 std::string LayoutChoice::name() const {
-  return fmt::format("tp{} cp{} pp{} v{} dp{} mb{} {}{}", tp, cp, pp, virtual_stages, dp, micro_batch, to_string(strategy),
-                     checkpointing ? " ckpt" : "");
+  return fmt::format("tp{} cp{} pp{} v{} dp{}{} mb{} {}{}", tp, cp, pp, virtual_stages, dp,
+                     ep > 0 ? fmt::format(" ep{}", ep) : "", micro_batch, to_string(strategy), checkpointing ? " ckpt" : "");
 }
 
-std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space) {
+std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
+                                            int experts) {
   const int max_tp = space.max_tp > 0 ? space.max_tp : gpus_per_node;
   const int max_cp = space.max_cp > 0 ? space.max_cp : gpus_per_node;
   const int max_model_parallel = space.max_model_parallel > 0 ? space.max_model_parallel : std::max(max_tp, max_cp);
@@ -119,10 +125,17 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
         for (int v = 2; pp > 1 && v <= max_v; v *= 2) virtual_stages.push_back(v);
         const std::vector<int> micro_batches =
             global_batch % dp == 0 ? divisors_up_to(global_batch / dp, max_mb) : std::vector<int>{1};
+        // MoE: every ep dividing both the experts and the stage's tp x cp x dp ranks.
+        std::vector<int> eps = {0};
+        if (experts > 0) {
+          eps = divisors_up_to(std::gcd(experts, tp * cp * dp), space.max_ep > 0 ? space.max_ep : experts);
+        }
         for (int v : virtual_stages) {
           for (int mb : micro_batches) {
-            for (DataParallel strategy : space.strategies) {
-              for (bool ckpt : space.checkpointing) out.push_back({tp, cp, pp, v, dp, mb, strategy, ckpt});
+            for (int ep : eps) {
+              for (DataParallel strategy : space.strategies) {
+                for (bool ckpt : space.checkpointing) out.push_back({tp, cp, pp, v, dp, mb, ep, strategy, ckpt});
+              }
             }
           }
         }
@@ -151,7 +164,8 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
   std::vector<Scenario> fitting;    // the scenario of every layout that fits
   std::vector<std::size_t> fit_of;  // ... and its index in `all`
   for (const LayoutChoice& layout :
-       enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus, base.training->global_batch, options.space)) {
+       enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus, base.training->global_batch, options.space,
+                         base.training->model.experts)) {
     Candidate c;
     c.layout = layout;
     auto sc = file.unswept(layout.edits(), "search layout " + layout.name());

@@ -36,11 +36,14 @@ std::optional<DataParallel> parse_data_parallel(const std::string& name);
 // One candidate layout. dp is what the cluster leaves: GPUs / (tp x cp x pp).
 struct LayoutChoice {
   int tp = 1, cp = 1, pp = 1, virtual_stages = 1, dp = 1, micro_batch = 1;
+  // A mixture of experts: its expert parallelism (and sequence parallelism beside tp > 1, which
+  // Megatron-Core requires of an MoE model); 0 for a dense model, whose layouts leave both alone.
+  int ep = 0;
   DataParallel strategy = DataParallel::zero2;
   bool checkpointing = false;
   // The scenario keys that set it, as typed edits.
   std::vector<ScenarioEdit> edits() const;
-  // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (ckpt only when on).
+  // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (ckpt only when on; " ep8" after dp for an MoE model).
   std::string name() const;
 };
 
@@ -52,6 +55,7 @@ struct SearchSpace {
   int max_pp = 0;               // default: 16
   int max_virtual_stages = 0;   // default: 4
   int max_micro_batch = 0;      // default: 8
+  int max_ep = 0;               // MoE: expert parallelism at most this; default: the routed experts
   std::vector<DataParallel> strategies = {DataParallel::ddp, DataParallel::zero2, DataParallel::zero3,
                                           DataParallel::hsdp};
   std::vector<bool> checkpointing = {false, true};
@@ -67,7 +71,8 @@ inline constexpr int kDefaultMaxMicroBatch = 8;
 // max_virtual_stages; micro-batch over the divisors of global_batch / dp up to max_micro_batch (1
 // alone when dp does not divide the global batch: validation then says why); the strategies; then
 // checkpointing. Nothing else is filtered here: the scenario's validation judges the rest.
-std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space);
+std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
+                                            int experts = 0);
 
 enum class Objective { tokens_per_s, tokens_per_joule };
 double objective_of(const Metrics& m, Objective objective);

@@ -36,6 +36,32 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   for (const LayoutChoice& l : all) EXPECT_EQ(l.tp * l.cp * l.pp * l.dp, 4) << l.name();
 }
 
+// A mixture of experts adds expert parallelism: 16 GPUs, tp 1 or 2 (cp 1, pp 1), so tp x cp x dp =
+// 16 ranks a stage; 8 experts: ep over the divisors of gcd(8, 16) = 8, i.e. 1, 2, 4, 8, for each
+// tp: 8 layouts, and 4 with --max-ep 2 (ep 1, 2). Sequence parallelism follows tp.
+TEST(LayoutSearch, MixtureOfExpertsEnumeratesExpertParallelism) {
+  SearchSpace space;
+  space.max_tp = 2;
+  space.max_cp = 1;
+  space.max_pp = 1;
+  space.max_micro_batch = 1;
+  space.strategies = {DataParallel::zero2};
+  space.checkpointing = {false};
+  const auto moe = enumerate_layouts(16, 8, 16, space, 8);
+  EXPECT_EQ(moe.size(), 8u);
+  for (const LayoutChoice& l : moe) {
+    EXPECT_EQ(8 % l.ep, 0) << l.name();
+    bool sets_sp = false;
+    for (const ScenarioEdit& e : l.edits()) {
+      if (e.key == "parallel.sequence_parallel") sets_sp = std::get<bool>(e.value) == (l.tp > 1);
+    }
+    EXPECT_TRUE(sets_sp) << l.name();
+  }
+  space.max_ep = 2;
+  EXPECT_EQ(enumerate_layouts(16, 8, 16, space, 8).size(), 4u);
+  EXPECT_EQ(enumerate_layouts(16, 8, 16, space).size(), 2u) << "a dense model: no ep";
+}
+
 // zero1 is Megatron's distributed optimizer: FSDP's strategy key with zero_stage 1.
 TEST(LayoutSearch, Zero1SetsTheDistributedOptimizer) {
   ASSERT_EQ(parse_data_parallel("zero1"), DataParallel::zero1);
