@@ -77,6 +77,29 @@ TEST(MemoryModel, Llama7bZero1IsSixPlusTwelveOverDBytesPerParameter) {
   EXPECT_EQ(m.count("grads"), 0u);
 }
 
+// Mixtral 8x7B (32 MoE layers of 8 experts, top-2; hidden 4096, 8 KV heads of 128, expert FFN
+// 14336) on 16 GPUs, ZeRO-1, expert parallelism 8: a layer's dense part is attention
+// 2 x 4096^2 + 2 x 4096 x 1024 = 41,943,040, the router 4096 x 8 = 32,768 and two norms 8,192:
+// 41,984,000, x 32 = 1,343,488,000; the root 2 x 32000 x 4096 + 4096 = 262,148,096; the routed
+// experts 8 x 3 x 4096 x 14336 = 1,409,286,144 a layer, 1/8 on each rank: 176,160,768 x 32 =
+// 5,637,144,576. P = 7,242,780,672 on each GPU. The experts have 16 / 8 = 2 replicas:
+//   params_bf16   2 P                                                  = 14,485,561,344
+//   master_fp32   4 x ((1,343,488,000 + 262,148,096) / 16 + 5,637,144,576 / 2)
+//                 = 4 x (100,352,256 + 2,818,572,288)                  = 11,675,698,176
+//   activations   per token (micro-batch 2 x 4096 = 8192 tokens): norms 8 x 4096, q, k, v
+//                 2 x 6144, attention output 2 x 4096, lse 4 x 32, and the MoE side: 2 routed
+//                 copies of 2 x (2 x 4096 + 3 x 14336), router scores 4 x 8 = 32,768 + 12,288 +
+//                 8,192 + 128 + 204,800 + 32 = 258,208 B, x 8192 x 32 layers = 67,687,677,952
+TEST(MemoryModel, MixtralExpertsShardedOverTheirOwnReplicas) {
+  TrainingSpec t = llama("mixtral-8x7b", 16);
+  t.zero_stage = 1;
+  t.ep = 8;
+  const auto m = by_category(memory_per_gpu(t, 16));
+  EXPECT_DOUBLE_EQ(m.at("params_bf16"), 14485561344.0);
+  EXPECT_DOUBLE_EQ(m.at("master_fp32"), 11675698176.0);
+  EXPECT_DOUBLE_EQ(m.at("activations"), 67687677952.0);
+}
+
 // Llama-2 70B (80 layers, hidden 8192, 64 heads / 8 KV heads of 128, FFN 28672): a layer holds
 // 2 x 8192^2 (q, o) + 2 x 8192 x 1024 (k, v) + 3 x 8192 x 28672 + 2 x 8192 = 855,654,400; root
 // (embedding, LM head, final norm) 2 x 8192 x 32000 + 8192 = 524,296,192; P = 68,976,648,192.
