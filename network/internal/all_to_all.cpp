@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace sg4 = simgrid::s4u;
@@ -53,6 +55,34 @@ double path_latency_s(const AlgorithmParams& params, int src, int dst) {
   }
   const int forwarder = platform.node_of(dst) * platform.spec().node.gpus + platform.local_of(src);
   return hop(src, forwarder) + (forwarder != dst ? hop(forwarder, dst) : 0.0);
+}
+
+// The merged transfers as coupled groups (the file comment): those of one kind (inside a node or
+// across nodes) and the same wire bytes move at one rate, their group's max-min fair share over the
+// links of all its edges (coupled_group_rates), as segment flows (run_fluid). Nullopt when the
+// groups outnumber the segment slots this collective may take: then one flow per transfer.
+std::optional<FluidRun> run_coupled(Platform& platform, const std::vector<Transfer>& transfers, double efficiency) {
+  std::map<std::pair<bool, std::uint64_t>, std::vector<Edge>> by_kind_and_bytes;
+  for (const Transfer& t : transfers) {
+    const auto wire = static_cast<std::uint64_t>(std::llround(t.bytes / efficiency));
+    if (wire == 0) continue;
+    const bool across = platform.node_of(t.src_rank) != platform.node_of(t.dst_rank);
+    by_kind_and_bytes[{across, wire}].emplace_back(platform.gpu(t.src_rank), platform.gpu(t.dst_rank));
+  }
+  if (by_kind_and_bytes.empty()) return FluidRun{};
+  if (static_cast<int>(by_kind_and_bytes.size()) > platform.free_segments() - platform.reserved_segments()) {
+    return std::nullopt;
+  }
+  std::vector<std::vector<Edge>> edges;
+  std::vector<double> wire_bytes;
+  for (auto& [key, group] : by_kind_and_bytes) {
+    wire_bytes.push_back(static_cast<double>(key.second));
+    edges.push_back(std::move(group));
+  }
+  const std::vector<double> rates = coupled_group_rates(group_links(edges), std::vector<double>(edges.size(), -1));
+  std::vector<GroupFlow> flows;
+  for (std::size_t g = 0; g < edges.size(); ++g) flows.push_back({edges[g], wire_bytes[g], rates[g]});
+  return run_fluid(platform, flows);
 }
 
 }  // namespace
@@ -132,11 +162,19 @@ AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
   result.latency_s = params.base_s + worst_path_s + proxy_s;
 
   sg4::this_actor::sleep_for(params.base_s);
-  const std::vector<Transfer> transfers = all_to_all_transfers(platform, call, params.merge_channels || !nccl);
+  const bool merge = params.merge_channels || !nccl;
+  const std::vector<Transfer> transfers = all_to_all_transfers(platform, call, merge);
+  const double efficiency = params.efficiency();
+  if (merge) {
+    if (std::optional<FluidRun> run = run_coupled(params.platform, transfers, efficiency)) {
+      result.bandwidth_s = run->bandwidth_s;
+      result.flows = run->flows;
+      return result;
+    }
+  }
   // One SimGrid flow per transfer, all at once, uncapped: the max-min solver shares every link
   // between them (and whatever else is in flight) and re-shares as they complete. Flows between GPU
   // hosts take no segment slot (fluid_flows.hpp), so n^2 of them may run.
-  const double efficiency = params.efficiency();
   const double start_s = sg4::Engine::get_clock();
   std::vector<sg4::CommPtr> comms;
   std::vector<double> latency_s;

@@ -23,9 +23,17 @@
 // same route and are merged into one flow with their summed bytes: per node, one NVLink flow per
 // ordered GPU pair (its direct bytes plus what it relays for the other rails), and one network flow
 // per (source node, destination GPU), i.e. per (source node, destination node, rail) on DGX nodes
-// where each GPU owns a rail. That is nodes^2 x nics + nodes x g(g-1) flows instead of n^2. It is
-// exact for the balanced calls where every merged transfer would get the same share, and close
-// otherwise; tests/network/all_to_all_test.cpp compares it with the unmerged run.
+// where each GPU owns a rail. That is nodes^2 x nics + nodes x g(g-1) transfers instead of n^2.
+// They then run as coupled groups, as a ring's channel groups do (fluid_flows.hpp): transfers of
+// one kind (inside a node, across nodes) with the same bytes form a group that moves at one rate,
+// the group's max-min fair share over the links of all its edges, carried by a few segment flows.
+// A balanced call has two groups (its NVLink legs and its network legs, each transfer of a group
+// draining at the same pace on a symmetric fabric), so it costs the solver a handful of flows where
+// one flow per transfer cost it about a thousand at 64 ranks (and every completion a re-solve of
+// them all). Exact for balanced calls, close otherwise (a group moves at its slowest member's
+// pace); tests/network/all_to_all_test.cpp compares both with the unmerged run. When the groups
+// outnumber the segment slots free (an uneven call of many distinct byte counts), the transfers run
+// one flow each.
 //
 // Paths, AllToAllMethod::hierarchical: DeepEP's normal kernels (github.com/deepseek-ai/DeepEP,
 // csrc/kernels/internode.cu: an RDMA sender role, then an RDMA-and-NVLink forwarder role). A token
