@@ -1,6 +1,8 @@
 // Simulator speed for training: wall time and peak memory of `commbound run` on Llama-2 7B FSDP
-// (ZeRO-2, local batch 2, seq 4096) on DGX H100 + IB NDR at 2048 and 16384 GPUs, through the same
-// library calls as the CLI, stage by stage:
+// (ZeRO-2, local batch 2, seq 4096) on DGX H100 + IB NDR at 2048 and 16384 GPUs, and on Llama 3.1
+// 405B at 16384 GPUs (2048 DGX H100; TP 8, PP 16 uneven 7 + 14 x 8 + 7 layers, CP 1, DP 128, seq
+// 8192, global batch 2048, micro-batch 1, full recompute, sequence parallel, ZeRO-1: the DGX Cloud
+// recipe's scenario with these keys set), through the same library calls as the CLI, stage by stage:
 //   load      read and validate the scenario (and its kernel table) in this process
 //   simulate  build the platform and simulate the iteration (warm-ups included) in a child
 //   total     load + simulate: what `commbound run ... -j1` spends, less process start-up
@@ -8,7 +10,8 @@
 // the median is printed. Prints figures, asserts nothing (make bench).
 //
 //   build/bin/bench_training [SCENARIO] [REPEATS]   (default scenarios/paper/weak_scaling_7b.toml, 3;
-//                                                    relative to the repository root)
+//                                                    relative to the repository root; the 405B case
+//                                                    runs when SCENARIO is the default)
 #include "calibration/base/number_text.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -48,13 +51,30 @@ int main(int argc, char** argv) {
   const int repeats = *repeats_arg;
   const sim::Presets presets(sim::default_calibration_dir());
   std::printf("bench_training: %s, median of %d\n", scenario.c_str(), repeats);
+  struct Case {
+    std::string label;
+    std::string scenario;
+    std::vector<std::string> overrides;
+  };
+  std::vector<Case> cases;
   for (int nodes : {256, 2048}) {
+    cases.push_back({"Llama-2 7B FSDP, " + std::to_string(nodes * 8) + " GPUs", scenario,
+                     {"sweep.values=[" + std::to_string(nodes) + "]"}});
+  }
+  if (argc <= 1) {
+    cases.push_back({"Llama 3.1 405B TP8 PP16 DP128, 16384 GPUs", "scenarios/published/llama3.1_405b_dgxc_bf16.toml",
+                     {"cluster.nodes=2048", "training.global_batch=2048", "sweep.values=[[2048, 2048]]",
+                      "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
+                      "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
+                      "training.activation_checkpointing=full"}});
+  }
+  for (const Case& c : cases) {
     std::vector<double> load_s, simulate_s, total_s;
     long peak_kib = 0;
     double iteration_s = 0;
     for (int r = 0; r < repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      auto file = sim::ScenarioFile::load(scenario, {"sweep.values=[" + std::to_string(nodes) + "]"}, presets);
+      auto file = sim::ScenarioFile::load(c.scenario, c.overrides, presets);
       if (!file) {
         std::printf("%s\n", file.error().message.c_str());
         return 1;
@@ -73,9 +93,9 @@ int main(int argc, char** argv) {
       getrusage(RUSAGE_CHILDREN, &children);
       peak_kib = std::max(peak_kib, children.ru_maxrss);
     }
-    std::printf("Llama-2 7B FSDP, %6d GPUs: load %.2f s, simulate %.2f s, total %.2f s wall; peak RSS %ld MiB "
+    std::printf("%-42s: load %.2f s, simulate %.2f s, total %.2f s wall; peak RSS %ld MiB "
                 "(simulated iteration %.3f s)\n",
-                nodes * 8, median(load_s), median(simulate_s), median(total_s), peak_kib / 1024, iteration_s);
+                c.label.c_str(), median(load_s), median(simulate_s), median(total_s), peak_kib / 1024, iteration_s);
     std::fflush(stdout);
   }
   return 0;

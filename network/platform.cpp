@@ -3,17 +3,56 @@
 #include "network/internal/fabric_zone.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <iomanip>
 
 namespace sg4 = simgrid::s4u;
 
 namespace commbound::network {
+namespace internal {
+
+// A slot's flow poster (Platform::start_segment): an actor on the slot's source host that, each
+// time it is woken, posts a receive and a send of `bytes` on its own mailbox (the comm starts at
+// once, from its host to itself: routed by FabricZone as the slot's segment), waits for it and
+// reports its finish time. A daemon: it does not keep the simulation alive.
+struct SegmentPoster {
+  sg4::SemaphorePtr wake = sg4::Semaphore::create(0);
+  sg4::Mailbox* mailbox = nullptr;
+  double bytes = 0;
+  std::function<void(double)> done;
+};
+
+}  // namespace internal
 namespace {
+
+// What a segment flow carries: nothing (its size is simulated); SimGrid wants a payload pointer.
+int* segment_payload() {
+  static int payload = 0;
+  return &payload;
+}
+
+void serve_segments(internal::SegmentPoster* poster) {
+  sg4::Actor::self()->daemonize();
+  for (;;) {
+    poster->wake->acquire();
+    int* payload = nullptr;
+    sg4::CommPtr in = poster->mailbox->get_async<int>(&payload);
+    sg4::CommPtr out = poster->mailbox->put_async(segment_payload(), static_cast<uint64_t>(std::llround(poster->bytes)));
+    out->wait();
+    in->wait();
+    std::function<void(double)> done = std::move(poster->done);
+    done(in->get_finish_time());
+  }
+}
 
 // Segment slots (see internal/fluid_flows.hpp, with worked numbers). The spare pool,
 // max(512, 4 x nodes), is what collectives cut their flows from: each takes a quarter of what is
@@ -28,7 +67,7 @@ int max_groups_per_collective(const ClusterSpec& spec) { return 2 * std::max(spe
 // Actor stacks: our actors are shallow loops; 16k actors x 8 MiB default would reserve 128 GiB.
 constexpr const char* kStackSizeKiB = "64";
 
-std::unique_ptr<sg4::Engine> start_engine() {
+std::unique_ptr<sg4::Engine> start_engine(MaxMinScope scope) {
   static std::vector<std::string> args = {
       "commbound",
       "--cfg=network/model:CM02",          // pure max-min sharing, no TCP-derived factors
@@ -38,13 +77,12 @@ std::unique_ptr<sg4::Engine> start_engine() {
       "--cfg=network/crosstraffic:0",      // no reverse-direction ACK load (RDMA, NVLink)
       std::string("--cfg=contexts/stack-size:") + kStackSizeKiB,
       "--cfg=contexts/factory:raw",
-      // Every concurrent collective's flows cross the same NICs and switch ports, so the max-min
-      // system is one connected component: SimGrid's lazy action updates and selective solving
-      // only add bookkeeping. Solving it whole gives the same rates and, measured by
-      // bench/bench_training, 16384 GPUs in 9.0 s instead of 13.3 s (bench_collectives' 256-rank
-      // step ring: 3.8 s instead of 5.4 s); outputs are byte-identical.
+      // Actions are updated at every event, not lazily through a heap: measured by
+      // bench/bench_training, Llama-2 7B FSDP on 16384 GPUs in 9.0 s instead of 13.3 s
+      // (bench_collectives' 256-rank step ring: 3.8 s instead of 5.4 s); outputs are byte-identical.
       "--cfg=network/optim:Full",
-      "--cfg=network/maxmin-selective-update:no",
+      // What a change re-solves (MaxMinScope): the whole system, or the flows connected to it.
+      std::string("--cfg=network/maxmin-selective-update:") + (scope == MaxMinScope::connected ? "yes" : "no"),
       "--log=root.thresh:warning",
   };
   static std::vector<char*> argv;
@@ -66,7 +104,8 @@ std::string check_spec(const ClusterSpec& spec) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec, int concurrent_collectives) {
+Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec, int concurrent_collectives,
+                                                     MaxMinScope scope) {
   if (std::string why = check_spec(spec); !why.empty()) {
     return Error{"cluster: " + why};
   }
@@ -75,7 +114,7 @@ Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec, in
     return Error{"fabric: " + std::to_string(spec.nodes) + " nodes do not fit: " + plan.error};
   }
   if (concurrent_collectives < 1) return Error{"concurrent collectives must be at least 1"};
-  std::unique_ptr<Platform> platform(new Platform(spec, start_engine()));
+  std::unique_ptr<Platform> platform(new Platform(spec, start_engine(scope)));
   platform->reserved_segments_ = max_groups_per_collective(spec) * (concurrent_collectives - 1);
   const int slots = spare_segment_slots(spec) + platform->reserved_segments_;
   platform->zone_ = new internal::FabricZone(spec, plan.geometry, slots);  // SimGrid owns the root zone
@@ -131,8 +170,18 @@ void Platform::check_free_segments(int n) const {
   }
 }
 
-sg4::Host* Platform::segment_src(int slot) const { return zone_->segment_src(slot); }
-sg4::Host* Platform::segment_dst(int slot) const { return zone_->segment_dst(slot); }
+void Platform::start_segment(int slot, double bytes, std::function<void(double finish_s)> done) {
+  if (posters_.empty()) posters_.resize(zone_->segment_slots());
+  std::unique_ptr<internal::SegmentPoster>& poster = posters_[static_cast<std::size_t>(slot)];
+  if (!poster) {
+    poster = std::make_unique<internal::SegmentPoster>();
+    poster->mailbox = sg4::Mailbox::by_name("segment" + std::to_string(slot));
+    sg4::Actor::create("segment", zone_->segment_src(slot), [p = poster.get()] { serve_segments(p); });
+  }
+  poster->bytes = bytes;
+  poster->done = std::move(done);
+  poster->wake->release();
+}
 
 int Platform::fabric_levels() const { return zone_->geometry().levels; }
 int Platform::leaf_switches() const { return zone_->geometry().leaves; }

@@ -30,14 +30,26 @@ namespace commbound::network {
 namespace internal {
 class FabricZone;
 struct SegmentRoute;
+struct SegmentPoster;
 }
+
+// What SimGrid's max-min solver re-solves when a flow starts, ends or is re-rated. Both give the
+// same rates (a component's solution does not depend on flows it shares no link with); they differ
+// in cost. `whole`: every flow in flight, cheapest when they all share links (one data-parallel
+// ring over the cluster). `connected`: only the flows linked to the change through shared links,
+// cheapest when the flows in flight fall apart into independent sets (tensor-parallel rings on
+// NVLink inside nodes beside data-parallel rings across them: a tensor-parallel collective then
+// re-solves its node, not the whole fabric). Measured by bench/bench_training: docs/performance.md.
+enum class MaxMinScope { whole, connected };
 
 class Platform {
 public:
   // Builds the platform; fails when the fabric cannot hold the nodes (radix, levels) or the spec
   // is inconsistent. `concurrent_collectives` bounds how many collectives will ever be in flight at
-  // once (the segment pool keeps a reserve for them). Only one Platform may ever exist in a process.
-  static Expected<std::unique_ptr<Platform>> create(const ClusterSpec& spec, int concurrent_collectives = 1);
+  // once (the segment pool keeps a reserve for them); `scope` only changes the solver's speed.
+  // Only one Platform may ever exist in a process.
+  static Expected<std::unique_ptr<Platform>> create(const ClusterSpec& spec, int concurrent_collectives = 1,
+                                                    MaxMinScope scope = MaxMinScope::whole);
   ~Platform();
   Platform(const Platform&) = delete;
   Platform& operator=(const Platform&) = delete;
@@ -67,14 +79,22 @@ public:
   // Segment flows (see internal/fabric_zone.hpp): one SimGrid flow over the routes of many edges,
   // capped at a rate. acquire_segment() returns a free slot or -1; segment_route() works out the
   // route over some edges, once, for as many uses as wanted; route_segment() sets a slot's route
-  // and cap (<= 0: none) and returns the route's summed latency; the flow runs from
-  // segment_src(slot) to segment_dst(slot); release_segment() frees the slot once it completed.
+  // and cap (<= 0: none) and returns the route's summed latency; start_segment() starts the slot's
+  // flow of `bytes` now and calls `done(finish_s)` when it has completed (from another actor, at
+  // the simulated time finish_s); release_segment() frees the slot once it completed.
+  //
+  // Why a flow is posted by an actor of its slot and not sent actor-less (Comm::sendto): SimGrid
+  // 3.32 keeps every actor-less comm in one list and removes each finished one by scanning it, so a
+  // collective's completions cost the number of flows in flight (with thousands of data-parallel
+  // flows beside tensor-parallel rings, most of a 16384-GPU run). A comm an actor posts through a
+  // mailbox sits in that actor's own list instead: the slot's actor (on the slot's host, which
+  // names its route) receives its own message, so its list holds one comm. Same route, bytes, cap
+  // and start time: the same flow for the max-min solver.
   int acquire_segment();
   std::shared_ptr<const internal::SegmentRoute> segment_route(
       std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
   double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double cap_bytes_per_s);
-  simgrid::s4u::Host* segment_src(int slot) const;
-  simgrid::s4u::Host* segment_dst(int slot) const;
+  void start_segment(int slot, double bytes, std::function<void(double finish_s)> done);
   void release_segment(int slot);
   int free_segments() const { return static_cast<int>(free_segments_.size()); }
   // Throws std::logic_error (a broken invariant, not bad input) when fewer than `n` slots are free:
@@ -99,6 +119,8 @@ private:
   internal::FabricZone* zone_ = nullptr;  // owned by SimGrid's engine (it is the root zone)
   std::vector<int> free_segments_;
   int reserved_segments_ = 0;
+  // Per slot: the actor that posts its flows (start_segment), created on the slot's first flow.
+  std::vector<std::unique_ptr<internal::SegmentPoster>> posters_;
 };
 
 }  // namespace commbound::network

@@ -64,9 +64,12 @@ public:
     return nvswitch_hosts_.empty() ? nullptr : nvswitch_hosts_[node];
   }
 
+  // A segment flow runs from its slot's src host (to itself: Platform::start_segment); the route
+  // get_local_route() gives any flow from that host is the slot's.
   simgrid::s4u::Host* segment_src(int slot) const { return segment_hosts_[2 * slot]; }
   simgrid::s4u::Host* segment_dst(int slot) const { return segment_hosts_[2 * slot + 1]; }
   simgrid::s4u::Link* segment_cap_link(int slot) const { return segment_cap_links_[slot]; }
+  int segment_slots() const { return static_cast<int>(segment_cap_links_.size()); }
   // The route of a segment over `edges` (see SegmentRoute).
   std::shared_ptr<const SegmentRoute> segment_route(
       std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;

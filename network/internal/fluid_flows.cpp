@@ -6,6 +6,7 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -148,18 +149,23 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
     slots.push_back(platform.acquire_segment());
     COMMBOUND_CHECK(slots.back() >= 0, "segments_of fits the free slots");
   }
-  std::vector<sg4::CommPtr> comms;
-  std::vector<double> latency_s;
+  // Every flow starts now (Platform::start_segment); the last to complete wakes this actor.
+  std::vector<double> latency_s(segments.size());
+  std::vector<double> finish_s(segments.size());
+  std::size_t running = segments.size();
+  const sg4::SemaphorePtr all_done = sg4::Semaphore::create(0);
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const Segment& seg = segments[i];
-    latency_s.push_back(platform.route_segment(slots[i], routes[i], seg.rate_bytes_per_s));
-    comms.push_back(sg4::Comm::sendto_async(platform.segment_src(slots[i]), platform.segment_dst(slots[i]),
-                                            static_cast<uint64_t>(std::llround(seg.wire_bytes))));
+    latency_s[i] = platform.route_segment(slots[i], routes[i], seg.rate_bytes_per_s);
+    platform.start_segment(slots[i], seg.wire_bytes, [&, i](double at_s) {
+      finish_s[i] = at_s;
+      if (--running == 0) all_done->release();
+    });
   }
-  sg4::Comm::wait_all(comms);
+  all_done->acquire();
   FluidRun run;
-  for (std::size_t i = 0; i < comms.size(); ++i) {
-    run.bandwidth_s = std::max(run.bandwidth_s, comms[i]->get_finish_time() - start_s - latency_s[i]);
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    run.bandwidth_s = std::max(run.bandwidth_s, finish_s[i] - start_s - latency_s[i]);
     platform.release_segment(slots[i]);
   }
   run.flows = static_cast<long>(segments.size());

@@ -346,8 +346,13 @@ int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& st
 Expected<IterationTimeline> simulate(const network::ClusterSpec& cluster, const network::NcclConstants& nccl,
                                      const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
                                      const EngineOptions& options) {
+  // Tensor- and context-parallel collectives run on NVLink inside a node while data-parallel ones
+  // run across nodes: the flows in flight fall apart into independent sets, and SimGrid re-solves
+  // only the set a change touches (the same rates, cheaper: network::MaxMinScope). Without them
+  // every flow shares the NICs with every other, and solving the whole system is cheaper.
+  const network::MaxMinScope scope = t.tp * t.cp > 1 ? network::MaxMinScope::connected : network::MaxMinScope::whole;
   auto created =
-      network::Platform::create(cluster, concurrent_collectives(t, stages, cluster.node.gpus, options));
+      network::Platform::create(cluster, concurrent_collectives(t, stages, cluster.node.gpus, options), scope);
   if (!created) return created.error();
   network::Platform& platform = **created;
   network::CollectiveRunner runner(platform, nccl);
