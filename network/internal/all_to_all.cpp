@@ -59,30 +59,52 @@ double path_latency_s(const AlgorithmParams& params, int src, int dst) {
 
 // The merged transfers as coupled groups (the file comment): those of one kind (inside a node or
 // across nodes) and the same wire bytes move at one rate, their group's max-min fair share over the
-// links of all its edges (coupled_group_rates), as segment flows (run_fluid). Nullopt when the
-// groups outnumber the segment slots this collective may take: then one flow per transfer.
-std::optional<FluidRun> run_coupled(Platform& platform, const std::vector<Transfer>& transfers, double efficiency) {
+// links of all its edges (coupled_group_rates).
+void plan_coupled_groups(const Platform& platform, AllToAllPlan& plan, double efficiency) {
   std::map<std::pair<bool, std::uint64_t>, std::vector<Edge>> by_kind_and_bytes;
-  for (const Transfer& t : transfers) {
+  for (const Transfer& t : plan.transfers) {
     const auto wire = static_cast<std::uint64_t>(std::llround(t.bytes / efficiency));
     if (wire == 0) continue;
     const bool across = platform.node_of(t.src_rank) != platform.node_of(t.dst_rank);
     by_kind_and_bytes[{across, wire}].emplace_back(platform.gpu(t.src_rank), platform.gpu(t.dst_rank));
   }
-  if (by_kind_and_bytes.empty()) return FluidRun{};
-  if (static_cast<int>(by_kind_and_bytes.size()) > platform.free_segments() - platform.reserved_segments()) {
-    return std::nullopt;
-  }
-  std::vector<std::vector<Edge>> edges;
-  std::vector<double> wire_bytes;
   for (auto& [key, group] : by_kind_and_bytes) {
-    wire_bytes.push_back(static_cast<double>(key.second));
-    edges.push_back(std::move(group));
+    plan.wire_bytes.push_back(static_cast<double>(key.second));
+    plan.edges.push_back(std::move(group));
   }
-  const std::vector<double> rates = coupled_group_rates(group_links(edges), std::vector<double>(edges.size(), -1));
-  std::vector<GroupFlow> flows;
-  for (std::size_t g = 0; g < edges.size(); ++g) flows.push_back({edges[g], wire_bytes[g], rates[g]});
-  return run_fluid(platform, flows);
+  if (!plan.edges.empty()) {
+    plan.rates_bytes_per_s =
+        coupled_group_rates(group_links(plan.edges), std::vector<double>(plan.edges.size(), -1));
+  }
+}
+
+// The call's plan: its latency (the worst pair's path and, for nccl, the CPU proxy posting one
+// network operation per off-node peer of the rank with the most), its transfers and, merged, their
+// coupled groups.
+AllToAllPlan make_plan(const AlgorithmParams& params, bool merge) {
+  const Platform& platform = params.platform;
+  const CollectiveCall& call = params.call;
+  const int n = static_cast<int>(call.ranks.size());
+  const bool nccl = call.all_to_all_method == AllToAllMethod::nccl;
+  AllToAllPlan plan;
+  double worst_path_s = 0;
+  int most_off_node_peers = 0;
+  for (int i = 0; i < n; ++i) {
+    const int src = call.ranks[static_cast<std::size_t>(i)];
+    int off_node_peers = 0;
+    for (int j = 0; j < n; ++j) {
+      if (pair_bytes(call, i, j) <= 0) continue;
+      const int dst = call.ranks[static_cast<std::size_t>(j)];
+      worst_path_s = std::max(worst_path_s, path_latency_s(params, src, dst));
+      if (platform.node_of(src) != platform.node_of(dst)) ++off_node_peers;
+    }
+    most_off_node_peers = std::max(most_off_node_peers, off_node_peers);
+  }
+  const double proxy_s = nccl ? most_off_node_peers * params.net_overhead_s * params.latency_factor : 0.0;
+  plan.path_latency_s = worst_path_s + proxy_s;
+  plan.transfers = all_to_all_transfers(platform, call, merge);
+  if (merge) plan_coupled_groups(platform, plan, params.efficiency());
+  return plan;
 }
 
 }  // namespace
@@ -138,40 +160,28 @@ AllToAllLoad uniform_all_to_all_load(int ranks, int nodes, int rails, double siz
 }
 
 AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
-  const Platform& platform = params.platform;
   const CollectiveCall& call = params.call;
-  const int n = static_cast<int>(call.ranks.size());
-  const bool nccl = call.all_to_all_method == AllToAllMethod::nccl;
-
-  // Latency: the worst pair's path, and NCCL's proxy posting one network operation per off-node peer.
-  double worst_path_s = 0;
-  int most_off_node_peers = 0;
-  for (int i = 0; i < n; ++i) {
-    const int src = call.ranks[static_cast<std::size_t>(i)];
-    int off_node_peers = 0;
-    for (int j = 0; j < n; ++j) {
-      if (pair_bytes(call, i, j) <= 0) continue;
-      const int dst = call.ranks[static_cast<std::size_t>(j)];
-      worst_path_s = std::max(worst_path_s, path_latency_s(params, src, dst));
-      if (platform.node_of(src) != platform.node_of(dst)) ++off_node_peers;
-    }
-    most_off_node_peers = std::max(most_off_node_peers, off_node_peers);
-  }
+  const bool merge = params.merge_channels || call.all_to_all_method != AllToAllMethod::nccl;
+  const RouteCache::AllToAllKey key{call.ranks, call.all_to_all_method, merge, params.choice.protocol, call.size_bytes,
+                                    call.peer_bytes};
+  AllToAllPlan& plan = params.routes.all_to_all_plan(key, [&] { return make_plan(params, merge); });
   AlgorithmResult result;
-  const double proxy_s = nccl ? most_off_node_peers * params.net_overhead_s * params.latency_factor : 0.0;
-  result.latency_s = params.base_s + worst_path_s + proxy_s;
-
+  result.latency_s = params.base_s + plan.path_latency_s;
   sg4::this_actor::sleep_for(params.base_s);
-  const bool merge = params.merge_channels || !nccl;
-  const std::vector<Transfer> transfers = all_to_all_transfers(platform, call, merge);
+  const Platform& platform = params.platform;
   const double efficiency = params.efficiency();
-  if (merge) {
-    if (std::optional<FluidRun> run = run_coupled(params.platform, transfers, efficiency)) {
-      result.bandwidth_s = run->bandwidth_s;
-      result.flows = run->flows;
-      return result;
-    }
+  // Merged: the coupled groups as segment flows, when this collective may take a slot for each.
+  const int groups = static_cast<int>(plan.edges.size());
+  if (merge && groups == 0) return result;  // nothing leaves any GPU
+  if (merge && groups <= platform.free_segments() - platform.reserved_segments()) {
+    std::vector<GroupFlow> flows;
+    for (int g = 0; g < groups; ++g) flows.push_back({plan.edges[g], plan.wire_bytes[g], plan.rates_bytes_per_s[g]});
+    const FluidRun run = run_fluid(params.platform, flows, &plan.segment_routes);
+    result.bandwidth_s = run.bandwidth_s;
+    result.flows = run.flows;
+    return result;
   }
+  const std::vector<Transfer>& transfers = plan.transfers;
   // One SimGrid flow per transfer, all at once, uncapped: the max-min solver shares every link
   // between them (and whatever else is in flight) and re-shares as they complete. Flows between GPU
   // hosts take no segment slot (fluid_flows.hpp), so n^2 of them may run.

@@ -64,13 +64,6 @@
 
 namespace commbound::network::internal {
 
-// One transfer between two GPUs, as a flow: `bytes` of payload from `src_rank` to `dst_rank`.
-struct Transfer {
-  int src_rank = 0;
-  int dst_rank = 0;
-  double bytes = 0;
-};
-
 // The bytes ranks[i] sends ranks[j] in `call` (its peer_bytes, else size_bytes / n); 0 when i == j.
 double pair_bytes(const CollectiveCall& call, int i, int j);
 

@@ -28,6 +28,12 @@ RouteCache::Routes& RouteCache::routes(const Key& key, const std::function<Group
   return *it->second;
 }
 
+AllToAllPlan& RouteCache::all_to_all_plan(const AllToAllKey& key, const std::function<AllToAllPlan()>& make) {
+  auto it = all_to_all_plans_.find(key);
+  if (it == all_to_all_plans_.end()) it = all_to_all_plans_.emplace(key, std::make_unique<AllToAllPlan>(make())).first;
+  return *it->second;
+}
+
 std::size_t RouteCache::KeyHash::operator()(const Key& k) const {
   // FNV-1a over the algorithm, the merge flag and the ranks.
   std::uint64_t h = 14695981039346656037ULL;

@@ -11,7 +11,10 @@
 // constants are fixed for the cache's life); routes follow from the edges; the links' bandwidths
 // never change during a run (only the segment cap links do, and no edge crosses one). The coupled
 // rates follow from the links and the groups' caps, so they are memoized per distinct caps; other
-// derived values (value()) under a key their caller states. Nothing but work is saved: every value
+// derived values (value()) under a key their caller states. An all-to-all's plan (its transfers,
+// coupled groups, their rates and its latency: all_to_all.cpp) is keyed on the call itself: ranks,
+// method, merge flag, protocol, size and per-peer matrix (by identity: the engine shares one matrix
+// among the calls of a layer, and the key holds it alive). Nothing but work is saved: every value
 // is the one the first call computed, bit for bit.
 #pragma once
 
@@ -20,12 +23,31 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace commbound::network::internal {
+
+// One transfer between two GPUs, as a flow: `bytes` of payload from `src_rank` to `dst_rank`.
+struct Transfer {
+  int src_rank = 0;
+  int dst_rank = 0;
+  double bytes = 0;
+};
+
+// What an all-to-all call puts on the fabric, worked out once (all_to_all.cpp).
+struct AllToAllPlan {
+  double path_latency_s = 0;                // the worst pair's path and NCCL's proxy (base latency excluded)
+  std::vector<Transfer> transfers;          // the merged (or per-pair) transfers
+  std::vector<std::vector<Edge>> edges;     // coupled groups: their edges,
+  std::vector<double> wire_bytes;           // the wire bytes through each edge,
+  std::vector<double> rates_bytes_per_s;    // and each group's coupled max-min rate
+  SegmentRouteMemo segment_routes;          // run_fluid()'s cut routes of these groups
+};
 
 class RouteCache {
 public:
@@ -74,11 +96,29 @@ public:
   // is seen. The reference stays valid for the cache's life.
   Routes& routes(const Key& key, const std::function<Groups()>& groups_of);
 
+  // Which all-to-all call (the file comment).
+  struct AllToAllKey {
+    std::vector<int> ranks;
+    AllToAllMethod method = AllToAllMethod::nccl;
+    bool merge = true;
+    Protocol protocol = Protocol::simple;
+    double size_bytes = 0;
+    std::shared_ptr<const std::vector<double>> peer_bytes;
+    bool operator<(const AllToAllKey& o) const {
+      return std::tie(ranks, method, merge, protocol, size_bytes, peer_bytes) <
+             std::tie(o.ranks, o.method, o.merge, o.protocol, o.size_bytes, o.peer_bytes);
+    }
+  };
+  // The plan of the all-to-all `key` names; `make()` works it out the first time. The reference
+  // stays valid for the cache's life.
+  AllToAllPlan& all_to_all_plan(const AllToAllKey& key, const std::function<AllToAllPlan()>& make);
+
 private:
   struct KeyHash {
     std::size_t operator()(const Key& k) const;
   };
   std::unordered_map<Key, std::unique_ptr<Routes>, KeyHash> routes_;
+  std::map<AllToAllKey, std::unique_ptr<AllToAllPlan>> all_to_all_plans_;
 };
 
 }  // namespace commbound::network::internal
