@@ -2,7 +2,9 @@
 // (ZeRO-2, local batch 2, seq 4096) on DGX H100 + IB NDR at 2048 and 16384 GPUs, and on Llama 3.1
 // 405B at 16384 GPUs (2048 DGX H100; TP 8, PP 16 uneven 7 + 14 x 8 + 7 layers, CP 1, DP 128, seq
 // 8192, global batch 2048, micro-batch 1, full recompute, sequence parallel, ZeRO-1: the DGX Cloud
-// recipe's scenario with these keys set), through the same library calls as the CLI, stage by stage:
+// recipe's scenario with these keys set), and on a DeepSeek-V3-shaped mixture of experts with expert
+// parallelism 64 on 2048 GPUs (bench/scenarios/deepseek_v3_ep64_2048gpu.toml), through the same
+// library calls as the CLI, stage by stage:
 //   load      read and validate the scenario (and its kernel table) in this process
 //   simulate  build the platform and simulate the iteration (warm-ups included) in a child
 //   total     load + simulate: what `commbound run ... -j1` spends, less process start-up
@@ -10,8 +12,8 @@
 // the median is printed. Prints figures, asserts nothing (make bench).
 //
 //   build/bin/bench_training [SCENARIO] [REPEATS]   (default scenarios/paper/weak_scaling_7b.toml, 3;
-//                                                    relative to the repository root; the 405B case
-//                                                    runs when SCENARIO is the default)
+//                                                    relative to the repository root; the 405B and
+//                                                    DeepSeek-V3 cases run when SCENARIO is not given)
 #include "calibration/base/number_text.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
                       "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
                       "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
                       "training.activation_checkpointing=full"}});
+    cases.push_back({"DeepSeek-V3-shaped TP2 PP8 EP64, 2048 GPUs", "bench/scenarios/deepseek_v3_ep64_2048gpu.toml", {}});
   }
   for (const Case& c : cases) {
     std::vector<double> load_s, simulate_s, total_s;
