@@ -20,8 +20,8 @@ namespace commbound::sim {
 // The standard normal's 90% quantile: a measured p10..p90 spans 2 z90 standard deviations.
 inline constexpr double kNormalZ90 = 1.2815515655446004;
 
-// E[max(Z_1..Z_n)] for n independent standard normals: 0 for n = 1, 0.5642 for 2, 1.4236 for 4,
-// 2.9970 for 256 (Harter 1961 tables). Computed by integrating n x phi(x) Phi(x)^(n-1) x dx.
+// E[max(Z_1..Z_n)] for n independent standard normals: 0 for n = 1, 0.5642 for 2, 1.0294 for 4,
+// 1.4236 for 8, 2.9970 for 256 (Harter 1961 tables). Computed by integrating n x phi(x) Phi(x)^(n-1) x dx.
 double expected_max_standard_normal(int n);
 
 // The expected wait of a group of `ranks` for its last member, each member having run ops whose
