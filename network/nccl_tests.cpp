@@ -66,6 +66,7 @@ Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstan
     call.op = pt.op;
     call.size_bytes = pt.size_bytes;
     call.ranks = sweep_ranks(platform, pt.op, pt.nodes, pt.gpus_per_node);
+    call.all_to_all_method = pt.all_to_all_method;
     auto choice = resolve_choice(runner, call, pt.algorithm, pt.protocol);
     if (!choice) return choice.error();
     if (Status ok = runner.check(call, *choice); !ok) return ok.error();
@@ -90,7 +91,8 @@ Expected<std::vector<SweepRow>> run_sweep(Platform& platform, const NcclConstant
   std::vector<SweepPoint> points;
   for (int nodes : sweep.nodes) {
     for (double size : sweep.sizes_bytes) {
-      points.push_back({sweep.op, nodes, size, sweep.algorithm, sweep.protocol, sweep.gpus_per_node});
+      points.push_back(
+          {sweep.op, nodes, size, sweep.algorithm, sweep.protocol, sweep.gpus_per_node, sweep.all_to_all_method});
     }
   }
   return run_points(platform, nccl, points, sweep.fidelity, progress);

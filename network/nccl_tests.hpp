@@ -22,6 +22,7 @@ struct CollectiveSweep {
   std::optional<Algorithm> algorithm;  // forced (NCCL_ALGO) or chosen by the tuner
   std::optional<Protocol> protocol;    // forced (NCCL_PROTO) or chosen by the tuner
   Fidelity fidelity = Fidelity::fluid;
+  AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // alltoall only
 };
 
 struct SweepRow {
@@ -46,6 +47,7 @@ struct SweepPoint {
   std::optional<Algorithm> algorithm;
   std::optional<Protocol> protocol;
   int gpus_per_node = 0;  // the first GPUs of each node in the call; 0: all of the node's
+  AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // alltoall only
 };
 
 // The ranks of one nccl-tests run of `op` on the first `nodes` nodes, `gpus_per_node` of each

@@ -29,7 +29,7 @@ constexpr int kExportMaxHosts = 1200;
 
 struct CollectiveArgs {
   ScenarioArgs scenario;
-  std::string op, nodes, bytes, algo, proto, fidelity, format = "table", out;
+  std::string op, nodes, bytes, algo, proto, fidelity, dispatcher, format = "table", out;
   int gpus_per_node = 0;  // 0: every GPU of each node
   bool force = false;
 };
@@ -62,6 +62,10 @@ int run_collective(const CollectiveArgs& a) {
   sweep.algorithm = a.algo.empty() ? sc.nccl_options.algorithm : network::parse_algorithm(a.algo);
   sweep.protocol = a.proto.empty() ? sc.nccl_options.protocol : network::parse_protocol(a.proto);
   sweep.fidelity = a.fidelity.empty() ? sc.nccl_options.fidelity : *network::parse_fidelity(a.fidelity);
+  if (!a.dispatcher.empty()) {
+    if (sweep.op != network::CollectiveOp::all_to_all) return fail("--dispatcher " + a.dispatcher + ": for --op alltoall only");
+    sweep.all_to_all_method = *network::parse_all_to_all_method(a.dispatcher);
+  }
   if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
   auto platform = network::Platform::create(sc.cluster);
   if (!platform) return fail(sc.path + ": " + platform.error().message);
@@ -281,7 +285,9 @@ NCCL's algorithms, protocols and tuner. Prints time, algbw = size/time and busbw
 with nccl-tests' factors: (n-1)/n for allgather, reducescatter and alltoall, 2(n-1)/n for allreduce,
 1 for sendrecv. Size is the whole buffer as in nccl-tests (allgather: the gathered output; alltoall:
 each rank's send buffer, size/n to every peer). alltoall runs as NCCL does, a grouped send/recv to
-every peer with PXN across nodes, always as fluid flows (--fidelity and --algo do not apply).
+every peer with PXN across nodes, always as fluid flows (--fidelity and --algo do not apply), or with
+--dispatcher hierarchical as DeepEP's normal kernels do (one RDMA transfer per node pair and rail,
+then NVLink inside the destination node).
 
 --gpus-per-node K runs the collective on the first K GPUs of each node only, as its own
 communicator (nccl-tests -g K on one node, or K processes per node): the group a tensor-, context-
@@ -309,6 +315,8 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
                   "fluid (default; one flow per edge and channel) or step (every ring step / tree chunk a SimGrid "
                   "communication; slower, for validation)")
       ->type_name("F")->check(CLI::IsMember({"fluid", "step"}));
+  cmd->add_option("--dispatcher", a->dispatcher, "alltoall: nccl (default) | hierarchical (DeepEP's normal kernels)")
+      ->type_name("D")->check(CLI::IsMember({"nccl", "hierarchical"}));
   cmd->add_option("--format", a->format, "table (default) | csv | json")->check(format_choice({"table", "csv", "json"}));
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_collective(*a); });
