@@ -187,6 +187,7 @@ std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std:
   const ModelSpec& m = model_;
   const double T = layout_.tokens();
   const double h = m.hidden;
+  const double expert_width = static_cast<double>(m.expert_ffn) / layout_.expert_tp;
   const double routed = T / layout_.tp;  // sequence parallelism: each tensor-parallel rank routes its share
   const double k_routed = routed * m.top_k;  // token copies, one per chosen expert
   const double expert_tokens = [&] {
@@ -211,15 +212,15 @@ std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std:
         const std::size_t first = k.size();
         const std::string prefix = "experts" + std::to_string(i) + ".";
         if (in_matrix) {
-          linear(k, prefix + mlp_in, batches[i].tokens, m.mlp_in_width(m.expert_ffn), h, direction);
+          linear(k, prefix + mlp_in, batches[i].tokens, m.mlp_in_width(expert_width), h, direction);
         } else {
-          linear(k, prefix + "down", batches[i].tokens, h, m.expert_ffn, direction);
+          linear(k, prefix + "down", batches[i].tokens, h, expert_width, direction);
         }
         for (std::size_t j = first; j < k.size(); ++j) k[j].runs = batches[i].experts;
       }
     };
     matrix(forward);
-    k.push_back(activation(m, "experts.", expert_tokens, m.expert_ffn, direction));
+    k.push_back(activation(m, "experts.", expert_tokens, expert_width, direction));
     matrix(!forward);
     k.back().ep_exchange = "from_experts";
   };

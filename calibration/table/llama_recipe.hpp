@@ -58,6 +58,7 @@ struct StepLayout {
   int seq = 2048;       // sequence length
   int tp = 1;           // tensor parallelism: divides heads, FFN and vocabulary
   int cp = 1;           // context parallelism: divides the sequence
+  int expert_tp = 1;    // expert tensor parallelism: divides each expert's inner size
   // Tokens of one micro-batch on this rank.
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };
@@ -122,8 +123,8 @@ public:
   //             | to_experts, the experts' down, activation and gate_up | from_experts, permute's
   //             (the k gradients of a token summed), router_topk's, the router's, rmsnorm2,
   //             residual2; then attention's.
-  // The experts are whole on every rank of the expert-parallel group (no expert tensor
-  // parallelism). Every framework issues these fused kernels one host op each (PyTorch eager's
+  // Each expert's inner size is split over layout().expert_tp ranks (batches count the tokens of
+  // the whole expert-tensor-parallel group, which gathers them). Every framework issues these fused kernels one host op each (PyTorch eager's
   // own expansion covers dense layers only).
   std::vector<RecipeKernel> moe_layer(Direction direction, const std::vector<ExpertBatch>& batches) const;
   // The input embedding's kernel.

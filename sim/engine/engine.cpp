@@ -312,7 +312,7 @@ std::vector<int> representative_ranks(const TrainingSpec& t) {
 }
 
 std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) {
-  const Layout layout(t.dp, t.tp, t.pp, t.cp, t.ep);
+  const Layout layout(t.dp, t.tp, t.pp, t.cp, t.ep, t.expert_tp);
   switch (kind) {
     case GroupKind::data_parallel: return layout.dp_group(rank);
     case GroupKind::shard: return layout.shard_group(rank, t.shard_ranks());
@@ -322,6 +322,7 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
     case GroupKind::pipeline_prev: return layout.pipeline_pair(rank, false, t.virtual_stages > 1);
     case GroupKind::context_next: return layout.cp_ring_pair(rank);
     case GroupKind::expert_parallel: return layout.ep_group(rank);
+    case GroupKind::expert_tensor_parallel: return layout.etp_group(rank);
     case GroupKind::expert_data_parallel: return layout.expert_dp_group(rank);
   }
   return {rank};

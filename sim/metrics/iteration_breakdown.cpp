@@ -228,6 +228,7 @@ const char* to_string(CommGroup g) {
     case CommGroup::dp_shard: return "DP-shard";
     case CommGroup::dp_replica: return "DP-replica";
     case CommGroup::ep: return "EP";
+    case CommGroup::etp: return "ETP";
     case CommGroup::edp: return "EDP";
   }
   return "?";
@@ -254,6 +255,7 @@ CommGroup comm_group_of(const TrainingSpec& t, const Op& op) {
     case GroupKind::shard: return CommGroup::dp_shard;
     case GroupKind::replica: return CommGroup::dp_replica;
     case GroupKind::expert_parallel: return CommGroup::ep;
+    case GroupKind::expert_tensor_parallel: return CommGroup::etp;
     case GroupKind::expert_data_parallel: return CommGroup::edp;
   }
   return CommGroup::dp;

@@ -42,13 +42,15 @@ namespace commbound::sim {
 // all-reduces); sp: the tensor-parallel all-gathers and reduce-scatters of sequence parallelism;
 // cp: the context-parallel ring; pp: pipeline SendRecv (both neighbours, both directions); dp: the
 // data-parallel group of FSDP / DDP; dp_shard, dp_replica: HSDP's and DiLoCo's inner (shard) and
-// outer (replica) levels; ep: expert parallelism's token all-to-all; edp: the expert replicas'
-// gradient reduction (and FSDP's gathers of the experts).
-enum class CommGroup { tp, sp, cp, pp, ep, dp, dp_shard, dp_replica, edp };
-inline constexpr CommGroup kCommGroups[] = {CommGroup::tp, CommGroup::sp,       CommGroup::cp,         CommGroup::pp,
-                                            CommGroup::ep, CommGroup::dp,       CommGroup::dp_shard,   CommGroup::dp_replica,
+// outer (replica) levels; ep: expert parallelism's token all-to-all; etp: expert tensor
+// parallelism's gathers and reductions of the routed tokens; edp: the expert replicas' gradient
+// reduction (and FSDP's gathers of the experts).
+enum class CommGroup { tp, sp, cp, pp, ep, etp, dp, dp_shard, dp_replica, edp };
+inline constexpr CommGroup kCommGroups[] = {CommGroup::tp,       CommGroup::sp,       CommGroup::cp,
+                                            CommGroup::pp,       CommGroup::ep,       CommGroup::etp,
+                                            CommGroup::dp,       CommGroup::dp_shard, CommGroup::dp_replica,
                                             CommGroup::edp};
-// "TP", "SP", "CP", "PP", "EP", "DP", "DP-shard", "DP-replica", "EDP".
+// "TP", "SP", "CP", "PP", "EP", "ETP", "DP", "DP-shard", "DP-replica", "EDP".
 const char* to_string(CommGroup g);
 std::optional<CommGroup> parse_comm_group(const std::string& name);
 

@@ -556,7 +556,9 @@ private:
     if (par.failed()) return;
     const calibration::ModelSpec& m = t.model;
     if (!m.moe()) {
-      if (t.ep > 1) par.fail("ep", t.model.name + " has no experts (set [model] experts for a mixture of experts)");
+      for (auto [key, value] : {std::pair{"ep", t.ep}, std::pair{"expert_tp", t.expert_tp}}) {
+        if (value > 1) return par.fail(key, t.model.name + " has no experts (set [model] experts for a mixture of experts)");
+      }
       return;
     }
     const int stage_ranks = t.tp * t.cp * t.dp;
@@ -564,6 +566,11 @@ private:
       par.fail("ep", "must divide the model's " + std::to_string(m.experts) + " routed experts");
     } else if (stage_ranks % t.ep != 0) {
       par.fail("ep", "must divide the tp x cp x dp = " + std::to_string(stage_ranks) + " GPUs of a pipeline stage");
+    } else if (m.expert_ffn % t.expert_tp != 0) {
+      par.fail("expert_tp", "must divide the experts' inner size " + std::to_string(m.expert_ffn));
+    } else if (stage_ranks % (t.ep * t.expert_tp) != 0) {
+      par.fail("expert_tp", "ep x expert_tp = " + std::to_string(t.ep * t.expert_tp) + " must divide the tp x cp x dp = " +
+                                std::to_string(stage_ranks) + " GPUs of a pipeline stage");
     } else if (t.tp > 1 && !t.sequence_parallel) {
       par.fail("sequence_parallel", "an MoE model with tp > 1 needs sequence parallelism (as Megatron-Core requires)");
     } else if (t.strategy == Strategy::hsdp || t.strategy == Strategy::diloco) {

@@ -181,6 +181,10 @@ std::vector<Key> parallel_keys() {
        .doc = "expert parallelism: an MoE layer's routed experts sharded over ep ranks of a stage's tp x cp x dp "
               "(divides the experts and those ranks)",
        .set = Training<&TrainingSpec::ep>::set, .get = Training<&TrainingSpec::ep>::get},
+      {.key = "expert_tp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
+       .doc = "expert tensor parallelism: each expert's MLP split over expert_tp ranks (divides `expert_ffn`; "
+              "ep x expert_tp divides a stage's tp x cp x dp)",
+       .set = Training<&TrainingSpec::expert_tp>::set, .get = Training<&TrainingSpec::expert_tp>::get},
       {.key = "sequence_parallel", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "Megatron sequence parallelism beside tp",
        .set = Training<&TrainingSpec::sequence_parallel>::set, .get = Training<&TrainingSpec::sequence_parallel>::get},

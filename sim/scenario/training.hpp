@@ -82,8 +82,10 @@ struct TrainingSpec {
   int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)
   int dp = 1, tp = 1, pp = 1, cp = 1;
   // Expert parallelism: an MoE layer's routed experts sharded over ep ranks of each stage's
-  // tp x cp x dp (sim/workload/layout.hpp), each rank holding experts / ep whole experts.
+  // tp x cp x dp (sim/workload/layout.hpp), each rank holding experts / ep experts, each expert's
+  // MLP split over expert_tp ranks (expert tensor parallelism; 1: whole).
   int ep = 1;
+  int expert_tp = 1;
   bool sequence_parallel = false;
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
   // Uneven pipelines (Megatron-LM's --decoder-first-pipeline-num-layers and
@@ -135,9 +137,9 @@ struct TrainingSpec {
     return 1;
   }
   double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
-  // Ranks holding a copy of an MoE layer's experts: the stage's tp x cp x dp ranks over ep (the
-  // experts are whole on every rank, not split by tp); and, sharded, the GPUs they are sharded over.
-  int expert_replicas() const { return tp * replicas() / ep; }
+  // Ranks holding a copy of an MoE layer's experts: the stage's tp x cp x dp ranks over
+  // ep x expert_tp; and, sharded, the GPUs they are sharded over.
+  int expert_replicas() const { return tp * replicas() / (ep * expert_tp); }
   int expert_shard_ranks() const { return sharded() ? expert_replicas() : 1; }
 };
 

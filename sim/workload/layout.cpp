@@ -1,6 +1,19 @@
 #include "sim/workload/layout.hpp"
 
 namespace commbound::sim {
+namespace {
+
+// Ranks `count` in all, `stride` apart, starting from `rank`'s place within runs of
+// stride x count ranks (a stage's ranks are a multiple of every run).
+std::vector<int> strided_group(int rank, int stride, int count) {
+  const int run = stride * count;
+  const int first = rank - rank % run + rank % stride;
+  std::vector<int> g(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) g[static_cast<std::size_t>(i)] = first + i * stride;
+  return g;
+}
+
+}  // namespace
 
 Coords Layout::coords(int rank) const {
   Coords c;
@@ -69,19 +82,13 @@ std::vector<int> Layout::pipeline_pair(int rank, bool next, bool wrap) const {
   return next ? std::vector<int>{rank, peer} : std::vector<int>{peer, rank};
 }
 
-std::vector<int> Layout::ep_group(int rank) const {
-  const int first = rank - rank % ep_;  // a stage's tp x cp x dp ranks are a multiple of ep
-  std::vector<int> g(static_cast<std::size_t>(ep_));
-  for (int i = 0; i < ep_; ++i) g[static_cast<std::size_t>(i)] = first + i;
-  return g;
-}
+std::vector<int> Layout::ep_group(int rank) const { return strided_group(rank, etp_, ep_); }
+
+std::vector<int> Layout::etp_group(int rank) const { return strided_group(rank, 1, etp_); }
 
 std::vector<int> Layout::expert_dp_group(int rank) const {
   const int stage_ranks = tp_ * cp_ * dp_;
-  const int stage_first = rank - rank % stage_ranks;
-  std::vector<int> g;
-  for (int r = stage_first + rank % ep_; r < stage_first + stage_ranks; r += ep_) g.push_back(r);
-  return g;
+  return strided_group(rank, ep_ * etp_, stage_ranks / (ep_ * etp_));
 }
 
 }  // namespace commbound::sim

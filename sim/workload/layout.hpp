@@ -8,10 +8,11 @@
 // over their product: replica index q = dp_i * cp + cp_i, contiguous in rank order.
 //
 // Expert parallelism folds over the same ranks (Megatron-Core's MoE parallel folding, its expert
-// rank generator's order tp-ep-dp-pp with expert tensor parallelism 1): the tp x cp x dp ranks of
-// one pipeline stage, in rank order, are cut into expert-parallel groups of ep consecutive ranks
-// (they share the experts of an MoE layer); the ranks at the same place of every such group form
-// the expert-data-parallel group that reduces (and shards) those experts' gradients.
+// rank generator's order etp-ep-dp-pp): the tp x cp x dp ranks of one pipeline stage, in rank
+// order, are cut into expert-tensor-parallel groups of etp consecutive ranks (they split each of
+// their experts' MLPs), those into expert-parallel groups of ep such groups (ep ranks etp apart:
+// they share the experts of an MoE layer); the ranks at the same place of every run of ep x etp
+// form the expert-data-parallel group that reduces (and shards) those experts' gradients.
 #pragma once
 
 #include "calibration/base/expected.hpp"
@@ -27,7 +28,8 @@ struct Coords {
 
 class Layout {
 public:
-  Layout(int dp, int tp, int pp, int cp, int ep = 1) : dp_(dp), tp_(tp), pp_(pp), cp_(cp), ep_(ep) {}
+  Layout(int dp, int tp, int pp, int cp, int ep = 1, int etp = 1)
+      : dp_(dp), tp_(tp), pp_(pp), cp_(cp), ep_(ep), etp_(etp) {}
   int world() const { return dp_ * tp_ * pp_ * cp_; }
   int dp() const { return dp_; }
   int tp() const { return tp_; }
@@ -51,13 +53,15 @@ public:
   // `rank` and its peer in the next (or previous) pipeline stage, the earlier stage first; {rank}
   // past the ends, unless `wrap` (interleaved schedules pass the last stage's output to the first).
   std::vector<int> pipeline_pair(int rank, bool next, bool wrap = false) const;
-  // The expert-parallel group of `rank` (ep consecutive ranks of its stage) and its
-  // expert-data-parallel group (tp x cp x dp / ep ranks, ep apart), in rank order.
+  // The expert-parallel group of `rank` (ep ranks of its stage, etp apart), its
+  // expert-tensor-parallel group (etp consecutive ranks) and its expert-data-parallel group
+  // (tp x cp x dp / (ep x etp) ranks, ep x etp apart), in rank order.
   std::vector<int> ep_group(int rank) const;
+  std::vector<int> etp_group(int rank) const;
   std::vector<int> expert_dp_group(int rank) const;
 
 private:
-  int dp_, tp_, pp_, cp_, ep_;
+  int dp_, tp_, pp_, cp_, ep_, etp_;
 };
 
 }  // namespace commbound::sim

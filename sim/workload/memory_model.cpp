@@ -33,8 +33,8 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
       const bool moe = m.is_moe_layer(l);
       const double routed = moe ? m.routed_expert_params() : 0;
       dense += (m.layer_params(l) - routed) / t.tp;
-      experts += routed / t.ep;
-      largest = std::max(largest, (m.layer_params(l) - routed) / t.tp + routed / t.ep);
+      experts += routed / (t.ep * t.expert_tp);
+      largest = std::max(largest, (m.layer_params(l) - routed) / t.tp + routed / (t.ep * t.expert_tp));
       kept += activation_bytes_per_layer(t, t.recompute, moe);
       kept_whole = std::max(kept_whole, activation_bytes_per_layer(t, Recompute::none, moe));
     }
@@ -104,8 +104,9 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) 
   // sequence parallelism, top_k copies each): the permuted input, the experts' gate, up and
   // activation output, their output before unpermute; the router's fp32 scores; and the shared
   // experts' three like a dense MLP.
-  const double mlp = moe ? (kBf16 * m.top_k / tp * (2 * h + 3.0 * m.expert_ffn) + kFp32 * m.experts / tp +
-                            kBf16 * 3.0 * m.shared_experts * m.expert_ffn / tp)
+  const double routed_copy = 2 * h * t.expert_tp + 3.0 * m.expert_ffn;
+  const double mlp = moe ? kBf16 * m.top_k / tp * routed_copy + kFp32 * m.experts / tp +
+                               kBf16 * 3.0 * m.shared_experts * m.expert_ffn / tp
                          : kBf16 * 3 * f / tp;
   const double all = kBf16 * 4 * h * replicated + kBf16 * (m.q_dim() + 2 * kv) / tp + kBf16 * m.q_dim() / tp + lse + mlp;
   double per_token = 0;

@@ -19,8 +19,10 @@
 // (the norms' 8 h is divided by t only with sequence parallelism; q and the attention output are
 // heads x head_dim wide where that is not h). An MoE layer keeps in place of the MLP's 6 f / t, per
 // token: its top_k routed copies (divided by t: sequence parallelism splits the routed tokens) of
-// the permuted input and the experts' output (2 h each), gate, up and activation output
-// (3 expert_ffn), the router's fp32 scores 4 E / t, and the shared experts' 6 S expert_ffn / t.
+// the permuted input and the experts' output (2 h each, x expert_tp: the expert-tensor group
+// gathers its ranks' tokens), gate, up and activation output (3 expert_ffn: expert_tp x the tokens
+// at 1 / expert_tp of the width), the router's fp32 scores 4 E / t, and the shared experts'
+// 6 S expert_ffn / t.
 // Recomputation
 // (training.hpp, Recompute) keeps less: `selective` drops the log-sum-exp (with flash attention
 // that is all the attention core stores: Megatron's selective recompute frees the 5 a s^2 b score

@@ -56,12 +56,14 @@ private:
   int virtual_stage(int chunk) const { return chunk * t_.pp + stage_; }
   int last_layer(int vs) const { return t_.first_layer(vs) + t_.chunk_layers(vs) - 1; }
   // Layer `l`'s bf16 parameter bytes on this rank: all but an MoE layer's routed experts, split by
-  // tensor parallelism; and the routed experts, ep-th of them each whole (none in a dense layer).
+  // tensor parallelism; and the routed experts, split by ep and expert_tp (none in a dense layer).
   double dense_bytes(int l) const {
     const double routed = m_.is_moe_layer(l) ? m_.routed_expert_params() : 0;
     return (m_.layer_params(l) - routed) / t_.tp * kBf16Bytes;
   }
-  double expert_bytes(int l) const { return m_.is_moe_layer(l) ? m_.routed_expert_params() / t_.ep * kBf16Bytes : 0; }
+  double expert_bytes(int l) const {
+    return m_.is_moe_layer(l) ? m_.routed_expert_params() / (t_.ep * t_.expert_tp) * kBf16Bytes : 0;
+  }
   std::vector<int> after_last_compute() const {
     return last_compute_ < 0 ? std::vector<int>{} : std::vector<int>{last_compute_};
   }
@@ -222,6 +224,7 @@ const char* to_string(GroupKind g) {
     case GroupKind::pipeline_prev: return "pipeline_prev";
     case GroupKind::context_next: return "context_next";
     case GroupKind::expert_parallel: return "expert_parallel";
+    case GroupKind::expert_tensor_parallel: return "expert_tensor_parallel";
     case GroupKind::expert_data_parallel: return "expert_data_parallel";
   }
   return "?";

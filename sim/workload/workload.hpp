@@ -58,7 +58,8 @@ enum class OpKind { gemm, attention, elementwise, optimizer, collective, host };
 // pipeline_next / pipeline_prev: this rank and its peer in the next / previous stage.
 // context_next: this rank and the next one of its context-parallel ring (ring attention).
 // expert_parallel: the ranks sharing an MoE layer's experts (the token all-to-all);
-// expert_data_parallel: the replicas of this rank's experts (their gradient reduction).
+// expert_tensor_parallel: the ranks splitting each of those experts; expert_data_parallel: the
+// replicas of this rank's experts (their gradient reduction).
 enum class GroupKind {
   data_parallel,
   shard,
@@ -68,6 +69,7 @@ enum class GroupKind {
   pipeline_prev,
   context_next,
   expert_parallel,
+  expert_tensor_parallel,
   expert_data_parallel,
 };
 // "data_parallel", "shard", ...: the enumerator's name (how scenarios name a group kind).
@@ -76,7 +78,8 @@ std::optional<GroupKind> parse_group_kind(const std::string& name);
 inline constexpr GroupKind kGroupKinds[] = {GroupKind::data_parallel, GroupKind::shard, GroupKind::replica,
                                             GroupKind::tensor_parallel, GroupKind::pipeline_next,
                                             GroupKind::pipeline_prev, GroupKind::context_next,
-                                            GroupKind::expert_parallel, GroupKind::expert_data_parallel};
+                                            GroupKind::expert_parallel, GroupKind::expert_tensor_parallel,
+                                            GroupKind::expert_data_parallel};
 
 struct Op {
   std::string name;

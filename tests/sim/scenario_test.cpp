@@ -328,6 +328,8 @@ INSTANTIATE_TEST_SUITE_P(
                 {"--set parallel.ep=16", "must divide the model's 8 routed experts"}},
         BadCase{"ep_not_dividing_ranks", std::string(kMoe) + "pp = 4\n", {"parallel.ep=8"},
                 {"parallel.ep", "must divide the tp x cp x dp = 4 GPUs of a pipeline stage"}},
+        BadCase{"expert_tp_not_dividing_width", std::string(kMoe) + "expert_tp = 3\n", {},
+                {"parallel.expert_tp = 3", "must divide the experts' inner size 14336"}},
         BadCase{"moe_tp_without_sp", std::string(kMoe) + "tp = 2\n", {},
                 {"sequence_parallel", "needs sequence parallelism"}},
         BadCase{"ep_on_a_dense_model", std::string(kUneven) + "ep = 2\n", {},

@@ -222,6 +222,40 @@ TEST(ExpertParallelism, GroupsFoldOverEachStagesRanks) {
   EXPECT_EQ(layout.expert_dp_group(14), (std::vector<int>{10, 14}));
 }
 
+// Expert tensor parallelism 2 with ep 2 over a stage of 8 ranks: expert-tensor groups of 2
+// consecutive ranks, expert-parallel groups of 2 ranks 2 apart, expert replicas 4 apart.
+TEST(ExpertParallelism, ExpertTensorGroupsAreInnermost) {
+  const Layout layout(4, 2, 1, 1, 2, 2);
+  EXPECT_EQ(layout.etp_group(5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(layout.ep_group(5), (std::vector<int>{5, 7}));
+  EXPECT_EQ(layout.expert_dp_group(5), (std::vector<int>{1, 5}));
+}
+
+// Mixtral on 16 ranks with ep 4 and expert_tp 2: every MoE layer's dispatch is followed by an
+// all-gather over the expert-tensor group and its combine preceded by a reduce-scatter, forward
+// and backward (2 each a layer); the gathered bytes are the 2 ranks' received tokens, each the
+// busiest rank's of the expert-parallel group (on average 4096 x 2, top-2; its expected maximum
+// over the 4 ranks from the routing model, the same in every layer under uniform routing), a bf16
+// row of 4096 each; the 16 ranks hold each expert half-width on 2 ranks, 2 replicas.
+TEST(ExpertParallelism, ExpertTensorParallelismGathersTheReceivedTokens) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
+  t.model = *load_model(kPresets, "mixtral-8x7b");
+  t.seq_len = 4096;
+  t.ep = 4;
+  t.expert_tp = 2;
+  const double received = moe::route_layer(t.routing, {8, 2, 4, 4096.0}, 1).busiest_rank_tokens;
+  ASSERT_GT(received, 4096.0 * 2);
+  std::map<network::CollectiveOp, int> etp;
+  for (const Op& op : build_program(t).ops) {
+    if (op.kind != OpKind::collective || op.group != GroupKind::expert_tensor_parallel) continue;
+    ++etp[op.collective];
+    EXPECT_DOUBLE_EQ(op.size_bytes, 2 * received * 4096 * 2) << op.name;
+  }
+  EXPECT_EQ(etp[network::CollectiveOp::all_gather], 2 * 32);
+  EXPECT_EQ(etp[network::CollectiveOp::reduce_scatter], 2 * 32);
+  EXPECT_EQ(t.expert_replicas(), 2);
+}
+
 // A skewed router sends a layer's all-to-all unevenly: every rank sends rank j what j's experts
 // draw (the same row from every sender), so the matrix's columns differ and its rows agree, and the
 // dispatch's matrix is the combine's transposed.

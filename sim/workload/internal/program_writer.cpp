@@ -30,6 +30,7 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   l.seq = t.seq_len;
   l.tp = t.tp;
   l.cp = t.cp;
+  l.expert_tp = t.expert_tp;
   return l;
 }
 
@@ -46,9 +47,10 @@ std::vector<calibration::ExpertBatch> busiest_rank_batches(const TrainingSpec& t
   const int r = routing.busiest_rank;
   std::vector<double> tokens(routing.expert_tokens_mean.begin() + r * local,
                              routing.expert_tokens_mean.begin() + (r + 1) * local);
-  // The expected maximum over the group's ranks, spread over the rank's experts as their means.
+  // The expected maximum over the group's ranks, spread over the rank's experts as their means;
+  // under expert tensor parallelism each of the etp ranks computes every token its group received.
   const double mean = routing.rank_tokens_mean[static_cast<std::size_t>(r)];
-  for (double& x : tokens) x *= mean > 0 ? routing.busiest_rank_tokens / mean : 0;
+  for (double& x : tokens) x *= mean > 0 ? routing.busiest_rank_tokens / mean * t.expert_tp : 0;
   std::sort(tokens.begin(), tokens.end());
   std::vector<calibration::ExpertBatch> batches;
   const int groups = std::min(kExpertBatches, local);
@@ -106,6 +108,7 @@ const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
   const double row_bytes = t_.model.hidden * kBf16Bytes;
   layer.to_experts = peer_bytes(routing, row_bytes, true);
   layer.from_experts = peer_bytes(routing, row_bytes, false);
+  layer.received_bytes = routing.busiest_rank_tokens * row_bytes;
   return layer;
 }
 
@@ -234,15 +237,29 @@ int ProgramWriter::tp_sync(const std::string& name, int after) {
 // Expert parallelism's all-to-all after op `after` (MoE layers, ep > 1): each of the rank's routed
 // tokens (tokens() / tp under sequence parallelism) goes, once per chosen expert, to the rank
 // holding that expert, a bf16 row of hidden each; nccl-tests' size is the rank's whole send
-// buffer, spread over the group's ranks as the layer's routing sends it (evenly when uniform).
+// buffer, spread over the group's ranks as the layer's routing sends it (evenly when uniform). With
+// expert tensor parallelism the tokens a rank received are gathered over its expert-tensor group
+// after the dispatch, and the experts' outputs reduce-scattered before the combine.
 int ProgramWriter::ep_exchange(const std::string& name, bool to_experts, int after) {
-  if (t_.ep == 1) return after;
-  const double bytes = tokens() / t_.tp * t_.model.top_k * t_.model.hidden * kBf16Bytes;
-  const int i = collective(name + ".ep_alltoall", StreamId::expert_parallel, network::CollectiveOp::all_to_all,
-                           GroupKind::expert_parallel, bytes, {after});
   const MoeLayer& layer = moe_layer(current_layer_);
-  op(i).peer_bytes = to_experts ? layer.to_experts : layer.from_experts;
-  return i;
+  auto all_to_all = [&](int x) {
+    if (t_.ep == 1) return x;
+    const double bytes = tokens() / t_.tp * t_.model.top_k * t_.model.hidden * kBf16Bytes;
+    const int i = collective(name + ".ep_alltoall", StreamId::expert_parallel, network::CollectiveOp::all_to_all,
+                             GroupKind::expert_parallel, bytes, {x});
+    op(i).peer_bytes = to_experts ? layer.to_experts : layer.from_experts;
+    return i;
+  };
+  // Expert tensor parallelism: the ranks splitting the experts gather what each received (and
+  // reduce-scatter the experts' partial outputs back) over their group, etp x the busiest rank's
+  // tokens in all.
+  auto etp = [&](int x, network::CollectiveOp c, const char* what) {
+    if (t_.expert_tp == 1) return x;
+    return collective(name + what, StreamId::expert_parallel, c, GroupKind::expert_tensor_parallel,
+                      layer.received_bytes * t_.expert_tp, {x});
+  };
+  if (to_experts) return etp(all_to_all(after), network::CollectiveOp::all_gather, ".etp_allgather");
+  return all_to_all(etp(after, network::CollectiveOp::reduce_scatter, ".etp_reducescatter"));
 }
 
 // Attention after ops `after`. With context parallelism, ring attention: the recipe's kernel

@@ -75,6 +75,7 @@ private:
   struct MoeLayer {
     std::vector<calibration::RecipeKernel> forward, backward;
     std::shared_ptr<const std::vector<double>> to_experts, from_experts;
+    double received_bytes = 0;  // the busiest rank's routed tokens, bf16 rows of hidden
   };
   const MoeLayer& moe_layer(int l);
   // Layer `l`'s kernels: a dense layer's or an MoE layer's.
