@@ -39,17 +39,21 @@ double element_bytes_of(const std::string& dtype) {
 
 // The collective of an NCCL kernel: from its name (ncclKernel_AllReduce_RING_LL_Sum_float,
 // ncclDevKernel_AllGather_RING_LL), else from PyTorch's "Collective name" ("allreduce",
-// "_allgather_base", "reduce_scatter_tensor_coalesced", "send", ...); "" when neither says.
+// "_allgather_base", "reduce_scatter_tensor_coalesced", "send", ...); "" when neither says. NCCL
+// runs an all-to-all as grouped send/recv, so its kernel is ncclDevKernel_SendRecv: PyTorch's
+// name ("all_to_all", "all_to_allv", "_all_to_all_single") says what it was.
 std::string collective_op_of(const std::string& kernel, const std::string& collective_name) {
   static const std::regex kKernel(R"(^(?:void\s+)?nccl(?:Dev)?Kernel_([A-Za-z]+))");
+  std::string n;
+  for (char c : collective_name) {
+    if (c != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   // The regex sees the name's first kMatchedChars: std::regex (libstdc++) recurses once per
   // character it matches, and a hostile name's run of letters would overflow the stack.
   const std::string head = kernel.substr(0, kMatchedChars);
   std::smatch m;
-  if (std::regex_search(head, m, kKernel) && m[1] != "Generic") return m[1];
-  std::string n;
-  for (char c : collective_name) {
-    if (c != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (std::regex_search(head, m, kKernel) && m[1] != "Generic") {
+    return m[1] == "SendRecv" && n.find("alltoall") != std::string::npos ? "AllToAll" : std::string(m[1]);
   }
   if (n.find("allreduce") != std::string::npos) return "AllReduce";
   if (n.find("allgather") != std::string::npos) return "AllGather";

@@ -225,6 +225,31 @@ TEST(TraceReplay, SyntheticStepParsesAsBuilt) {
   EXPECT_NEAR(host_s[2], 400e-6, 1e-12);
 }
 
+// An all-to-all as NCCL runs it: a SendRecv kernel, which PyTorch names "all_to_all"; its size is
+// the send buffer (In msg nelems), and a replay simulates it as the engine's all-to-all.
+TEST(TraceReplay, AllToAllIsReadFromItsCollectiveName) {
+  std::string text = testing::file_text(synthetic_trace("trace_a2a_base.json", 1L << 20));
+  for (auto [from, to] : {std::pair<std::string, std::string>{"ncclDevKernel_AllGather_RING_LL", "ncclDevKernel_SendRecv"},
+                          std::pair<std::string, std::string>{"_allgather_base", "all_to_all"}}) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  }
+  auto t = read_kineto_trace(write_text("trace_a2a.json", text));
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_TRUE(t->ops[1].collective);
+  EXPECT_EQ(t->ops[1].collective->op, "AllToAll");
+  EXPECT_DOUBLE_EQ(t->ops[1].collective->size_bytes, (1 << 20) / 8 * 2.0);  // In msg nelems, BFloat16
+  TraceWorkload w;
+  auto p = build_trace_program(*t, w);
+  ASSERT_TRUE(p) << p.error().message;
+  int all_to_alls = 0;
+  for (const Op& op : p->program.ops) {
+    all_to_alls += op.kind == OpKind::collective && op.collective == network::CollectiveOp::all_to_all;
+  }
+  EXPECT_EQ(all_to_alls, 1);
+}
+
 TEST(TraceReplay, SyntheticStepReplaysToTheHandWorkedTime) {
   // Measured collectives: every op where it was, 900 us.
   const std::string small = synthetic_trace("trace_synthetic_small.json", 4096);
