@@ -646,6 +646,10 @@ private:
     if (Status s = tr.finish(); !s) return s;
     if (Status s = load_host(); !s) return s;
     if (Status s = check_attention_kernel(tr, v); !s) return s;
+    // Megatron-LM's rule for bf16 parameters (megatron/training/arguments.py: "bfloat16 requires
+    // gradient accumulation and all-reduce to be done in fp32"); PyTorch FSDP's default reduce_dtype
+    // is the parameters' dtype.
+    if (!v.has("grad_reduce_dtype")) sc_.training->grad_reduce_fp32 = sc_.training->zero_stage == 1;
     check_batches(tr, v);
     return tr.finish();
   }

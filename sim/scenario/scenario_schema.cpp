@@ -164,7 +164,7 @@ std::vector<Key> parallel_keys() {
        .set = KeyEnum<parse_strategy, &Scenario::training, &TrainingSpec::strategy>::set,
        .get = KeyEnum<parse_strategy, &Scenario::training, &TrainingSpec::strategy>::get},
       {.key = "zero_stage", .type = KeyType::integer, .lower = 1, .upper = 3, .fallback = KeyValue{2L},
-       .doc = "1: Megatron's distributed optimizer (parameters and fp32 gradients whole on every rank, "
+       .doc = "1: Megatron's distributed optimizer (parameters and gradients whole on every rank, "
               "optimizer state sharded); 2: parameters gathered once, kept for backward; 3: resharded after forward",
        .set = Training<&TrainingSpec::zero_stage>::set, .get = Training<&TrainingSpec::zero_stage>::get},
       {.key = "tp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
@@ -250,6 +250,12 @@ std::vector<Key> training_keys() {
               "bf16 rows x the datasheet's bf16 / fp8 peak, derived)",
        .set = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::set,
        .get = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::get},
+      {.key = "grad_reduce_dtype", .type = KeyType::choice, .derived = "`fp32` at `zero_stage` 1, else `bf16`",
+       .names = {"fp32", "bf16"},
+       .doc = "the data-parallel gradient reduction (FSDP, ZeRO-1) and the gradient buffer it reads: Megatron's "
+              "`grad_reduce_in_fp32` (fp32: twice the bytes and the ZeRO-1 buffer); PyTorch FSDP's `reduce_dtype`",
+       .set = [](Scenario& s, const KeyValue& v, double) { s.training->grad_reduce_fp32 = text_of(v) == "fp32"; },
+       .get = [](const Scenario& s, double) -> Got { return text(s.training->grad_reduce_fp32 ? "fp32" : "bf16"); }},
       {.key = "attention_kernel", .type = KeyType::choice, .derived = "`cudnn` under `megatron-te`, else `commbound`",
        .names = {"commbound", "cudnn"}, .doc = "which `[[attention]]` rows of the kernel table price attention",
        .set = Training<&TrainingSpec::attention_kernel>::set, .get = Training<&TrainingSpec::attention_kernel>::get},

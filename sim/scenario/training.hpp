@@ -77,6 +77,11 @@ struct TrainingSpec {
   // gradients on every rank, the optimizer state sharded), 2 keeps gathered parameters for
   // backward, 3 reshards after forward.
   int zero_stage = 2;
+  // The data-parallel gradient reduction and the gradients it reduces in fp32 or in bf16 (FSDP and
+  // ZeRO-1; [training] grad_reduce_dtype). Megatron-LM reduces in fp32 for bf16 parameters unless
+  // told otherwise (Megatron-Core's grad_reduce_in_fp32, NeMo's ddp.grad_reduce_in_fp32); PyTorch
+  // FSDP reduces in the parameters' dtype unless its MixedPrecision says reduce_dtype=float32.
+  bool grad_reduce_fp32 = false;
   int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)
   int diloco_islands = 8;     // DiLoCo: islands (the paper's k workers), each an FSDP group of replicas() / islands
   int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)

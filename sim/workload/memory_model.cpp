@@ -54,9 +54,16 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
     add("master_fp32", kFp32 * shard);
     add("adam_moments_fp32", 2 * kFp32 * shard);
     if (t.zero_stage == 1) {
-      add("grads_fp32", kFp32 * P);  // Megatron's main_grad buffer: every parameter's fp32 gradient
+      // Megatron's main_grad buffer: every parameter's gradient, in the reduction's dtype.
+      if (t.grad_reduce_fp32) {
+        add("grads_fp32", kFp32 * P);
+      } else {
+        add("grads_bf16", kBf16 * P);
+      }
     } else {
-      add("grads", kFp32 * shard + kBf16 * 2 * layer);  // fp32 shard + unsharded bf16 gradients of the unit in flight
+      // fp32 shard + unsharded bf16 gradients of the unit in flight (and their fp32 copy when the
+      // reduction is in fp32).
+      add("grads", kFp32 * shard + kBf16 * 2 * layer + (t.grad_reduce_fp32 ? kFp32 * layer : 0));
     }
     // DiLoCo's outer state (arXiv 2311.08105, Algorithm 1): the anchor (the global parameters the
     // inner steps started from) and the outer Nesterov momentum, both fp32 over the island's shard;

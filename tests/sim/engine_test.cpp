@@ -290,10 +290,17 @@ TEST(Workload, BytesOnTheWireMatchTheZeroPaper) {
   EXPECT_NEAR(wire(z2), 2 * psi * f, 1e-9 * psi);
   EXPECT_NEAR(wire(z3), (3 * psi - 2 * (2 * z2.model.embedding_params() + z2.model.hidden)) * f, 1e-9 * psi);
   // ZeRO-1 (Megatron's distributed optimizer) gathers bf16 parameters like ZeRO-2 but reduces fp32
-  // gradients: psi + 2 psi.
+  // gradients by default: psi + 2 psi; with grad_reduce_in_fp32 off it moves what ZeRO-2 moves,
+  // and so does FSDP ZeRO-2 reducing in fp32 plus psi.
   TrainingSpec z1 = z2;
   z1.zero_stage = 1;
+  z1.grad_reduce_fp32 = true;
   EXPECT_NEAR(wire(z1), 3 * psi * f, 1e-9 * psi);
+  z1.grad_reduce_fp32 = false;
+  EXPECT_NEAR(wire(z1), 2 * psi * f, 1e-9 * psi);
+  TrainingSpec z2_fp32 = z2;
+  z2_fp32.grad_reduce_fp32 = true;
+  EXPECT_NEAR(wire(z2_fp32), 3 * psi * f, 1e-9 * psi);
 }
 
 // Uneven stages (6, 10, 10, 6 layers of 32) with 2 virtual stages: each stage's program runs the

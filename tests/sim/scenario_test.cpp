@@ -260,6 +260,25 @@ TEST(Scenario, MixtureOfExpertsReadsEpAndTheRouter) {
   EXPECT_EQ(t.routing.seed, 7u);
 }
 
+// The gradient reduction's dtype follows each framework's default unless set: Megatron's
+// distributed optimizer (zero_stage 1) reduces bf16 parameters' gradients in fp32, PyTorch FSDP in
+// the parameters' bf16; NeMo's performance recipes turn Megatron's off.
+TEST(Scenario, GradReduceDtypeDefaultsByFramework) {
+  const std::string path = scenario_file("grad_dtype.toml", kUneven);
+  auto fsdp = load_scenario(path, {}, kPresets);
+  ASSERT_TRUE(fsdp) << fsdp.error().message;
+  EXPECT_FALSE(fsdp->training->grad_reduce_fp32);
+  auto zero1 = load_scenario(path, {"parallel.zero_stage=1"}, kPresets);
+  ASSERT_TRUE(zero1) << zero1.error().message;
+  EXPECT_TRUE(zero1->training->grad_reduce_fp32);
+  auto zero1_bf16 = load_scenario(path, {"parallel.zero_stage=1", "training.grad_reduce_dtype=bf16"}, kPresets);
+  ASSERT_TRUE(zero1_bf16) << zero1_bf16.error().message;
+  EXPECT_FALSE(zero1_bf16->training->grad_reduce_fp32);
+  auto bad = load_scenario(path, {"training.grad_reduce_dtype=fp16"}, kPresets);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("training.grad_reduce_dtype = \"fp16\""), std::string::npos) << bad.error().message;
+}
+
 struct BadCase {
   const char* name;
   std::string text;

@@ -48,14 +48,13 @@ enum class Sharding {
 // docs/source/api-guide/dist_optimizer.md: 6 + 12/d bytes per parameter). It moves the same
 // collectives at the same points: each bucket's gradients reduce-scattered as the last
 // micro-batch's backward produces them, the updated parameters all-gathered as the next forward
-// reaches them (overlap_param_gather). But its gradients are the fp32 main_grad buffer: with bf16
-// parameters Megatron accumulates and reduces gradients in fp32 (megatron/training/arguments.py:
-// "bfloat16 requires gradient accumulation and all-reduce to be done in fp32"), so a reduction
-// moves twice the bf16 bytes.
+// reaches them (overlap_param_gather). A reduction in fp32 (TrainingSpec::grad_reduce_fp32:
+// Megatron's main_grad buffer by default, FSDP's reduce_dtype=float32) moves twice the bf16 bytes.
 class FsdpPass : public DataParallelPass {
 public:
-  FsdpPass(int zero_stage, Sharding sharding, int shard_ranks, int replica_groups)
+  FsdpPass(int zero_stage, bool reduce_fp32, Sharding sharding, int shard_ranks, int replica_groups)
       : zero_stage_(zero_stage),
+        reduce_fp32_(reduce_fp32),
         shard_kind_(sharding == Sharding::all_replicas ? GroupKind::data_parallel : GroupKind::shard),
         hsdp_(sharding == Sharding::shard_group_then_allreduce),
         shard_ranks_(shard_ranks),
@@ -87,7 +86,7 @@ private:
 
   void reduce(ProgramWriter& w, const std::string& unit, double unit_bf16_bytes, int after, bool experts) {
     if (!moves(experts)) return;
-    const double unit_bytes = zero_stage_ == 1 ? unit_bf16_bytes * kFp32Bytes / kBf16Bytes : unit_bf16_bytes;
+    const double unit_bytes = reduce_fp32_ ? unit_bf16_bytes * kFp32Bytes / kBf16Bytes : unit_bf16_bytes;
     const int rs = w.collective(unit + ".reducescatter", StreamId::reduce_scatter, CollectiveOp::reduce_scatter,
                                 group(experts), unit_bytes, {after});
     if (experts || !hsdp_ || replica_groups_ < 2) {
@@ -100,6 +99,7 @@ private:
   }
 
   const int zero_stage_;
+  const bool reduce_fp32_;
   const GroupKind shard_kind_;
   const bool hsdp_;
 
@@ -117,8 +117,8 @@ protected:
 // bits) would round each island's part before the sum (docs/studies.md, study 7).
 class DilocoPass final : public FsdpPass {
 public:
-  DilocoPass(int zero_stage, int island_ranks, int islands)
-      : FsdpPass(zero_stage, Sharding::shard_group_only, island_ranks, islands) {}
+  DilocoPass(int zero_stage, bool reduce_fp32, int island_ranks, int islands)
+      : FsdpPass(zero_stage, reduce_fp32, Sharding::shard_group_only, island_ranks, islands) {}
 
   void outer_step(ProgramWriter& w, double local_params, int after) override {
     int start = after;
@@ -144,10 +144,10 @@ std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t)
   } else if (!t.sharded()) {
     pass = std::make_unique<DdpPass>(t.ddp_bucket_bytes);
   } else if (t.strategy == Strategy::diloco) {
-    pass = std::make_unique<DilocoPass>(t.zero_stage, t.shard_ranks(), t.diloco_islands);
+    pass = std::make_unique<DilocoPass>(t.zero_stage, t.grad_reduce_fp32, t.shard_ranks(), t.diloco_islands);
   } else {
     const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
-    pass = std::make_unique<FsdpPass>(t.zero_stage, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
+    pass = std::make_unique<FsdpPass>(t.zero_stage, t.grad_reduce_fp32, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
   }
   pass->dense_replicas_ = t.replicas();
   pass->expert_replicas_ = expert_replicas;
