@@ -115,8 +115,74 @@ void mlp(std::vector<RecipeKernel>& k, const ModelSpec& m, const std::string& pr
 
 }  // namespace
 
+std::vector<RecipeKernel> LlamaRecipe::latent_attention_block(Direction direction) const {
+  const ModelSpec& m = model_;
+  const double T = layout_.tokens();
+  const double h = m.hidden;
+  const double tp = layout_.tp;
+  const double heads = m.heads / tp;
+  const double local = layout_.sequence_parallel ? T / tp : T;  // the down-projections' tokens
+  const bool q_latent = m.q_lora_rank > 0;
+  const double rope_width = (heads + 1) * m.rope_head_dim;  // every query head's rotary part, and the shared key's
+  const RecipeKernel attention{
+      "attention",
+      AttentionShape{direction, layout_.micro_batch, dim(heads), dim(heads), dim(T / layout_.micro_batch),
+                     dim((m.qk_head_dim() + m.value_head_dim()) / 2.0), true},
+      layout_.cp, ""};
+  std::vector<RecipeKernel> k;
+  auto norm = [&](const std::string& name, double tokens, double width) {
+    const MemoryBoundOp op = direction == Direction::forward ? MemoryBoundOp::rmsnorm_forward : MemoryBoundOp::rmsnorm_backward;
+    k.push_back(memory_bound(name, op, tokens, width));
+  };
+  auto queries = [&] {
+    if (!q_latent) return linear(k, "q", T, heads * m.qk_head_dim(), h, direction);
+    if (direction == Direction::forward) {
+      linear(k, "q_down", local, m.q_lora_rank, h, direction);
+      norm("q_norm", local, m.q_lora_rank);
+      linear(k, "q_up", T, heads * m.qk_head_dim(), m.q_lora_rank, direction);
+    } else {
+      linear(k, "q_up", T, heads * m.qk_head_dim(), m.q_lora_rank, direction);
+      norm("q_norm", local, m.q_lora_rank);
+      linear(k, "q_down", local, m.q_lora_rank, h, direction);
+    }
+  };
+  auto keys_values = [&] {
+    const double kv_down = static_cast<double>(m.kv_lora_rank) + m.rope_head_dim;
+    const double kv_up = heads * (m.head_dim() + m.value_head_dim());
+    if (direction == Direction::forward) {
+      linear(k, "kv_down", local, kv_down, h, direction);
+      norm("kv_norm", T, m.kv_lora_rank);
+      linear(k, "kv_up", T, kv_up, m.kv_lora_rank, direction);
+    } else {
+      linear(k, "kv_up", T, kv_up, m.kv_lora_rank, direction);
+      norm("kv_norm", T, m.kv_lora_rank);
+      linear(k, "kv_down", local, kv_down, h, direction);
+    }
+  };
+  if (direction == Direction::forward) {
+    norm("rmsnorm", T, h);
+    queries();
+    keys_values();
+    k.push_back(memory_bound("rope", MemoryBoundOp::rope_forward, T, rope_width));
+    k.push_back(attention);
+    linear(k, "o_proj", T, h, heads * m.value_head_dim(), direction, "attn");
+    k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
+    return k;
+  }
+  linear(k, "o_proj", T, h, heads * m.value_head_dim(), direction);
+  k.push_back(attention);
+  k.push_back(memory_bound("rope", MemoryBoundOp::rope_backward, T, rope_width));
+  keys_values();
+  queries();
+  k.back().tp_reduction = "attn";
+  norm("rmsnorm", T, h);
+  k.push_back(memory_bound("residual", MemoryBoundOp::residual_add, T, h));
+  return k;
+}
+
 std::vector<RecipeKernel> LlamaRecipe::attention_block(Direction direction) const {
   const ModelSpec& m = model_;
+  if (m.mla()) return latent_attention_block(direction);
   const double T = layout_.tokens();
   const double h = m.hidden;
   const double tp = layout_.tp;

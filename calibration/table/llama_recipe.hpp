@@ -59,6 +59,9 @@ struct StepLayout {
   int tp = 1;           // tensor parallelism: divides heads, FFN and vocabulary
   int cp = 1;           // context parallelism: divides the sequence
   int expert_tp = 1;    // expert tensor parallelism: divides each expert's inner size
+  // Megatron sequence parallelism beside tp: what runs outside the tensor-parallel region (MLA's
+  // down-projections) runs on tokens() / tp tokens.
+  bool sequence_parallel = false;
   // Tokens of one micro-batch on this rank.
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };
@@ -137,7 +140,14 @@ public:
 
 private:
   // The attention block of a layer (rmsnorm .. residual) and a whole layer around an MLP side.
+  // Under multi-head latent attention (model().mla(), Megatron-Core's MLASelfAttention): q_down
+  // (h -> q_lora_rank) and q_norm, q_up (-> the rank's heads x qk_head_dim), kv_down (h ->
+  // kv_lora_rank + rope_head_dim) and kv_norm, kv_up (-> the rank's heads x (head_dim +
+  // v_head_dim)), rope on the rotary parts, attention, o_proj. The down-projections are not split
+  // by tp (every rank holds them whole) and run on the rank's sequence shard under sequence
+  // parallelism; attention is priced as heads of (qk_head_dim + value_head_dim) / 2, its FLOPs.
   std::vector<RecipeKernel> attention_block(Direction direction) const;
+  std::vector<RecipeKernel> latent_attention_block(Direction direction) const;
   std::vector<RecipeKernel> with_attention(Direction direction, std::vector<RecipeKernel> mlp_side) const;
 
   ModelSpec model_;

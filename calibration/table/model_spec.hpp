@@ -10,6 +10,14 @@
 // passes through; each expert is an MLP of the model's kind `expert_ffn` wide (Mixtral, DeepSeek-V3,
 // Qwen3-MoE, GPT-OSS; docs/reference/moe_models.md).
 //
+// Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 section 2.1; kv_lora_rank > 0):
+// queries through a low-rank latent (h -> q_lora_rank, RMSNorm, -> heads x (head_dim +
+// rope_head_dim); q_lora_rank 0: h -> queries directly), keys and values from one latent
+// (h -> kv_lora_rank + rope_head_dim; RMSNorm on the kv_lora_rank part, -> heads x (head_dim +
+// v_head_dim)), the rotary part of the key (rope_head_dim) shared by every head; attention with
+// query/key heads head_dim + rope_head_dim wide and value heads v_head_dim wide; o: heads x
+// v_head_dim -> h. kv_heads is heads (the up-projection gives every head its own key and value).
+//
 // Parameters: per layer q/o projections h*q each (q = heads * head_dim, h unless head_dim is
 // given), k/v projections h*kv each (kv = kv_heads * head_dim), the MLP (SwiGLU 3*h*ffn, GELU or
 // squared ReLU 2*h*ffn; an MoE layer: every routed and shared expert's, and the router's h*experts),
@@ -18,7 +26,7 @@
 // unless tied.
 //
 // Model FLOPs per token (PaLM, Chowdhery et al. 2022, appendix B): 6 * N_matmul + 12 * L * q * s,
-// where N_matmul counts every weight a token is multiplied by (all but the input embedding, a
+// (MLA: 6 * L * heads * (qk_head_dim + value_head_dim) * s, the same two products' widths) where N_matmul counts every weight a token is multiplied by (all but the input embedding, a
 // lookup, and the norm vectors; of an MoE layer's experts only the top_k routed and the shared
 // ones: the active parameters) and the second term is attention's QK^T and AV products forward and
 // backward over the full sequence s (not halved for the causal mask, as PaLM and the study count).
@@ -58,6 +66,11 @@ struct ModelSpec {
   bool bias = false;             // biases on every linear layer
   bool tied_embeddings = false;  // the LM head is the input embedding
   int attention_head_dim = 0;    // a head's width where it is not hidden / heads (Qwen3, GPT-OSS); 0: hidden / heads
+  // Multi-head latent attention (the file header); kv_lora_rank = 0: standard attention.
+  int q_lora_rank = 0;          // the queries' latent width; 0: queries projected from h directly
+  int kv_lora_rank = 0;         // the keys' and values' latent width
+  int rope_head_dim = 0;        // the rotary part of a query/key head, beside head_dim (no rotary)
+  int v_head_dim = 0;           // a value head's width
   // Mixture of experts (the file header); experts = 0: a dense model.
   int experts = 0;              // routed experts of an MoE layer
   int top_k = 0;                // routed experts each token goes to
@@ -67,9 +80,22 @@ struct ModelSpec {
   int moe_layer_every = 1;      // after them, every k-th layer is MoE (1: all; Llama 4 Maverick: 2)
 
   int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
-  // Attention's query width (heads x head_dim) and key/value width (kv_heads x head_dim).
+  bool mla() const { return kv_lora_rank > 0; }
+  // A query/key head's width (MLA: head_dim + rope_head_dim) and a value head's.
+  int qk_head_dim() const { return head_dim() + (mla() ? rope_head_dim : 0); }
+  int value_head_dim() const { return mla() ? v_head_dim : head_dim(); }
+  // Attention's query width (heads x head_dim) and key/value width (kv_heads x head_dim); MLA
+  // models use the widths below.
   double q_dim() const { return static_cast<double>(heads) * head_dim(); }
   double kv_dim() const { return static_cast<double>(kv_heads) * head_dim(); }
+  // Attention's output, the o projection's input: heads x the value head's width.
+  double attention_out_dim() const { return static_cast<double>(heads) * value_head_dim(); }
+  // What the attention block's first products read from the hidden state, per token: h, or under
+  // MLA the latents the up-projections read (q_lora_rank, or h without one, and kv_lora_rank +
+  // rope_head_dim): what tensor parallelism gathers before them under sequence parallelism.
+  double attention_input_width() const {
+    return mla() ? (q_lora_rank > 0 ? q_lora_rank : hidden) + kv_lora_rank + rope_head_dim : hidden;
+  }
   // The MLP's first matrix's outputs for an inner size `width`: 2 x width for SwiGLU (gate and
   // up), width otherwise.
   double mlp_in_width(double width) const { return mlp == Mlp::swiglu ? 2.0 * width : width; }
@@ -109,6 +135,10 @@ struct ModelSpec {
   // The matmul weights one token is multiplied by: matmul_params() with only the top_k routed
   // experts of each MoE layer (all of them for a dense model).
   double active_matmul_params() const;
+  // Weights of one layer's attention used in matrix products, and its norm vectors beyond the
+  // layer's two (MLA's latent norms).
+  double attention_matmul_params() const;
+  double attention_norm_params() const { return mla() ? static_cast<double>(q_lora_rank) + kv_lora_rank : 0; }
   double flops_per_token(int seq) const;
 };
 

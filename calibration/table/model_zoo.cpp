@@ -49,6 +49,19 @@ const std::vector<KeySpec<ModelSpec>>& model_keys() {
       {.key = "head_dim", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
        .doc = "a head's width where it is not hidden / heads (Qwen3, GPT-OSS); 0: hidden / heads",
        .set = KeyField<&ModelSpec::attention_head_dim>::set, .get = KeyField<&ModelSpec::attention_head_dim>::get},
+      // Multi-head latent attention: absent keys are standard attention.
+      {.key = "kv_lora_rank", .type = KeyType::integer, .lower = 0, .upper = 1 << 20, .fallback = KeyValue{0L},
+       .doc = "multi-head latent attention (DeepSeek-V3): the keys' and values' latent width; 0: standard attention",
+       .set = KeyField<&ModelSpec::kv_lora_rank>::set, .get = KeyField<&ModelSpec::kv_lora_rank>::get},
+      {.key = "q_lora_rank", .type = KeyType::integer, .lower = 0, .upper = 1 << 20, .fallback = KeyValue{0L},
+       .doc = "MLA: the queries' latent width; 0: queries projected from the hidden state directly",
+       .set = KeyField<&ModelSpec::q_lora_rank>::set, .get = KeyField<&ModelSpec::q_lora_rank>::get},
+      {.key = "rope_head_dim", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
+       .doc = "MLA: the rotary part of a query/key head, beside `head_dim` (the part without rotary)",
+       .set = KeyField<&ModelSpec::rope_head_dim>::set, .get = KeyField<&ModelSpec::rope_head_dim>::get},
+      {.key = "v_head_dim", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
+       .doc = "MLA: a value head's width",
+       .set = KeyField<&ModelSpec::v_head_dim>::set, .get = KeyField<&ModelSpec::v_head_dim>::get},
       // Mixture of experts: absent keys are a dense model.
       {.key = "experts", .type = KeyType::integer, .lower = 0, .upper = 1 << 16, .fallback = KeyValue{0L},
        .doc = "routed experts of an MoE layer; 0: a dense model",
@@ -93,6 +106,24 @@ void check_experts(TableReader& r, const ModelSpec& m) {
   }
 }
 
+// MLA's keys agree: a value head width, every head its own key and value (kv_heads = heads); the
+// other MLA keys only beside kv_lora_rank.
+void check_latent_attention(TableReader& r, const ModelSpec& m) {
+  if (!m.mla()) {
+    const std::pair<const char*, int> keys[] = {
+        {"q_lora_rank", m.q_lora_rank}, {"rope_head_dim", m.rope_head_dim}, {"v_head_dim", m.v_head_dim}};
+    for (const auto& [key, value] : keys) {
+      if (value != 0) return r.fail(key, "an MLA key without `kv_lora_rank` (0 or absent: standard attention)");
+    }
+    return;
+  }
+  if (m.v_head_dim < 1) return r.fail("v_head_dim", "multi-head latent attention needs the value heads' width (>= 1)");
+  if (m.kv_heads != m.heads) {
+    return r.fail("kv_heads", "must equal heads (" + std::to_string(m.heads) +
+                                  ") under multi-head latent attention: every head has its own key and value");
+  }
+}
+
 }  // namespace
 
 Expected<ModelSpec> read_model(const toml::table& table, const std::string& name, const std::string& prefix,
@@ -123,6 +154,7 @@ Expected<ModelSpec> read_model(const toml::table& table, const std::string& name
     r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ") unless head_dim is given");
   }
   if (!r.failed()) check_experts(r, m);
+  if (!r.failed()) check_latent_attention(r, m);
   if (!r.failed() && m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
   if (Status s = r.finish(); !s) return s.error();
   return m;

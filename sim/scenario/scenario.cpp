@@ -642,6 +642,7 @@ private:
     TableReader tr(section_or_empty(training_t_), "training", &origins_);
     const KeyValues v = read_section(tr, "training");
     check_framework_model(tr);
+    check_recompute_model(tr);
     check_precision(tr);
     if (Status s = tr.finish(); !s) return s;
     if (Status s = load_host(); !s) return s;
@@ -669,9 +670,24 @@ private:
     const TrainingSpec& t = *sc_.training;
     if (!tr.failed() && t.framework == calibration::Framework::pytorch_eager &&
         (t.model.mlp != calibration::Mlp::swiglu || t.model.norm != calibration::Norm::rmsnorm ||
-         t.model.position != calibration::Position::rope)) {
-      tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU); " + t.model.name +
+         t.model.position != calibration::Position::rope || t.model.mla())) {
+      tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU, standard "
+                           "attention); " + t.model.name +
                                " is not");
+    }
+  }
+
+  // mla_up_proj replays multi-head latent attention's up-projections; torchtitan's op-level
+  // selection is written for standard attention's products.
+  void check_recompute_model(TableReader& tr) const {
+    const TrainingSpec& t = *sc_.training;
+    if (tr.failed()) return;
+    if (t.recompute == Recompute::mla_up_proj && !t.model.mla()) {
+      tr.fail("activation_checkpointing", "mla_up_proj replays multi-head latent attention's up-projections: " +
+                                              t.model.name + " has standard attention");
+    } else if (t.recompute == Recompute::selective_op && t.model.mla()) {
+      tr.fail("activation_checkpointing", "selective_op is not modelled for multi-head latent attention (" +
+                                              t.model.name + "): use selective, mla_up_proj or full");
     }
   }
 

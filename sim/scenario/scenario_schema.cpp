@@ -231,10 +231,12 @@ std::vector<Key> training_keys() {
       {.key = "local_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 30, .fallback = KeyValue{2L},
        .doc = "sequences per data-parallel replica (give this or `global_batch`)"},
       {.key = "activation_checkpointing", .type = KeyType::choice, .fallback = text("none"),
-       .names = names_of({Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::full}),
+       .names = names_of({Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::mla_up_proj,
+                          Recompute::full}),
        .boolean_names = {"none", "full"},
-       .doc = "`selective`: the attention core replayed; `selective_op`: torchtitan's; `full`: a layer keeps only "
-              "its input (`true` reads as `full`, `false` as `none`)",
+       .doc = "`selective`: the attention core replayed; `selective_op`: torchtitan's; `mla_up_proj`: Megatron's "
+              "module of that name (MLA models); `full`: a layer keeps only its input (`true` reads as `full`, "
+              "`false` as `none`)",
        .set = KeyEnum<parse_recompute, &Scenario::training, &TrainingSpec::recompute>::set,
        .get = KeyEnum<parse_recompute, &Scenario::training, &TrainingSpec::recompute>::get},
       {.key = "warmup_iterations", .type = KeyType::integer, .lower = 0, .upper = 100, .fallback = KeyValue{0L},

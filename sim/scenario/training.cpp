@@ -14,13 +14,15 @@ const char* to_string(Recompute r) {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::selective_op: return "selective_op";
+    case Recompute::mla_up_proj: return "mla_up_proj";
     case Recompute::full: return "full";
   }
   return "?";
 }
 
 std::optional<Recompute> parse_recompute(std::string_view name) {
-  return parse_named(name, {Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::full});
+  return parse_named(name, {Recompute::none, Recompute::selective, Recompute::selective_op, Recompute::mla_up_proj,
+                            Recompute::full});
 }
 
 const char* to_string(Strategy s) {

@@ -48,8 +48,11 @@ const char* display_name(Strategy s);
 //   selective_op  torchtitan's "selective op" AC (torchtitan/.../activation_checkpoint.py,
 //                 _apply_op_sac): a layer keeps its input, the outputs of every other matmul and
 //                 of attention, and replays the rest in backward;
+//   mla_up_proj   Megatron-Core's recompute module of that name (multi-head latent attention
+//                 only): the up-projections' outputs (queries, keys, values, after rotary) are
+//                 dropped once attention has read them and replayed in backward (q_up, kv_up, rope);
 //   full          a layer keeps only its input and replays its whole forward in backward.
-enum class Recompute { none, selective, selective_op, full };
+enum class Recompute { none, selective, selective_op, mla_up_proj, full };
 const char* to_string(Recompute r);  // as [training] activation_checkpointing spells it
 std::optional<Recompute> parse_recompute(std::string_view name);
 

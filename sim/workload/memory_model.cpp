@@ -115,11 +115,17 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) 
   const double mlp = moe ? kBf16 * m.top_k / tp * routed_copy + kFp32 * m.experts / tp +
                                kBf16 * 3.0 * m.shared_experts * m.expert_ffn / tp
                          : kBf16 * 3 * f / tp;
-  const double all = kBf16 * 4 * h * replicated + kBf16 * (m.q_dim() + 2 * kv) / tp + kBf16 * m.q_dim() / tp + lse + mlp;
+  // Attention keeps its products' inputs: q, k and v (under MLA also the latents before and after
+  // their norms: the q latent on the rank's sequence shard, the kv latent and the rotary key on
+  // every token, as Megatron-Core gathers them), its output and the softmax statistics (lse).
+  const double qkv = m.mla() ? a / tp * (2.0 * m.qk_head_dim() + m.value_head_dim()) : (m.q_dim() + 2 * kv) / tp;
+  const double latents = m.mla() ? 2.0 * m.q_lora_rank * replicated + 2.0 * m.kv_lora_rank + m.rope_head_dim : 0;
+  const double all = kBf16 * (4 * h * replicated + latents + qkv + m.attention_out_dim() / tp) + lse + mlp;
   double per_token = 0;
   switch (r) {
     case Recompute::none: per_token = all; break;
     case Recompute::selective: per_token = all - lse; break;
+    case Recompute::mla_up_proj: per_token = all - kBf16 * qkv; break;
     case Recompute::selective_op:
       per_token = kBf16 * h * replicated + kBf16 * (m.q_dim() + kv) / tp + kBf16 * m.q_dim() / tp + lse + mlp / 3 + kBf16 * h;
       break;

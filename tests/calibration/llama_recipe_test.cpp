@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace commbound::calibration {
@@ -97,6 +98,51 @@ TEST(LlamaRecipe, ShapesFollowTheLayout) {
   ASSERT_EQ(opt.size(), 2u);
   EXPECT_EQ(std::get<MemoryBoundShape>(opt[0].shape), (MemoryBoundShape{"grad_norm", 1, 1001}));
   EXPECT_EQ(std::get<MemoryBoundShape>(opt[1].shape), (MemoryBoundShape{"adamw", 1, 1001}));
+}
+
+// A small latent-attention model (8 heads over hidden 256; q latent 64, kv latent 32; query/key
+// heads 16 + 8 rotary, value heads 16) at tp 2 with sequence parallelism, micro-batch 1 x seq 128:
+// T = 128 tokens, the down-projections on the rank's 64. Its products' FLOPs are still 6 x the
+// attention's weights x T / tp: the down-projections' whole weights (256 x 64 and 256 x 40) on
+// T / tp tokens, the up-projections' and o's halves (64 x 4 x 24, 32 x 4 x 32, 4 x 16 x 256) on T.
+// Attention: 4 heads a rank priced as (24 + 16) / 2 = 20 wide, 3.5 x 2 x 1 x 128^2 x 4 x 20.
+TEST(LlamaRecipe, LatentAttentionRunsDownAndUpProjections) {
+  ModelSpec m{"tiny-mla", 2, 256, 8, 8, 512, 1000};
+  m.attention_head_dim = 16;
+  m.rope_head_dim = 8;
+  m.v_head_dim = 16;
+  m.q_lora_rank = 64;
+  m.kv_lora_rank = 32;
+  StepLayout l = layout(1, 128, 2, 1);
+  l.sequence_parallel = true;
+  const LlamaRecipe r(m, l);
+  const auto fwd = r.layer(Direction::forward);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < 11; ++i) names.push_back(fwd[i].name + (fwd[i].tp_reduction.empty() ? "" : "|" + fwd[i].tp_reduction));
+  EXPECT_EQ(names, (std::vector<std::string>{"rmsnorm", "q_down", "q_norm", "q_up", "kv_down", "kv_norm", "kv_up",
+                                             "rope", "attention", "o_proj|attn", "residual"}));
+  EXPECT_EQ(std::get<GemmShape>(fwd[1].shape), (GemmShape{64, 64, 256, GemmLayout::forward}));
+  EXPECT_EQ(std::get<GemmShape>(fwd[3].shape), (GemmShape{128, 96, 64, GemmLayout::forward}));
+  EXPECT_EQ(std::get<GemmShape>(fwd[4].shape), (GemmShape{64, 40, 256, GemmLayout::forward}));
+  EXPECT_EQ(std::get<GemmShape>(fwd[6].shape), (GemmShape{128, 128, 32, GemmLayout::forward}));
+  EXPECT_EQ(std::get<GemmShape>(fwd[9].shape), (GemmShape{128, 256, 64, GemmLayout::forward}));
+  EXPECT_EQ(std::get<AttentionShape>(fwd[8].shape), (AttentionShape{Direction::forward, 1, 4, 4, 128, 20, true}));
+  const double weights = 256.0 * 64 + 64 * 8 * 24 + 256 * 40 + 32 * 8 * 32 + 8 * 16 * 256;
+  EXPECT_DOUBLE_EQ(weights, m.attention_matmul_params());
+  double attention_side = 0;
+  for (Direction d : {Direction::forward, Direction::backward}) {
+    for (const RecipeKernel& k : r.layer(d)) {
+      const bool mlp = k.name == "gate_up" || k.name.rfind("gate_up.", 0) == 0 || k.name == "down" ||
+                       k.name.rfind("down.", 0) == 0;
+      if (!mlp) attention_side += flops(k.shape) * k.runs;
+    }
+  }
+  EXPECT_DOUBLE_EQ(attention_side, 6 * weights * 128 / 2 + 3.5 * 2 * 128.0 * 128 * 4 * 20);
+  // Backward ends with the queries' down-projection, whose input gradient tensor parallelism reduces.
+  const auto bwd = r.layer(Direction::backward);
+  const auto last = std::find_if(bwd.begin(), bwd.end(), [](const RecipeKernel& k) { return k.tp_reduction == "attn"; });
+  ASSERT_NE(last, bwd.end());
+  EXPECT_EQ(last->name, "q_down.wgrad");
 }
 
 TEST(LlamaRecipe, SizesTheDegreesDoNotDivideRoundUp) {

@@ -83,6 +83,48 @@ TEST(ModelZoo, HeadDimWhereItIsNotHiddenOverHeads) {
   EXPECT_DOUBLE_EQ(m->q_dim(), 4096.0);
 }
 
+// DeepSeek-V3's multi-head latent attention (128 heads; q latent 1536, kv latent 512, query/key
+// heads 128 + 64 rotary, value heads 128), a layer's attention:
+//   q_down 7168 x 1536 = 11,010,048      q_up 1536 x 128 x 192 = 37,748,736
+//   kv_down 7168 x 576 = 4,128,768       kv_up 512 x 128 x 256 = 16,777,216
+//   o 128 x 128 x 7168 = 117,440,512     total 187,105,280, plus latent norms 1536 + 512
+// Dense layers (3): + SwiGLU 3 x 7168 x 18432 = 396,361,728 + two norms 14,336 = 583,483,392.
+// MoE layers (58): + router 7168 x 256 = 1,835,008 + 257 experts x 3 x 7168 x 2048
+// = 11,318,329,344 + norms: 11,507,286,016. Embedding and head 2 x 129280 x 7168 = 1,853,358,080
+// + final norm 7168. Total 1,750,450,176 + 667,422,588,928 + 1,853,365,248 = 671,026,404,352
+// (published: 671 B). Attention's FLOPs width: 128 x (192 + 128) / 2 = 20,480 per layer, for
+// 12 x 61 x 20,480 x seq FLOPs per token.
+TEST(ModelZoo, LatentAttentionCountsDeepSeekV3) {
+  auto m = load_model("calibration/models.toml", "deepseek-v3");
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(m->mla());
+  EXPECT_DOUBLE_EQ(m->attention_matmul_params(), 187105280.0);
+  EXPECT_DOUBLE_EQ(m->params(), 671026404352.0);
+  EXPECT_EQ(m->qk_head_dim(), 192);
+  EXPECT_DOUBLE_EQ(m->attention_out_dim(), 16384.0);
+  EXPECT_DOUBLE_EQ(m->attention_input_width(), 1536.0 + 512 + 64);
+  const double attention_flops = 12.0 * 61 * 20480 * 4096;
+  EXPECT_DOUBLE_EQ(m->flops_per_token(4096) - 6 * m->active_matmul_params(), attention_flops);
+}
+
+TEST(ModelZoo, LatentAttentionKeysAgree) {
+  const std::string dense = "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 4\nffn = 128\nvocab = 10\n";
+  auto orphan = read_model_zoo(temp_file("mla_orphan.toml", dense + "v_head_dim = 16\n"));
+  ASSERT_FALSE(orphan);
+  EXPECT_NE(orphan.error().message.find(":8: tiny.v_head_dim = 16: an MLA key without `kv_lora_rank`"),
+            std::string::npos)
+      << orphan.error().message;
+  auto no_v = read_model_zoo(temp_file("mla_no_v.toml", dense + "kv_lora_rank = 32\n"));
+  ASSERT_FALSE(no_v);
+  EXPECT_NE(no_v.error().message.find("v_head_dim"), std::string::npos) << no_v.error().message;
+  auto grouped = read_model_zoo(temp_file(
+      "mla_gqa.toml", "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\nffn = 128\nvocab = 10\n"
+                      "kv_lora_rank = 32\nv_head_dim = 16\n"));
+  ASSERT_FALSE(grouped);
+  EXPECT_NE(grouped.error().message.find(":5: tiny.kv_heads = 2: must equal heads (4)"), std::string::npos)
+      << grouped.error().message;
+}
+
 TEST(ModelZoo, MixtureOfExpertsKeysAgree) {
   const std::string dense = "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 1\nffn = 128\nvocab = 10\n";
   auto top_k = read_model_zoo(temp_file("topk_zoo.toml", dense + "experts = 4\ntop_k = 5\nexpert_ffn = 32\n"));

@@ -303,6 +303,25 @@ TEST(Workload, BytesOnTheWireMatchTheZeroPaper) {
   EXPECT_NEAR(wire(z2_fp32), 3 * psi * f, 1e-9 * psi);
 }
 
+// Tensor parallelism beside multi-head latent attention gathers the latents, not the hidden
+// state: DeepSeek-V3's attention and a dense MLP (two layers, no experts) at tp 2 with sequence
+// parallelism, 2 x 4096 = 8192 tokens a micro-batch. A layer's forward reduce-scatters after o
+// and down (h = 7168 each) and gathers before the MLP (h) and before the next attention (the
+// latents: 1536 + 512 + 64 = 2112); backward mirrors it: 6 rows of h and 2 of 2112 a layer,
+// 2 x 8192 x 2 x (6 x 7168 + 2 x 2112) = 1,547,698,176 B over the two layers.
+TEST(Workload, LatentAttentionGathersItsLatents) {
+  TrainingSpec t = fsdp_7b(8, 2);
+  t.model = *load_model(kPresets, "deepseek-v3");
+  t.model.layers = 2;
+  t.model.experts = t.model.top_k = t.model.shared_experts = t.model.expert_ffn = t.model.first_dense_layers = 0;
+  t.sequence_parallel = true;
+  double tp_bytes = 0;
+  for (const Op& op : build_program(t).ops) {
+    if (op.kind == OpKind::collective && op.group == GroupKind::tensor_parallel) tp_bytes += op.size_bytes;
+  }
+  EXPECT_DOUBLE_EQ(tp_bytes, 1547698176.0);
+}
+
 // Uneven stages (6, 10, 10, 6 layers of 32) with 2 virtual stages: each stage's program runs the
 // forward of exactly its chunks' layers (TrainingSpec::first_layer), every layer on one stage only,
 // and its optimizer steps its own layers' parameters.

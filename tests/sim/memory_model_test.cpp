@@ -106,6 +106,25 @@ TEST(MemoryModel, MixtralExpertsShardedOverTheirOwnReplicas) {
   EXPECT_DOUBLE_EQ(m.at("activations"), 67687677952.0);
 }
 
+// DeepSeek-V3's dense layer (multi-head latent attention, FFN 18432) at tp 2 with sequence
+// parallelism, micro-batch 1 x 4096 tokens. Per token, in bf16 elements:
+//   norms' inputs and outputs   4 x 7168 / 2                        = 14,336
+//   latents                     q 2 x 1536 / 2 (sequence shard) + kv 2 x 512 + rotary key 64 = 2,624
+//   q, k, v (the rank's 64 heads)  64 x (192 + 192 + 128)            = 32,768
+//   attention output            64 x 128                            =  8,192
+//   gate, up, swiglu            3 x 18432 / 2                       = 27,648
+// 85,568 elements = 171,136 B, + lse 4 B x 64 heads = 171,392 B; x 4096 = 702,021,632 B kept with no
+// recomputation. mla_up_proj drops q, k and v: 171,392 - 65,536 = 105,856 B, x 4096 = 433,586,176.
+TEST(MemoryModel, LatentAttentionKeepsItsLatentsAndDropsTheUpProjections) {
+  TrainingSpec t = llama("deepseek-v3", 16);
+  t.tp = 2;
+  t.dp = 8;
+  t.sequence_parallel = true;
+  t.micro_batch = 1;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 702021632.0);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::mla_up_proj), 433586176.0);
+}
+
 // Llama-2 70B (80 layers, hidden 8192, 64 heads / 8 KV heads of 128, FFN 28672): a layer holds
 // 2 x 8192^2 (q, o) + 2 x 8192 x 1024 (k, v) + 3 x 8192 x 28672 + 2 x 8192 = 855,654,400; root
 // (embedding, LM head, final norm) 2 x 8192 x 32000 + 8192 = 524,296,192; P = 68,976,648,192.

@@ -363,6 +363,9 @@ INSTANTIATE_TEST_SUITE_P(
                 {"moe.routing", "needs moe.histogram"}},
         BadCase{"histogram_missing_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\nhistogram = \"no-such.txt\"\n",
                 {}, {"moe.histogram", "no-such.txt: cannot be read"}},
+        // Megatron's mla_up_proj replays latent attention's up-projections: not on standard attention.
+        BadCase{"mla_up_proj_on_standard_attention", std::string(kUneven), {"training.activation_checkpointing=mla_up_proj"},
+                {"training.activation_checkpointing = \"mla_up_proj\"", "llama2-7b has standard attention"}},
         BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
                 {"pp_last_stage_layers", "needs pp > 1"}},
         // Found by fuzzing: a value toml++ writes over several lines (a long array) or a string

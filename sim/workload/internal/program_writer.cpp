@@ -31,6 +31,7 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   l.tp = t.tp;
   l.cp = t.cp;
   l.expert_tp = t.expert_tp;
+  l.sequence_parallel = t.sequence_parallel && t.tp > 1;
   return l;
 }
 
@@ -157,7 +158,7 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
     std::vector<int> after = x < 0 ? std::move(deps) : std::vector<int>{x};
     x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
                                                                      : kernel(prefix + k.name, k, after, backward);
-    if (!k.tp_reduction.empty()) x = tp_sync(prefix + k.tp_reduction, x);
+    if (!k.tp_reduction.empty()) x = tp_sync(prefix, k.tp_reduction, backward, x);
     if (!k.ep_exchange.empty()) x = ep_exchange(prefix + k.ep_exchange, k.ep_exchange == "to_experts", x);
   }
   return x;
@@ -193,6 +194,10 @@ int ProgramWriter::recompute(int l, const std::string& tag, int after) {
       if (is_attention) replay.push_back(k);
       continue;
     }
+    if (t_.recompute == Recompute::mla_up_proj) {
+      if (k.name == "q_up" || k.name == "q" || k.name == "kv_up" || k.name == "rope") replay.push_back(k);
+      continue;
+    }
     if (is_attention || k.name == "down") continue;
     if (auto* g = std::get_if<calibration::GemmShape>(&k.shape)) {
       // qkv's output columns are q (hidden / tp), k and v (kv_dim / tp each); gate_up's gate and up (ffn / tp each).
@@ -220,18 +225,27 @@ double ProgramWriter::tokens() const { return static_cast<double>(t_.micro_batch
 
 // Megatron tensor parallelism: after the attention and MLP output projections the partial sums
 // are all-reduced (forward and, for the input gradients, backward); with sequence parallelism a
-// reduce-scatter / all-gather pair replaces each all-reduce.
-int ProgramWriter::tp_sync(const std::string& name, int after) {
+// reduce-scatter / all-gather pair replaces each all-reduce, the all-gather being the next
+// sublayer's input (forward) or output gradient (backward). Rows are h wide, except what the
+// attention block's first products read (ModelSpec::attention_input_width: MLA's latents): the
+// all-gather after the MLP (forward) and the reduction of the attention's input gradient
+// (backward). A layer without an MLP-side reduction (an MoE layer without shared experts) gathers
+// its next attention's input at "attn": h wide there.
+int ProgramWriter::tp_sync(const std::string& prefix, const std::string& tag, bool backward, int after) {
   if (t_.tp == 1) return after;
-  const double bytes = tokens() * t_.model.hidden * kBf16Bytes;
+  const std::string name = prefix + tag;
+  const double row_bytes = tokens() * kBf16Bytes;
+  const double attention_input = t_.model.attention_input_width();
+  const double reduced = row_bytes * (backward && tag == "attn" ? attention_input : t_.model.hidden);
   if (!t_.sequence_parallel) {
     return collective(name + ".tp_allreduce", StreamId::tensor_parallel, network::CollectiveOp::all_reduce,
-                      GroupKind::tensor_parallel, bytes, {after});
+                      GroupKind::tensor_parallel, reduced, {after});
   }
+  const double gathered = row_bytes * (!backward && tag == "mlp" ? attention_input : t_.model.hidden);
   const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
-                            network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, bytes, {after});
+                            network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, reduced, {after});
   return collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
-                    GroupKind::tensor_parallel, bytes, {rs});
+                    GroupKind::tensor_parallel, gathered, {rs});
 }
 
 // Expert parallelism's all-to-all after op `after` (MoE layers, ep > 1): each of the rank's routed

@@ -68,7 +68,8 @@ private:
   // Advances the host's clock by `host_ops` framework ops of a forward or backward pass and
   // stamps op `i` with it.
   void issue(int i, int host_ops, bool backward);
-  int tp_sync(const std::string& name, int after);
+  // Tensor parallelism's reduction `tag` ("attn", "mlp") after op `after` (ProgramWriter.cpp).
+  int tp_sync(const std::string& prefix, const std::string& tag, bool backward, int after);
   int ep_exchange(const std::string& name, bool to_experts, int after);
   // An MoE layer as this rank runs it: its kernels priced for the busiest rank of the
   // expert-parallel group, and the bytes of its two all-to-alls (null: even), worked out once.
