@@ -1,23 +1,20 @@
 // commbound collective | platform | validate: the emulated fabric and NCCL's collectives on it.
-#include "calibration/base/file_type.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/platform.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
-#include "sim/fit/fabric_fitter.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/output.hpp"
-#include "sim/report/plot.hpp"
+#include "sim/report/platform_report.hpp"
 #include "sim/report/validation.hpp"
+#include "sim/validate/validation_run.hpp"
 
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <sstream>
 
@@ -74,16 +71,8 @@ int run_collective(const CollectiveArgs& a) {
     if (show_progress) std::cerr << "\r[" << done << "/" << total << "] simulated" << (done == total ? "\n" : "") << std::flush;
   });
   if (!rows) return fail(rows.error().message);
-  std::ostringstream title;
-  title << "commbound collective: " << network::to_string(sweep.op) << " on "
-        << (a.gpus_per_node > 0 && sweep.op != network::CollectiveOp::send_recv
-                ? fmt::format("{} of the {} GPUs of ", a.gpus_per_node, sc.cluster.node.gpus)
-                : std::string())
-        << sc.cluster.node.name << " x up to " << max_nodes << " nodes, " << network::to_string(sc.cluster.fabric.topology) << " "
-        << sc.cluster.fabric.link.name << " (" << network::to_string(sc.cluster.fabric.routing) << ", "
-        << sc.cluster.fabric.oversubscription << ":1), NCCL " << sc.nccl.release << " model";
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
-    sim::write_collective_report(o, *rows, format, title.str());
+    sim::write_collective_report(o, *rows, format, sim::collective_title(sweep, sc.cluster, sc.nccl.release));
   });
   return written ? 0 : fail(written.error().message);
 }
@@ -101,24 +90,8 @@ int run_platform(const PlatformArgs& a) {
   if (Status ok = sim::check_writable(a.export_path, a.force); !ok) return fail(ok.error().message);
   auto platform = network::Platform::create(sc.cluster);
   if (!platform) return fail(sc.path + ": " + platform.error().message);
-  const auto& cl = sc.cluster;
-  const auto& nd = cl.node;
   const network::Platform& p = **platform;
-  std::cout << "platform: " << cl.nodes << " x " << nd.name << " = " << cl.gpus() << " GPUs (" << nd.gpu << ")\n"
-            << "  NVLink  " << nd.nvlink.name << ": " << nd.nvlink.effective_bw_bytes_per_s() / 1e9
-            << " GB/s per GPU per direction (" << nd.nvlink.bw_bytes_per_s / 1e9 << " x " << nd.nvlink.efficiency << ")"
-            << (nd.nvlink_topology == network::NvlinkTopology::mesh
-                    ? fmt::format(", direct mesh (no NVSwitch): {:g} GB/s per GPU pair", nd.nvlink_link_bw_bytes_per_s() / 1e9)
-                    : std::string(", NVSwitch"))
-            << (nd.nvls ? ", NVLS" : "") << "\n"
-            << "  PCIe    " << nd.pcie.name << ": " << nd.pcie.effective_bw_bytes_per_s() / 1e9 << " GB/s\n"
-            << "  NICs    " << nd.nics << " per node, " << cl.fabric.link.name << ": "
-            << cl.fabric.link.effective_bw_bytes_per_s() / 1e9 << " GB/s per direction\n"
-            << "  fabric  " << network::to_string(cl.fabric.topology) << ", " << p.fabric_levels() << " level(s), "
-            << p.leaf_switches() << " leaf switch(es) of radix " << cl.fabric.switch_radix << " (" << p.leaf_down_ports()
-            << " down / " << p.leaf_up_ports() << " up ports), " << network::to_string(cl.fabric.routing)
-            << " routing, " << cl.fabric.switch_latency_s * 1e9 << " ns per switch\n"
-            << "  NCCL    " << sc.nccl.release << " model, " << nd.nccl_channels << " channels\n";
+  sim::write_platform_summary(std::cout, sc, p);
   if (a.export_path.empty()) return 0;
   std::ostringstream xml;
   if (Status s = p.export_xml(xml, kExportMaxHosts); !s) return fail(s.error().message);
@@ -136,64 +109,6 @@ struct ValidateArgs {
   bool force = false;
 };
 
-// The measured points the arguments name: reference tables and nccl-tests logs (default: both
-// shipped reference tables).
-Expected<std::vector<sim::PublishedPoint>> measured_points(const ValidateArgs& a) {
-  std::vector<std::string> references = a.references;
-  if (references.empty() && a.logs.empty()) {
-    const auto dir = presets(a.scenario.calibration).dir() / "reference";
-    references = {(dir / "nccl-tests-published.csv").string(), (dir / "points-1to4-nodes.csv").string()};
-  }
-  std::vector<sim::PublishedPoint> points;
-  for (const std::string& path : references) {
-    auto read = sim::read_reference(path);
-    if (!read) return read.error();
-    points.insert(points.end(), read->begin(), read->end());
-  }
-  if (!a.logs.empty()) {
-    auto logs = sim::read_logs(a.logs, log_facts(a.facts));
-    if (!logs) return logs.error();
-    const auto from_logs = sim::points_from_logs(*logs);
-    points.insert(points.end(), from_logs.begin(), from_logs.end());
-  }
-  return points;
-}
-
-// One figure per measured sweep of three points or more: DIR/NN-op-Nn.png, in the order read.
-std::vector<sim::SeriesFigure> figure_paths(const std::vector<sim::PublishedPoint>& points, const std::string& dir) {
-  std::vector<sim::SeriesFigure> figures;
-  if (dir.empty()) return figures;
-  std::vector<std::string> order;
-  std::map<std::string, int> count;
-  for (const auto& p : points) {
-    if (count[p.series]++ == 0) order.push_back(p.series);
-  }
-  for (const std::string& series : order) {
-    if (count[series] < 3) continue;
-    const auto& first = *std::find_if(points.begin(), points.end(), [&](const auto& p) { return p.series == series; });
-    const std::string name = fmt::format("{:02d}-{}-{}n.png", figures.size() + 1, network::to_string(first.point.op),
-                                         first.point.nodes);
-    figures.push_back({series, (std::filesystem::path(dir) / name).string()});
-  }
-  return figures;
-}
-
-sim::LinePlot series_plot(const std::vector<sim::ValidationRow>& rows, const std::string& series) {
-  sim::LinePlot plot;
-  plot.title = series.size() > 110 ? series.substr(0, 107) + "..." : series;
-  plot.x_label = "size (bytes, as nccl-tests)";
-  plot.y_label = "busbw (GB/s)";
-  plot.x_bytes = true;
-  sim::PlotSeries measured{"measured", {}, "linespoints"}, simulated{"simulated (commbound)", {}, "linespoints"};
-  for (const auto& r : rows) {
-    if (r.published.series != series) continue;
-    measured.points.emplace_back(r.published.point.size_bytes, r.published.busbw_bytes_per_s / 1e9);
-    simulated.points.emplace_back(r.published.point.size_bytes, r.simulated.bus_bw_bytes_per_s / 1e9);
-  }
-  plot.series = {measured, simulated};
-  return plot;
-}
-
 std::string command_line(const ValidateArgs& a) {
   std::string c = "commbound validate " + a.scenario.scenario;
   for (const auto& s : a.scenario.sets) c += " --set " + s;
@@ -206,65 +121,31 @@ std::string command_line(const ValidateArgs& a) {
 }
 
 int run_validate(const ValidateArgs& a) {
-  auto measured = measured_points(a);
+  const sim::MeasuredSources sources{a.references, a.logs, log_facts(a.facts)};
+  auto measured = sim::read_measured_points(sources, presets(a.scenario.calibration).dir());
   if (!measured) return fail(measured.error().message);
   auto base = load(a.scenario);
   if (!base) return fail(base.error().message);
-  const auto points = sim::matching(*measured, base->scenario());
-  if (points.empty()) {
-    return fail("no measured point on GPU " + base->scenario().cluster.node.gpu + " with " +
-                std::to_string(base->scenario().cluster.node.gpus) + " GPUs per node");
-  }
-  int max_nodes = 1;
-  for (const auto& p : points) max_nodes = std::max(max_nodes, p.point.nodes);
-  auto file = load(a.scenario, {"cluster.nodes=" + std::to_string(max_nodes)});
+  auto points = sim::points_on(*measured, base->scenario());
+  if (!points) return fail(points.error().message);
+  auto file = load(a.scenario, {"cluster.nodes=" + std::to_string(sim::largest_node_count(*points))});
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
   if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
-  auto figures = figure_paths(points, a.plots);
-  if (!a.plots.empty()) {
-    auto type = file_type_at(a.plots);
-    if (!type) return fail(type.error().message);
-    if (*type != std::filesystem::file_type::directory) return fail(a.plots + ": not a directory");
-  }
-  for (const auto& f : figures) {
-    if (Status ok = sim::check_writable(f.path, a.force); !ok) return fail(ok.error().message);
-  }
-  auto platform = network::Platform::create(sc.cluster);
-  if (!platform) return fail(sc.path + ": " + platform.error().message);
-  std::vector<network::SweepPoint> sweep;
-  for (const auto& p : points) sweep.push_back(p.point);
+  const auto figures = sim::series_figures(*points, a.plots);
+  if (Status ok = sim::check_series_figures(a.plots, figures, a.force); !ok) return fail(ok.error().message);
   const bool show_progress = isatty(STDERR_FILENO) != 0;
-  auto rows = network::run_points(**platform, sc.nccl, sweep, sc.nccl_options.fidelity, [&](int done, int total) {
+  auto rows = sim::simulate_measured_points(sc, *points, [&](int done, int total) {
     if (show_progress) std::cerr << "\r[" << done << "/" << total << "] simulated" << (done == total ? "\n" : "") << std::flush;
   });
   if (!rows) return fail(rows.error().message);
-  std::vector<sim::ValidationRow> table;
-  for (std::size_t i = 0; i < points.size(); ++i) table.push_back({points[i], (*rows)[i], ""});
-  sim::exclude_unhealthy(table, sc.cluster);
-  for (auto& f : figures) {
-    if (Status drawn = sim::render_plot(series_plot(table, f.series), f.path, a.force); !drawn) {
-      return fail(drawn.error().message);
-    }
-    if (!a.out.empty()) {  // the document links its figures relative to itself
-      // absolute() fails only without a working directory: then the link stays as given.
-      std::error_code doc_ec, figure_ec;
-      const auto doc_dir = std::filesystem::absolute(a.out, doc_ec).parent_path();
-      const auto figure = std::filesystem::absolute(f.path, figure_ec);
-      if (!doc_ec && !figure_ec) f.path = figure.lexically_relative(doc_dir).string();
-    }
-  }
+  auto linked = sim::draw_series_figures(*rows, figures, a.out, a.force);
+  if (!linked) return fail(linked.error().message);
+  const sim::ValidationFormat format = a.format == "markdown" ? sim::ValidationFormat::markdown
+                                       : a.format == "csv"    ? sim::ValidationFormat::csv
+                                                              : sim::ValidationFormat::table;
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
-    if (a.format == "markdown") {
-      sim::write_accuracy_markdown(o, table, sc, command_line(a), figures);
-      return;
-    }
-    if (a.format == "table") o << "# commbound validate: " << sc.path << ", " << table.size() << " measured points\n";
-    sim::write_validation(o, table, a.format == "csv");
-    if (a.format == "table") {
-      o << "\n# error = simulated busbw / measured - 1 (positive: optimistic), by band\n";
-      sim::write_summary(o, sim::summarise(table));
-    }
+    sim::write_validation_report(o, *rows, sc, format, command_line(a), *linked);
   });
   return written ? 0 : fail(written.error().message);
 }

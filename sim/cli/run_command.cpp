@@ -4,6 +4,7 @@
 #include "sim/metrics/metrics.hpp"
 #include "sim/report/explain_report.hpp"
 #include "sim/report/metrics_report.hpp"
+#include "sim/report/perfetto_writer.hpp"
 #include "sim/report/output.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
@@ -108,7 +109,7 @@ int run(const RunArgs& args) {
     options.after_run = [&args](const sim::TrainingRun& run) -> Status {
       if (!run.timeline) return Ok{};  // out of memory: nothing was simulated
       return sim::write_output(args.trace, args.force, [&](std::ostream& o) {
-        sim::write_trace(o, run.stages, run.stage_of, *run.timeline);
+        sim::write_perfetto_trace(o, run.stages, run.stage_of, *run.timeline);
       });
     };
   }

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <utility>
 
 namespace commbound::sim {
@@ -104,6 +106,21 @@ Expected<std::vector<CollectiveCsvRow>> read_collective_csv(const CsvTable& tabl
                     busbw_gbps * kBytesPerGB, table.rows[r][static_cast<std::size_t>(table.column("algorithm"))]});
   }
   return rows;
+}
+
+std::string collective_title(const network::CollectiveSweep& sweep, const network::ClusterSpec& cluster,
+                             const std::string& nccl_release) {
+  using network::to_string;
+  const int max_nodes = sweep.nodes.empty() ? 0 : *std::max_element(sweep.nodes.begin(), sweep.nodes.end());
+  std::ostringstream title;
+  title << "commbound collective: " << to_string(sweep.op) << " on "
+        << (sweep.gpus_per_node > 0 && sweep.op != network::CollectiveOp::send_recv
+                ? fmt::format("{} of the {} GPUs of ", sweep.gpus_per_node, cluster.node.gpus)
+                : std::string())
+        << cluster.node.name << " x up to " << max_nodes << " nodes, " << to_string(cluster.fabric.topology) << " "
+        << cluster.fabric.link.name << " (" << to_string(cluster.fabric.routing) << ", "
+        << cluster.fabric.oversubscription << ":1), NCCL " << nccl_release << " model";
+  return title.str();
 }
 
 }  // namespace commbound::sim

@@ -22,6 +22,13 @@ std::string size_label(double bytes);
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title);
 
+// The title of a collective sweep's report on `cluster` with NCCL `nccl_release`'s model: the op,
+// the GPUs (K of each node's when the sweep runs on part of each node), the node type, the largest
+// node count, the fabric. "commbound collective: allgather on dgx-h100 x up to 2 nodes,
+// rail-optimized ib-ndr (adaptive, 1:1), NCCL 2.30.7 model".
+std::string collective_title(const network::CollectiveSweep& sweep, const network::ClusterSpec& cluster,
+                             const std::string& nccl_release);
+
 // The CSV's columns, in order: its header line, by which a collective CSV is recognised.
 const std::vector<std::string>& collective_csv_columns();
 bool is_collective_csv(const CsvTable& table);

@@ -152,4 +152,25 @@ Status render_plot(const LinePlot& plot, const std::string& path, bool force) {
   return run_gnuplot(path, [&](const std::string& output) { return gnuplot_script(plot, output); });
 }
 
+Status draw_figures(const std::vector<Figure>& figures, const std::string& dir, const std::string& format, bool force,
+                    const std::function<void(const std::string& path)>& drawn) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec)) {
+    return Error{dir + ": cannot create the folder" + (ec ? " (" + ec.message() + ")" : "")};
+  }
+  auto path = [&](const std::string& name) { return (fs::path(dir) / (name + "." + format)).string(); };
+  for (const Figure& figure : figures) {
+    if (Status ok = check_writable(path(figure.name), force); !ok) return ok;
+  }
+  for (const Figure& figure : figures) {
+    const std::string file = path(figure.name);
+    const Status ok = std::visit([&](const auto& plot) { return render_plot(plot, file, force); }, figure.plot);
+    if (!ok) return ok;
+    drawn(file);
+  }
+  return Ok{};
+}
+
 }  // namespace commbound::sim

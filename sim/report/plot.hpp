@@ -6,8 +6,10 @@
 
 #include "calibration/base/expected.hpp"
 
+#include <functional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace commbound::sim {
@@ -48,5 +50,18 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output);
 // failure (or its absence) is an error naming the file.
 Status render_plot(const LinePlot& plot, const std::string& path, bool force);
 Status render_plot(const BarPlot& plot, const std::string& path, bool force);
+
+// A figure as a set of them is drawn: NAME.FORMAT in a folder.
+struct Figure {
+  std::string name;  // the file's name without its extension ("per_gpu")
+  std::variant<LinePlot, BarPlot> plot;
+};
+
+// Draws every figure into `dir` (created when missing) as NAME.`format` ("png" or "svg"), calling
+// `drawn(path)` after each. Every target is checked (check_writable) before the first is drawn, so
+// a refusal draws nothing. Errors name the path: a folder that cannot be created, an existing
+// figure without `force`, gnuplot's failure.
+Status draw_figures(const std::vector<Figure>& figures, const std::string& dir, const std::string& format, bool force,
+                    const std::function<void(const std::string& path)>& drawn);
 
 }  // namespace commbound::sim

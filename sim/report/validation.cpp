@@ -1,9 +1,11 @@
 #include "sim/report/validation.hpp"
 
+#include "calibration/base/file_type.hpp"
 #include "calibration/base/number_text.hpp"
 #include "calibration/base/one_line.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
+#include "sim/report/output.hpp"
 
 #include <fmt/format.h>
 #include <gsl/gsl_statistics_double.h>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -347,6 +350,85 @@ void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>
                        network::to_string(r.simulated.result.choice.algorithm),
                        network::to_string(r.simulated.result.choice.protocol), r.excluded.empty() ? "" : "**excluded** ",
                        p.platform, p.file.substr(p.file.rfind('/') + 1), p.line);
+  }
+}
+
+std::vector<SeriesFigure> series_figures(const std::vector<PublishedPoint>& points, const std::string& dir) {
+  std::vector<SeriesFigure> figures;
+  if (dir.empty()) return figures;
+  std::vector<std::string> order;
+  std::map<std::string, int> count;
+  for (const auto& p : points) {
+    if (count[p.series]++ == 0) order.push_back(p.series);
+  }
+  for (const std::string& series : order) {
+    if (count[series] < 3) continue;
+    const auto& first = *std::find_if(points.begin(), points.end(), [&](const auto& p) { return p.series == series; });
+    const std::string name = fmt::format("{:02d}-{}-{}n.png", figures.size() + 1, network::to_string(first.point.op),
+                                         first.point.nodes);
+    figures.push_back({series, (std::filesystem::path(dir) / name).string()});
+  }
+  return figures;
+}
+
+Status check_series_figures(const std::string& dir, const std::vector<SeriesFigure>& figures, bool force) {
+  if (!dir.empty()) {
+    auto type = file_type_at(dir);
+    if (!type) return type.error();
+    if (*type != std::filesystem::file_type::directory) return Error{dir + ": not a directory"};
+  }
+  for (const auto& f : figures) {
+    if (Status ok = check_writable(f.path, force); !ok) return ok;
+  }
+  return Ok{};
+}
+
+LinePlot series_plot(const std::vector<ValidationRow>& rows, const std::string& series) {
+  LinePlot plot;
+  plot.title = series.size() > 110 ? series.substr(0, 107) + "..." : series;
+  plot.x_label = "size (bytes, as nccl-tests)";
+  plot.y_label = "busbw (GB/s)";
+  plot.x_bytes = true;
+  PlotSeries measured{"measured", {}, "linespoints"}, simulated{"simulated (commbound)", {}, "linespoints"};
+  for (const auto& r : rows) {
+    if (r.published.series != series) continue;
+    measured.points.emplace_back(r.published.point.size_bytes, r.published.busbw_bytes_per_s / 1e9);
+    simulated.points.emplace_back(r.published.point.size_bytes, r.simulated.bus_bw_bytes_per_s / 1e9);
+  }
+  plot.series = {measured, simulated};
+  return plot;
+}
+
+Expected<std::vector<SeriesFigure>> draw_series_figures(const std::vector<ValidationRow>& rows,
+                                                        std::vector<SeriesFigure> figures,
+                                                        const std::string& document, bool force) {
+  for (auto& f : figures) {
+    if (Status drawn = render_plot(series_plot(rows, f.series), f.path, force); !drawn) return drawn.error();
+    if (!document.empty()) {  // the document links its figures relative to itself
+      // absolute() fails only without a working directory: then the link stays as given.
+      std::error_code doc_ec, figure_ec;
+      const auto doc_dir = std::filesystem::absolute(document, doc_ec).parent_path();
+      const auto figure = std::filesystem::absolute(f.path, figure_ec);
+      if (!doc_ec && !figure_ec) f.path = figure.lexically_relative(doc_dir).string();
+    }
+  }
+  return figures;
+}
+
+void write_validation_report(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
+                             ValidationFormat format, const std::string& command,
+                             const std::vector<SeriesFigure>& figures) {
+  if (format == ValidationFormat::markdown) {
+    write_accuracy_markdown(out, rows, scenario, command, figures);
+    return;
+  }
+  if (format == ValidationFormat::table) {
+    out << "# commbound validate: " << scenario.path << ", " << rows.size() << " measured points\n";
+  }
+  write_validation(out, rows, format == ValidationFormat::csv);
+  if (format == ValidationFormat::table) {
+    out << "\n# error = simulated busbw / measured - 1 (positive: optimistic), by band\n";
+    write_summary(out, summarise(rows));
   }
 }
 

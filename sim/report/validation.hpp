@@ -1,9 +1,10 @@
 // Validation against real nccl-tests measurements: the published points
 // (calibration/reference/nccl-tests-published.csv), the collected 1-4-node points
 // (calibration/reference/points-1to4-nodes.csv) and any user's nccl-tests log. Each measured point
-// whose GPU and GPUs per node match the scenario's node is simulated on the scenario's cluster and
-// reported beside the measurement, per point and summarised by band (node count x collective x
-// size). Nothing is fitted to these points here.
+// whose GPU and GPUs per node match the scenario's node is simulated on the scenario's cluster
+// (sim/validate/validation_run.hpp) and reported here beside the measurement, per point and
+// summarised by band (node count x collective x size), with a figure per measured sweep. Nothing
+// is fitted to these points here.
 //
 // Error convention: simulated busbw / measured busbw - 1. Positive: the model is optimistic
 // (faster than the real fabric). A fit's residuals (calibration/fabric/*.toml) are on time
@@ -13,6 +14,7 @@
 #include "calibration/base/expected.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/nccl_tests_log.hpp"
+#include "sim/report/plot.hpp"
 #include "sim/scenario/scenario.hpp"
 
 #include <ostream>
@@ -93,5 +95,33 @@ struct SeriesFigure {
 };
 void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
                              const std::string& command, const std::vector<SeriesFigure>& figures);
+
+// One figure per measured sweep of three points or more: `dir`/NN-OP-Nn.png (01-allreduce-2n.png),
+// numbered from 01 in the order the sweeps are first read. None when `dir` is empty.
+std::vector<SeriesFigure> series_figures(const std::vector<PublishedPoint>& points, const std::string& dir);
+
+// Refuses `dir` (when not empty) unless it is a directory, and any figure that exists unless
+// `force`: checked before anything is simulated. Errors name the path.
+Status check_series_figures(const std::string& dir, const std::vector<SeriesFigure>& figures, bool force);
+
+// The figure of one measured sweep: measured and simulated busbw (GB/s) against the size (a log2
+// bytes axis), titled by the series (cut to 110 characters).
+LinePlot series_plot(const std::vector<ValidationRow>& rows, const std::string& series);
+
+// Draws each figure's series_plot into its path and returns the figures with their paths as the
+// document at `document` links them (relative to its folder; as given when `document` is empty).
+// gnuplot's failure is an error naming the figure.
+Expected<std::vector<SeriesFigure>> draw_series_figures(const std::vector<ValidationRow>& rows,
+                                                        std::vector<SeriesFigure> figures,
+                                                        const std::string& document, bool force);
+
+enum class ValidationFormat { table, csv, markdown };
+
+// What `commbound validate` prints. table: a title naming the scenario, every point, then the error
+// by band; csv: every point (write_validation's columns); markdown: the accuracy document
+// (write_accuracy_markdown, with `command` and `figures`).
+void write_validation_report(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
+                             ValidationFormat format, const std::string& command,
+                             const std::vector<SeriesFigure>& figures);
 
 }  // namespace commbound::sim

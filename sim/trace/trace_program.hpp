@@ -1,4 +1,4 @@
-// TraceProgram: a PyTorch profiler trace (kineto_trace.hpp) as the Program one rank replays, for a
+// TraceProgram: a PyTorch profiler trace (kineto_reader.hpp) as the Program one rank replays, for a
 // scenario with [workload] trace = "FILE" (docs/traces.md).
 //
 //   * every GPU kernel, memcpy and memset is an op with its MEASURED duration (Op::fixed_s) on
@@ -21,7 +21,7 @@
 
 #include "calibration/base/expected.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/trace/kineto_trace.hpp"
+#include "sim/trace/kineto_reader.hpp"
 #include "sim/workload/workload.hpp"
 
 #include <string>

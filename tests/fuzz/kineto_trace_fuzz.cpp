@@ -1,9 +1,9 @@
-// Fuzzes the profiler trace reader (sim/trace/kineto_trace.hpp) on any bytes, as a file that may be
+// Fuzzes the profiler trace reader (sim/trace/kineto_reader.hpp) on any bytes, as a file that may be
 // gzip or plain JSON. Contract: an error names the file; a trace has GPU activities with finite,
 // non-negative durations, dependencies on other activities of the step, a finite iteration. Input
 // that is not gzip is also read gzip-compressed, and must read the same: the reader decompresses
 // as it parses, and compression changes nothing of what it finds.
-#include "sim/trace/kineto_trace.hpp"
+#include "sim/trace/kineto_reader.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 #include <zlib.h>

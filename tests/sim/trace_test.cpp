@@ -6,7 +6,7 @@
 #include "sim/run/training_run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/trace/internal/json_file.hpp"
-#include "sim/trace/kineto_trace.hpp"
+#include "sim/trace/kineto_reader.hpp"
 #include "sim/trace/trace_program.hpp"
 #include "tests/network/in_child.hpp"
 #include "tests/support/run_command.hpp"

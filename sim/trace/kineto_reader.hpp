@@ -1,8 +1,9 @@
-// KinetoTrace: one training step of one rank, read from a PyTorch profiler (Kineto) Chrome trace
-// (.json, or .json.gz): the GPU activities with their CUDA stream and measured times, the waits of
-// one stream for another, and the NCCL collectives with their sizes and process groups. What
-// sim/trace/trace_program.hpp turns into a Program to replay; docs/traces.md says how to capture a
-// trace that has all of it.
+// The Kineto trace reader: a KinetoTrace, one training step of one rank, read from a PyTorch
+// profiler (Kineto) Chrome trace (.json, or .json.gz): the GPU activities with their CUDA stream
+// and measured times, the waits of one stream for another, and the NCCL collectives with their
+// sizes and process groups. What sim/trace/trace_program.hpp turns into a Program to replay;
+// docs/traces.md says how to capture a trace that has all of it. (The trace commbound writes, of a
+// simulated iteration, is sim/report/perfetto_writer.hpp.)
 //
 // The step is the CPU-side ProfilerStep#N annotation that torch.profiler.profile(schedule=...)
 // writes; its GPU activities are those launched (CUDA runtime call, matched by correlation id)

@@ -1,4 +1,4 @@
-#include "sim/trace/kineto_trace.hpp"
+#include "sim/trace/kineto_reader.hpp"
 
 #include "calibration/base/number_text.hpp"
 #include "calibration/base/one_line.hpp"

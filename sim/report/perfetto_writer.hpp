@@ -1,0 +1,24 @@
+// The Perfetto writer: one simulated iteration as a Chrome trace (JSON Trace Event Format), which
+// ui.perfetto.dev and chrome://tracing open. `commbound run --trace FILE` writes it. A process per
+// simulated rank (one per pipeline stage), a track per stream, a complete event ("ph": "X") per op
+// with its time in microseconds from the iteration's start. What sim/trace/ reads is the other
+// direction: a PyTorch profiler trace in, a program out.
+#pragma once
+
+#include "sim/engine/engine.hpp"
+#include "sim/workload/workload.hpp"
+
+#include <ostream>
+#include <vector>
+
+namespace commbound::sim {
+
+// Writes `timeline` as a Chrome/Perfetto trace on one line. `stages` are the programs by pipeline
+// stage, `stage_of` maps a rank to its stage (every rank of the timeline must have one). A stream
+// is named by its program's stream label when it has one ("stream 7" for a replayed trace), else
+// by its StreamId. Compute ops carry their FLOPs and bytes, collectives their size and NCCL's
+// algorithm and protocol, ops at a measured duration "measured": true.
+void write_perfetto_trace(std::ostream& out, const std::vector<Program>& stages, const std::vector<int>& stage_of,
+                          const IterationTimeline& timeline);
+
+}  // namespace commbound::sim
