@@ -41,6 +41,10 @@ const char* to_string(Algorithm a) {
   return "?";
 }
 
+const char* algorithm_label(CollectiveOp op, Algorithm choice) {
+  return op == CollectiveOp::send_recv || op == CollectiveOp::all_to_all ? "p2p" : to_string(choice);
+}
+
 const char* to_string(Protocol p) {
   switch (p) {
     case Protocol::ll: return "LL";

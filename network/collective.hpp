@@ -66,6 +66,9 @@ double bus_bw_factor(CollectiveOp op, int ranks);
 
 const char* to_string(CollectiveOp op);
 const char* to_string(Algorithm a);
+// How reports name the algorithm of a call of `op`: to_string(choice) for the collectives NCCL's
+// tuner picks an algorithm for; "p2p" for SendRecv and AllToAll (NCCL's send/recv, no algorithm).
+const char* algorithm_label(CollectiveOp op, Algorithm choice);
 const char* to_string(Protocol p);
 const char* to_string(Fidelity f);
 const char* to_string(AllToAllMethod m);

@@ -35,7 +35,7 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
     for (const auto& r : rows) {
       out << fmt::format("{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{},{}\n", to_string(r.op), r.nodes, r.ranks, r.size_bytes,
                          r.result.time_s * kUsPerSecond, r.alg_bw_bytes_per_s / kBytesPerGB,
-                         r.bus_bw_bytes_per_s / kBytesPerGB, to_string(r.result.choice.algorithm),
+                         r.bus_bw_bytes_per_s / kBytesPerGB, network::algorithm_label(r.op, r.result.choice.algorithm),
                          to_string(r.result.choice.protocol), to_string(r.result.fidelity));
     }
     return;
@@ -50,7 +50,7 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
                            {"time_us", r.result.time_s * kUsPerSecond},
                            {"algbw_GBps", r.alg_bw_bytes_per_s / kBytesPerGB},
                            {"busbw_GBps", r.bus_bw_bytes_per_s / kBytesPerGB},
-                           {"algorithm", to_string(r.result.choice.algorithm)},
+                           {"algorithm", network::algorithm_label(r.op, r.result.choice.algorithm)},
                            {"protocol", to_string(r.result.choice.protocol)},
                            {"fidelity", to_string(r.result.fidelity)},
                            {"latency_us", r.result.latency_s * kUsPerSecond},
@@ -68,8 +68,8 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
     out << fmt::format("{:<14} {:>6} {:>6} {:>12} {:>12.1f} {:>10.2f} {:>10.2f}  {:<5} {:<7} {}\n", to_string(r.op), r.nodes,
                        r.ranks, size_label(r.size_bytes), r.result.time_s * kUsPerSecond,
                        r.alg_bw_bytes_per_s / kBytesPerGB, r.bus_bw_bytes_per_s / kBytesPerGB,
-                       to_string(r.result.choice.algorithm), to_string(r.result.choice.protocol),
-                       to_string(r.result.fidelity));
+                       network::algorithm_label(r.op, r.result.choice.algorithm),
+                       to_string(r.result.choice.protocol), to_string(r.result.fidelity));
   }
 }
 

@@ -28,9 +28,8 @@ const char* nccl_name(network::CollectiveOp op) {
 // send/recv) have no algorithm, only a protocol ("p2p/Simple"); "-" when no call ran on the fabric (measured in a replayed trace, or a
 // group of one).
 std::string choices_label(const BreakdownRow& r) {
-  const bool p2p = r.collective == network::CollectiveOp::send_recv || r.collective == network::CollectiveOp::all_to_all;
-  auto name = [p2p](const ChoiceCount& c) {
-    return std::string(p2p ? "p2p" : network::to_string(c.choice.algorithm)) + "/" +
+  auto name = [&r](const ChoiceCount& c) {
+    return std::string(network::algorithm_label(r.collective, c.choice.algorithm)) + "/" +
            network::to_string(c.choice.protocol);
   };
   if (r.choices.empty()) return "-";

@@ -631,9 +631,9 @@ private:
       t.routing_histogram = fs::weakly_canonical(file, ec).string();
     }
     if (!t.model.moe()) return Ok{};
-    const moe::LayerShape shape{t.model.experts, t.model.top_k, t.ep,
-                                static_cast<double>(t.micro_batch) * t.seq_len / t.cp / t.tp};
-    if (Status s = moe::check_routing(t.routing, shape); !s) r.fail(t.routing.kind == moe::RoutingKind::histogram ? "histogram" : "routing", s.error().message);
+    if (Status s = moe::check_routing(t.routing, t.moe_layer_shape()); !s) {
+      r.fail(t.routing.kind == moe::RoutingKind::histogram ? "histogram" : "routing", s.error().message);
+    }
     return r.finish();
   }
 

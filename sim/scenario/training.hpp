@@ -145,6 +145,11 @@ struct TrainingSpec {
     return 1;
   }
   double tokens_per_iteration() const { return static_cast<double>(global_batch) * seq_len; }
+  // Tokens one rank routes through an MoE layer per micro-batch: its context shard of the
+  // micro-batch, split over tp (an MoE model with tp > 1 runs sequence parallelism), and the
+  // routing problem they pose (experts, top_k, over ep ranks).
+  double routed_tokens() const { return static_cast<double>(micro_batch) * seq_len / cp / tp; }
+  moe::LayerShape moe_layer_shape() const { return {model.experts, model.top_k, ep, routed_tokens()}; }
   // Ranks holding a copy of an MoE layer's experts: the stage's tp x cp x dp ranks over
   // ep x expert_tp; and, sharded, the GPUs they are sharded over.
   int expert_replicas() const { return tp * replicas() / (ep * expert_tp); }

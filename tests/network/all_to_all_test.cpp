@@ -54,6 +54,10 @@ TEST(AllToAll, NamesAndBusBandwidthFollowNcclTests) {
   EXPECT_EQ(parse_all_to_all_method("deepep"), std::nullopt);
   // src/alltoall.cu: busbw = algbw x (n-1)/n.
   EXPECT_DOUBLE_EQ(bus_bw_factor(CollectiveOp::all_to_all, 8), 7.0 / 8.0);
+  // NCCL's send/recv has no algorithm (the tuner's choice is not consulted): reports say "p2p".
+  EXPECT_STREQ(algorithm_label(CollectiveOp::all_to_all, Algorithm::ring), "p2p");
+  EXPECT_STREQ(algorithm_label(CollectiveOp::send_recv, Algorithm::ring), "p2p");
+  EXPECT_STREQ(algorithm_label(CollectiveOp::all_gather, Algorithm::nvls), "nvls");
 }
 
 // One node: each GPU sends 7/8 of its buffer to its 7 peers through its own NVLink to the switch

@@ -100,8 +100,7 @@ ProgramWriter::ProgramWriter(const TrainingSpec& t)
 const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
   auto [it, fresh] = moe_layers_.try_emplace(l);
   if (!fresh) return it->second;
-  const moe::LayerShape shape{t_.model.experts, t_.model.top_k, t_.ep, tokens() / t_.tp};
-  const moe::LayerRouting routing = moe::route_layer(t_.routing, shape, l);
+  const moe::LayerRouting routing = moe::route_layer(t_.routing, t_.moe_layer_shape(), l);
   const std::vector<calibration::ExpertBatch> batches = busiest_rank_batches(t_, routing);
   MoeLayer& layer = it->second;
   layer.forward = recipe_.moe_layer(Direction::forward, batches);
@@ -258,7 +257,7 @@ int ProgramWriter::ep_exchange(const std::string& name, bool to_experts, int aft
   const MoeLayer& layer = moe_layer(current_layer_);
   auto all_to_all = [&](int x) {
     if (t_.ep == 1) return x;
-    const double bytes = tokens() / t_.tp * t_.model.top_k * t_.model.hidden * kBf16Bytes;
+    const double bytes = t_.routed_tokens() * t_.model.top_k * t_.model.hidden * kBf16Bytes;
     const int i = collective(name + ".ep_alltoall", StreamId::expert_parallel, network::CollectiveOp::all_to_all,
                              GroupKind::expert_parallel, bytes, {x});
     op(i).peer_bytes = to_experts ? layer.to_experts : layer.from_experts;
