@@ -4,6 +4,7 @@
 #include "calibration/table/framework_recipe.hpp"
 #include "calibration/table/memory_bound_op.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -70,9 +71,10 @@ std::vector<RecipeKernel> in_fp8(const std::vector<RecipeKernel>& kernels) {
     }
     if (g->layout != GemmLayout::wgrad) {
       const double elements = static_cast<double>(g->m) * static_cast<double>(g->k);  // X [T x in] or dY [T x out]
+      // One cast per run of the product (each expert's, each overlapped chunk's input).
       out.push_back({k.name + ".fp8_cast", ElementwiseShape{"fp8_cast_transpose", g->m * g->k, 4 * elements,
                                                             ElementwiseKind::streaming},
-                     1, "", k.host_ops});
+                     k.runs, "", k.host_ops});
     }
     RecipeKernel fp8 = k;
     std::get<GemmShape>(fp8.shape).precision = Precision::fp8;
@@ -217,6 +219,27 @@ std::vector<RecipeKernel> LlamaRecipe::attention_block(Direction direction) cons
   return k;
 }
 
+namespace {
+
+// Transformer Engine's comm-GEMM overlap (its userbuffers configurations, e.g. NeMo's
+// userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192): the forward qkv, o_proj, gate_up and down GEMMs
+// and the o_proj and down input-gradient GEMMs exchange their sequence-parallel pieces as they
+// compute (ring exchange or pipelined splits), so each runs as tp GEMMs of tokens / tp rows; the
+// weight-gradient and the other input-gradient GEMMs overlap in bulk, whole. One chunk per rank
+// is an approximation: the pipelined reduce-scatters use 4 splits whatever tp is.
+std::vector<RecipeKernel> split_for_tp_overlap(std::vector<RecipeKernel> kernels, int tp) {
+  static const std::string split[] = {"qkv", "o_proj", "gate_up", "down", "o_proj.dgrad", "down.dgrad"};
+  for (RecipeKernel& k : kernels) {
+    auto* g = std::get_if<GemmShape>(&k.shape);
+    if (g == nullptr || std::find(std::begin(split), std::end(split), k.name) == std::end(split)) continue;
+    g->m = dim(static_cast<double>(g->m) / tp);
+    k.runs *= tp;
+  }
+  return kernels;
+}
+
+}  // namespace
+
 // A layer: the attention block, then the MLP side `mlp_side` (rmsnorm2 and residual2 included);
 // backward the other way round.
 std::vector<RecipeKernel> LlamaRecipe::with_attention(Direction direction, std::vector<RecipeKernel> mlp_side) const {
@@ -224,6 +247,7 @@ std::vector<RecipeKernel> LlamaRecipe::with_attention(Direction direction, std::
   std::vector<RecipeKernel>& first = direction == Direction::forward ? attention : mlp_side;
   std::vector<RecipeKernel>& second = direction == Direction::forward ? mlp_side : attention;
   first.insert(first.end(), second.begin(), second.end());
+  if (layout_.tp_overlap && layout_.tp > 1) first = split_for_tp_overlap(std::move(first), layout_.tp);
   return as_issued(framework_, std::move(first));
 }
 

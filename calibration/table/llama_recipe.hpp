@@ -62,6 +62,10 @@ struct StepLayout {
   // Megatron sequence parallelism beside tp: what runs outside the tensor-parallel region (MLA's
   // down-projections) runs on tokens() / tp tokens.
   bool sequence_parallel = false;
+  // Transformer Engine's tensor-parallel comm-GEMM overlap: the GEMMs that read a gathered input
+  // or produce a reduce-scattered output run in tp chunks of tokens / tp rows, one per piece in
+  // flight (LlamaRecipe::with_attention).
+  bool tp_overlap = false;
   // Tokens of one micro-batch on this rank.
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };

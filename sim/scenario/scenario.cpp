@@ -482,6 +482,7 @@ private:
     check_model_split(par);
     check_world_size(par);
     check_expert_split(par);
+    check_tp_overlap(par);
     if (!par.failed()) default_hsdp_shard(v);
     check_replica_groups(par);
     return par.finish();
@@ -576,6 +577,16 @@ private:
     } else if (t.strategy == Strategy::hsdp || t.strategy == Strategy::diloco) {
       par.fail("strategy", std::string("\"") + to_string(t.strategy) +
                                "\" is not modelled for a mixture of experts: use \"fsdp\" or \"ddp\"");
+    }
+  }
+
+  // Transformer Engine overlaps sequence parallelism's all-gathers and reduce-scatters with GEMMs
+  // (Megatron refuses --tp-comm-overlap without --sequence-parallel); at tp 1 there is nothing to
+  // overlap and the key does nothing, as NeMo's overlap callback turns it off.
+  void check_tp_overlap(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    if (!par.failed() && t.tp_overlap && t.tp > 1 && !t.sequence_parallel) {
+      par.fail("tp_overlap", "overlaps sequence parallelism's all-gathers and reduce-scatters: needs sequence_parallel = true");
     }
   }
 

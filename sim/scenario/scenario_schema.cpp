@@ -188,6 +188,11 @@ std::vector<Key> parallel_keys() {
       {.key = "sequence_parallel", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "Megatron sequence parallelism beside tp",
        .set = Training<&TrainingSpec::sequence_parallel>::set, .get = Training<&TrainingSpec::sequence_parallel>::get},
+      {.key = "tp_overlap", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "tensor-parallel comm-GEMM overlap (Transformer Engine's, Megatron's --tp-comm-overlap): each "
+              "reduce-scatter beside the GEMM producing it, each all-gather beside the kernels up to the GEMM "
+              "reading it (needs `sequence_parallel`)",
+       .set = Training<&TrainingSpec::tp_overlap>::set, .get = Training<&TrainingSpec::tp_overlap>::get},
       {.key = "max_inflight_allgathers", .type = KeyType::integer, .lower = 1, .upper = 64, .fallback = KeyValue{2L},
        .doc = "FSDP forward prefetch limit (the current unit and the next)",
        .set = Training<&TrainingSpec::max_inflight_allgathers>::set,

@@ -95,6 +95,10 @@ struct TrainingSpec {
   int ep = 1;
   int expert_tp = 1;
   bool sequence_parallel = false;
+  // Transformer Engine's tensor-parallel comm-GEMM overlap (Megatron's --tp-comm-overlap,
+  // torchtitan's async TP; needs sequence parallelism): each reduce-scatter runs beside the GEMM
+  // producing its input, each all-gather beside the kernels up to the GEMM reading it.
+  bool tp_overlap = false;
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
   // Uneven pipelines (Megatron-LM's --decoder-first-pipeline-num-layers and
   // --decoder-last-pipeline-num-layers): the layers of the first and of the last stage; 0: an even

@@ -106,15 +106,17 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) 
   // sequence parallelism splits it.
   const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
   const double lse = kFp32 * a / tp;
-  // The MLP's inputs to its products and activation: a dense SwiGLU keeps gate, up and the
-  // activation's output (3 f / tp a token). An MoE layer keeps, per routed token (tokens / tp under
-  // sequence parallelism, top_k copies each): the permuted input, the experts' gate, up and
-  // activation output, their output before unpermute; the router's fp32 scores; and the shared
-  // experts' three like a dense MLP.
-  const double routed_copy = 2 * h * t.expert_tp + 3.0 * m.expert_ffn;
+  // The MLP's inputs to its second product and activation: its first product's outputs and the
+  // activation's output, (mlp_in_width(f) + f) / tp a token: SwiGLU's gate, up and silu(gate) * up
+  // (3 f), GELU's or squared ReLU's up and activation (2 f). An MoE layer keeps, per routed token
+  // (tokens / tp under sequence parallelism, top_k copies each): the permuted input, the experts'
+  // first outputs and activation output, their output before unpermute; the router's fp32
+  // scores; and the shared experts' like a dense MLP.
+  const auto kept_mlp = [&m](double width) { return m.mlp_in_width(width) + width; };
+  const double routed_copy = 2 * h * t.expert_tp + kept_mlp(m.expert_ffn);
   const double mlp = moe ? kBf16 * m.top_k / tp * routed_copy + kFp32 * m.experts / tp +
-                               kBf16 * 3.0 * m.shared_experts * m.expert_ffn / tp
-                         : kBf16 * 3 * f / tp;
+                               kBf16 * kept_mlp(static_cast<double>(m.shared_experts) * m.expert_ffn) / tp
+                         : kBf16 * kept_mlp(f) / tp;
   // Attention keeps its products' inputs: q, k and v (under MLA also the latents before and after
   // their norms: the q latent on the rank's sequence shard, the kv latent and the rotary key on
   // every token, as Megatron-Core gathers them), its output and the softmax statistics (lse).

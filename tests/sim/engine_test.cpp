@@ -322,6 +322,39 @@ TEST(Workload, LatentAttentionGathersItsLatents) {
   EXPECT_DOUBLE_EQ(tp_bytes, 1547698176.0);
 }
 
+// Tensor-parallel overlap moves the same bytes at other times: Llama-2 7B at tp 2 with sequence
+// parallelism. Layer 1's forward reduce-scatter after o_proj waits for what o_proj waits for (it
+// runs beside it), o_proj's successors wait for both; the all-gather that follows is joined after
+// the next GEMM (gate_up), not before the kernels between (residual, rmsnorm2).
+TEST(Workload, TensorParallelOverlapRunsCollectivesBesideTheirGemms) {
+  TrainingSpec t = fsdp_7b(8, 2);
+  t.sequence_parallel = true;
+  auto tp_bytes = [](const Program& p) {
+    double bytes = 0;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::collective && op.group == GroupKind::tensor_parallel) bytes += op.size_bytes;
+    }
+    return bytes;
+  };
+  const Program serial = build_program(t);
+  t.tp_overlap = true;
+  const Program overlapped = build_program(t);
+  EXPECT_DOUBLE_EQ(tp_bytes(overlapped), tp_bytes(serial));
+  auto find = [&](const std::string& name) {
+    for (std::size_t i = 0; i < overlapped.ops.size(); ++i) {
+      if (overlapped.ops[i].name == name) return static_cast<int>(i);
+    }
+    ADD_FAILURE() << "no op " << name;
+    return 0;
+  };
+  const Op& o_proj = overlapped.ops[static_cast<std::size_t>(find("layer1.mb0.fwd.o_proj"))];
+  const int rs = find("layer1.mb0.fwd.attn.tp_reducescatter");
+  EXPECT_EQ(overlapped.ops[static_cast<std::size_t>(rs)].deps, o_proj.deps);
+  const int ag = find("layer1.mb0.fwd.attn.tp_allgather");
+  const Op& join = overlapped.ops[static_cast<std::size_t>(find("layer1.mb0.fwd.gate_up.tp_overlap_join"))];
+  EXPECT_EQ(join.deps, (std::vector<int>{find("layer1.mb0.fwd.gate_up"), ag}));
+}
+
 // Uneven stages (6, 10, 10, 6 layers of 32) with 2 virtual stages: each stage's program runs the
 // forward of exactly its chunks' layers (TrainingSpec::first_layer), every layer on one stage only,
 // and its optimizer steps its own layers' parameters.

@@ -106,6 +106,23 @@ TEST(MemoryModel, MixtralExpertsShardedOverTheirOwnReplicas) {
   EXPECT_DOUBLE_EQ(m.at("activations"), 67687677952.0);
 }
 
+// GPT-3 175B (hidden 12288, 96 heads, GELU MLP of 49152, no GQA) at tp 4 with sequence
+// parallelism, selective recompute, micro-batch 1 x 2048 tokens. Per token, in bf16 elements:
+// norms' inputs and outputs 4 x 12288 / 4 = 12,288; q, k, v 3 x 12288 / 4 = 9,216; attention
+// output 3,072; the MLP's up output and GELU output 2 x 49152 / 4 = 24,576 (a GELU MLP has no gate):
+// 49,152 elements = 98,304 B, x 2048 = 201,326,592 B. Korthikanti et al. 2022 (table 2, selective
+// recomputation with sequence parallelism) count 34 s b h / t = 213,909,504 B: the same 32 s b h / t
+// plus 2 s b h / t of dropout masks, which these models do not use.
+TEST(MemoryModel, GeluMlpKeepsItsUpAndActivationOutputs) {
+  TrainingSpec t = llama("gpt3-175b", 16);
+  t.tp = 4;
+  t.dp = 4;
+  t.sequence_parallel = true;
+  t.micro_batch = 1;
+  t.seq_len = 2048;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::selective), 201326592.0);
+}
+
 // DeepSeek-V3's dense layer (multi-head latent attention, FFN 18432) at tp 2 with sequence
 // parallelism, micro-batch 1 x 4096 tokens. Per token, in bf16 elements:
 //   norms' inputs and outputs   4 x 7168 / 2                        = 14,336

@@ -366,6 +366,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Megatron's mla_up_proj replays latent attention's up-projections: not on standard attention.
         BadCase{"mla_up_proj_on_standard_attention", std::string(kUneven), {"training.activation_checkpointing=mla_up_proj"},
                 {"training.activation_checkpointing = \"mla_up_proj\"", "llama2-7b has standard attention"}},
+        BadCase{"tp_overlap_without_sp", std::string(kUneven) + "tp = 2\ntp_overlap = true\n", {},
+                {"$FILE", ":12:", "parallel.tp_overlap = true", "needs sequence_parallel = true"}},
         BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
                 {"pp_last_stage_layers", "needs pp > 1"}},
         // Found by fuzzing: a value toml++ writes over several lines (a long array) or a string

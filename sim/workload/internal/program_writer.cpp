@@ -32,6 +32,7 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   l.cp = t.cp;
   l.expert_tp = t.expert_tp;
   l.sequence_parallel = t.sequence_parallel && t.tp > 1;
+  l.tp_overlap = t.tp_overlap && l.sequence_parallel;
   return l;
 }
 
@@ -157,6 +158,10 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
     std::vector<int> after = x < 0 ? std::move(deps) : std::vector<int>{x};
     x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
                                                                      : kernel(prefix + k.name, k, after, backward);
+    if (tp_gather_in_flight_ >= 0 && std::holds_alternative<calibration::GemmShape>(k.shape)) {
+      x = sync(prefix + k.name + ".tp_overlap_join", {x, tp_gather_in_flight_});
+      tp_gather_in_flight_ = -1;
+    }
     if (!k.tp_reduction.empty()) x = tp_sync(prefix, k.tp_reduction, backward, x);
     if (!k.ep_exchange.empty()) x = ep_exchange(prefix + k.ep_exchange, k.ep_exchange == "to_experts", x);
   }
@@ -241,6 +246,17 @@ int ProgramWriter::tp_sync(const std::string& prefix, const std::string& tag, bo
                       GroupKind::tensor_parallel, reduced, {after});
   }
   const double gathered = row_bytes * (!backward && tag == "mlp" ? attention_input : t_.model.hidden);
+  if (t_.tp_overlap) {
+    // Transformer Engine's comm-GEMM overlap: the reduce-scatter runs beside the GEMM whose output
+    // it reduces (started with it, joined after it), the all-gather beside the kernels up to the
+    // next GEMM, which reads what it gathers (run() joins it there, in this call or the next).
+    const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
+                              network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, reduced, op(after).deps);
+    const int joined = sync(name + ".tp_overlap_join", {after, rs});
+    tp_gather_in_flight_ = collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
+                                      GroupKind::tensor_parallel, gathered, {joined});
+    return joined;
+  }
   const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
                             network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, reduced, {after});
   return collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,

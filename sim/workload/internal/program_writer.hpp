@@ -90,6 +90,9 @@ private:
       embedding_bwd_;
   std::map<int, MoeLayer> moe_layers_;  // by layer
   int current_layer_ = 0;               // the layer run() is laying out (its all-to-alls' bytes)
+  // Under tensor-parallel overlap, the all-gather running beside the kernels up to the next GEMM
+  // (-1: none); that GEMM's successors wait for it.
+  int tp_gather_in_flight_ = -1;
   Program program_;
   double host_clock_s_ = 0;
 };
