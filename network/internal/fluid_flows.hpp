@@ -128,7 +128,10 @@ struct FluidRun {
 // plus a segment's route latency. Throws std::logic_error when fewer slots are free than there are
 // groups (more collectives in flight than the Platform was created for). `memo`, when given, must
 // only ever see groups with the same edges (rates and bytes may differ): segment routes are then
-// worked out once per cut.
+// worked out once per cut, and a call whose groups are all capped and whose links carry nothing
+// else replays an identical earlier call that ran alone, starting no flow unless other traffic
+// comes onto its links before it ends (link_occupancy.hpp). A replay returns the replayed run's
+// bandwidth_s and ends after its duration: the same as simulating again, to rounding.
 FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo = nullptr);
 
 }  // namespace commbound::network::internal
