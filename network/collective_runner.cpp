@@ -3,6 +3,7 @@
 #include "calibration/base/check.hpp"
 #include "network/internal/algorithm_params.hpp"
 #include "network/internal/all_to_all.hpp"
+#include "network/internal/link_occupancy.hpp"
 #include "network/internal/nvls.hpp"
 #include "network/internal/pat.hpp"
 #include "network/internal/route_cache.hpp"
@@ -107,6 +108,9 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   const CallShape shape = shape_of(call);
   // With a fit the time is built from the fabric's measured mechanisms, not the tuner's latencies.
   const FabricFit* fit = platform_.spec().fabric.fit ? &*platform_.spec().fabric.fit : nullptr;
+  // Step-exact messages are flows that run_fluid() does not track: no collective replays a run
+  // from then on (internal/link_occupancy.hpp).
+  if (fidelity == Fidelity::step) platform_.occupancy().disable();
   const double factor = fit != nullptr ? 1.0 : latency_factor(nccl_, platform_.spec().node, shape, choice);
   const internal::AlgorithmResult part = run_algorithm({
       .platform = platform_,

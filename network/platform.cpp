@@ -1,6 +1,7 @@
 #include "network/platform.hpp"
 
 #include "network/internal/fabric_zone.hpp"
+#include "network/internal/link_occupancy.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -46,7 +47,10 @@ void serve_segments(internal::SegmentPoster* poster) {
     poster->wake->acquire();
     int* payload = nullptr;
     sg4::CommPtr in = poster->mailbox->get_async<int>(&payload);
-    sg4::CommPtr out = poster->mailbox->put_async(segment_payload(), static_cast<uint64_t>(std::llround(poster->bytes)));
+    // The size as given, not rounded to whole bytes: a resumed replayed segment has a fraction left.
+    sg4::CommPtr out = poster->mailbox->put_init(segment_payload(), 0);
+    out->set_remaining(poster->bytes);
+    out->start();
     out->wait();
     in->wait();
     std::function<void(double)> done = std::move(poster->done);
@@ -123,7 +127,7 @@ Expected<std::unique_ptr<Platform>> Platform::create(const ClusterSpec& spec, in
 }
 
 Platform::Platform(const ClusterSpec& spec, std::unique_ptr<sg4::Engine> engine)
-    : spec_(spec), engine_(std::move(engine)) {}
+    : spec_(spec), engine_(std::move(engine)), occupancy_(std::make_unique<internal::LinkOccupancy>()) {}
 
 Platform::~Platform() = default;
 
@@ -152,10 +156,10 @@ std::shared_ptr<const internal::SegmentRoute> Platform::segment_route(
 }
 
 double Platform::route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route,
-                               double cap_bytes_per_s) {
+                               double cap_bytes_per_s, std::optional<double> latency_s) {
   constexpr double kUncappedBytesPerS = 1e18;
   zone_->segment_cap_link(slot)->set_bandwidth(cap_bytes_per_s > 0 ? cap_bytes_per_s : kUncappedBytesPerS);
-  return zone_->set_segment(slot, std::move(route));
+  return zone_->set_segment(slot, std::move(route), latency_s);
 }
 
 void Platform::release_segment(int slot) {

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -29,6 +30,7 @@ namespace commbound::network {
 
 namespace internal {
 class FabricZone;
+class LinkOccupancy;
 struct SegmentRoute;
 struct SegmentPoster;
 }
@@ -93,9 +95,14 @@ public:
   int acquire_segment();
   std::shared_ptr<const internal::SegmentRoute> segment_route(
       std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
-  double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double cap_bytes_per_s);
+  // `latency_s`, when given, replaces the route's summed latency for the slot's flows (a replayed
+  // segment turned into a flow partway through: internal/link_occupancy.hpp).
+  double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double cap_bytes_per_s,
+                       std::optional<double> latency_s = std::nullopt);
   void start_segment(int slot, double bytes, std::function<void(double finish_s)> done);
   void release_segment(int slot);
+  // Which collectives' segment flows are on which links (internal/link_occupancy.hpp).
+  internal::LinkOccupancy& occupancy() { return *occupancy_; }
   int free_segments() const { return static_cast<int>(free_segments_.size()); }
   // Throws std::logic_error (a broken invariant, not bad input) when fewer than `n` slots are free:
   // the caller started more collectives at once than create() was told.
@@ -121,6 +128,7 @@ private:
   int reserved_segments_ = 0;
   // Per slot: the actor that posts its flows (start_segment), created on the slot's first flow.
   std::vector<std::unique_ptr<internal::SegmentPoster>> posters_;
+  std::unique_ptr<internal::LinkOccupancy> occupancy_;
 };
 
 }  // namespace commbound::network

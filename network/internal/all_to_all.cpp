@@ -2,6 +2,7 @@
 
 #include "calibration/base/check.hpp"
 #include "network/internal/fluid_flows.hpp"
+#include "network/internal/link_occupancy.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -185,6 +186,8 @@ AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
   // One SimGrid flow per transfer, all at once, uncapped: the max-min solver shares every link
   // between them (and whatever else is in flight) and re-shares as they complete. Flows between GPU
   // hosts take no segment slot (fluid_flows.hpp), so n^2 of them may run.
+  // They are not tracked by LinkOccupancy: no collective replays a run from now on.
+  params.platform.occupancy().disable();
   const double start_s = sg4::Engine::get_clock();
   std::vector<sg4::CommPtr> comms;
   std::vector<double> latency_s;

@@ -118,6 +118,7 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, in
                                static_cast<int>(link_infos_.size()) - 1, 0});
   }
   segment_route_.resize(segment_slots);
+  segment_latency_s_.resize(segment_slots);
   zone->seal();
 }
 
@@ -291,8 +292,9 @@ std::shared_ptr<const SegmentRoute> FabricZone::segment_route(
   return route;
 }
 
-double FabricZone::set_segment(int slot, std::shared_ptr<const SegmentRoute> route) {
+double FabricZone::set_segment(int slot, std::shared_ptr<const SegmentRoute> route, std::optional<double> latency_s) {
   segment_route_[slot] = std::move(route);
+  segment_latency_s_[slot] = latency_s;
   return segment_route_[slot]->latency_s;
 }
 
@@ -305,10 +307,12 @@ void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
     std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links = into->link_list_;
     links.reserve(links.size() + 1 + (route != nullptr ? route->links.size() : 0));
     links.push_back(segment_cap_[slot].impl);
-    if (latency != nullptr) *latency += segment_cap_[slot].latency_s;
+    // A latency set with the route stands for the whole route's (a replayed segment resumed).
+    const std::optional<double>& set_latency_s = segment_latency_s_[slot];
+    if (latency != nullptr) *latency += set_latency_s ? *set_latency_s : segment_cap_[slot].latency_s;
     if (route == nullptr) return;
     links.insert(links.end(), route->links.begin(), route->links.end());
-    if (latency != nullptr) {
+    if (latency != nullptr && !set_latency_s) {
       for (const Hop& hop : route->hops) *latency += hop.latency_s;
     }
     return;

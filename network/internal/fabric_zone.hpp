@@ -16,6 +16,7 @@
 #include <simgrid/s4u/Link.hpp>
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -74,7 +75,8 @@ public:
   std::shared_ptr<const SegmentRoute> segment_route(
       std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
   // Sets the route of `slot` (held until the slot is routed again); returns its summed latency.
-  double set_segment(int slot, std::shared_ptr<const SegmentRoute> route);
+  // `latency_s`, when given, is the latency the slot's flows get instead of the route's.
+  double set_segment(int slot, std::shared_ptr<const SegmentRoute> route, std::optional<double> latency_s = std::nullopt);
   const TreeGeometry& geometry() const { return geometry_; }
 
   // The links a message from `src` to `dst` crosses, by name with direction, and the summed latency.
@@ -137,6 +139,7 @@ private:
   std::vector<simgrid::s4u::Link*> segment_cap_links_;
   std::vector<Hop> segment_cap_;
   std::vector<std::shared_ptr<const SegmentRoute>> segment_route_;  // per slot; null before first use
+  std::vector<std::optional<double>> segment_latency_s_;             // per slot: set_segment's latency_s
   std::vector<Hop> upper_xbar_;  // per upper level (1 or 2 entries): a traversal of that layer
   std::vector<Duplex> leaf_up_;  // ECMP: leaf x up_ports (to spine/agg j); adaptive: one bundle per leaf
   std::vector<Duplex> pod_up_;   // 3 levels. ECMP: pod x agg x core; adaptive: one bundle per pod

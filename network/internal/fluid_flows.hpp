@@ -28,6 +28,7 @@
 // 2048 / 4 = 512 segments, 64 per group, 64 edges (8 nodes) each.
 #pragma once
 
+#include "network/internal/link_occupancy.hpp"
 #include "network/platform.hpp"
 
 #include <cstddef>
@@ -75,9 +76,27 @@ std::size_t edges_per_segment(const std::vector<GroupFlow>& groups, SegmentSlots
 
 // The routes of the segments run_fluid() cut from one set of groups, kept for the next call over
 // the same groups' edges (RouteCache): a cut is decided by its edges per segment, so routes are
-// kept per edges_per_segment(), one per segment in segments_of()'s order.
+// kept per edges_per_segment(), one per segment in segments_of()'s order, with the links they
+// cross. With them, per distinct bytes and rates of the groups, the outcome of a run that shared
+// no link with any other (link_occupancy.hpp): a later identical call that finds its links free
+// replays it instead of simulating its flows again.
 struct SegmentRouteMemo {
-  std::vector<std::pair<std::size_t, std::vector<std::shared_ptr<const SegmentRoute>>>> by_cut;
+  struct Replay {
+    std::vector<double> key;              // per group: wire bytes, rate
+    std::vector<double> finish_offset_s;  // per segment: when its flow completed, from the start
+    double duration_s = 0;                // when the last completed (run_fluid returned)
+    double bandwidth_s = 0;               // FluidRun::bandwidth_s
+  };
+  struct Routes {
+    std::vector<std::shared_ptr<const SegmentRoute>> segments;  // one per segment
+    std::vector<LinkOccupancy::LinkId> links;                   // every link they cross, once
+  };
+  struct Cut {
+    std::size_t edges_per_segment = 0;
+    std::shared_ptr<const Routes> routes;
+    std::vector<std::shared_ptr<const Replay>> replays;
+  };
+  std::vector<Cut> by_cut;
 };
 
 // The links the channel groups' edges cross (fatpipes, which never limit bandwidth, left out), in
@@ -109,7 +128,10 @@ struct FluidRun {
 // plus a segment's route latency. Throws std::logic_error when fewer slots are free than there are
 // groups (more collectives in flight than the Platform was created for). `memo`, when given, must
 // only ever see groups with the same edges (rates and bytes may differ): segment routes are then
-// worked out once per cut.
+// worked out once per cut, and a call whose groups are all capped and whose links carry nothing
+// else replays an identical earlier call that ran alone, starting no flow unless other traffic
+// comes onto its links before it ends (link_occupancy.hpp). A replay returns the replayed run's
+// bandwidth_s and ends after its duration: the same as simulating again, to rounding.
 FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo = nullptr);
 
 }  // namespace commbound::network::internal
