@@ -90,8 +90,8 @@ Expected<toml::table> parse_toml_file(const std::filesystem::path& path) {
   }
 }
 
-TableReader::TableReader(const toml::table& table, std::string prefix, const Overrides* overrides)
-    : table_(table), prefix_(std::move(prefix)), overrides_(overrides) {}
+TableReader::TableReader(const toml::table& table, std::string prefix, const Overrides* overrides, std::string file)
+    : table_(table), prefix_(std::move(prefix)), file_(std::move(file)), overrides_(overrides) {}
 
 std::string TableReader::where_is(const toml::node& node, const std::string& key) const {
   if (node.source().path || overrides_ == nullptr) return where(node);
@@ -119,7 +119,8 @@ void TableReader::fail_at(const toml::node* node, const std::string& key, const 
   } else {
     // The table's place: in its file, or the --set that made it.
     const bool from_file = table_.source().path || overrides_ == nullptr || prefix_.empty();
-    const std::string at = from_file ? where(table_) : set_origin(prefix_).value_or(where(table_));
+    const std::string table_at = where(table_, file_.empty() ? "<input>" : file_);
+    const std::string at = from_file ? table_at : set_origin(prefix_).value_or(table_at);
     error_ = Error{at + ": [" + prefix_ + "] " + dotted(key) + ": " + reason};
   }
 }

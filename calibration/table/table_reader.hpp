@@ -35,8 +35,10 @@ Expected<toml::table> parse_toml_file(const std::filesystem::path& path);
 class TableReader {
 public:
   // `table` must outlive the reader; `prefix` is the table's dotted path ("" at the top level);
-  // `overrides` (may be null) names the --set behind a value that has no place in a file.
-  TableReader(const toml::table& table, std::string prefix, const Overrides* overrides = nullptr);
+  // `overrides` (may be null) names the --set behind a value that has no place in a file; `file`
+  // (may be empty) is the document the table belongs to, named by an error about a table the
+  // document lacks (an absent section read as empty).
+  TableReader(const toml::table& table, std::string prefix, const Overrides* overrides = nullptr, std::string file = {});
 
   bool has(const std::string& key) const { return table_.contains(key); }
   bool is_table(const std::string& key) const { return table_.contains(key) && table_.get(key)->is_table(); }
@@ -76,6 +78,7 @@ private:
 
   const toml::table& table_;
   std::string prefix_;
+  std::string file_;
   const Overrides* overrides_;
   std::set<std::string> read_;
   std::optional<Error> error_;

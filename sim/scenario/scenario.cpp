@@ -388,7 +388,7 @@ private:
   }
 
   Status read_fabric() {
-    TableReader fabric(section_or_empty(fabric_t_), "fabric", &origins_);
+    TableReader fabric(section_or_empty(fabric_t_), "fabric", &origins_, path_);
     const KeyValues v = read_section(fabric, "fabric");
     network::FabricSpec& f = sc_.cluster.fabric;
     if (!fabric.failed() && v.has("levels") && f.levels == 1) {
@@ -422,7 +422,7 @@ private:
   }
 
   Status read_nccl() {
-    TableReader nccl(section_or_empty(nccl_t_), "nccl", &origins_);
+    TableReader nccl(section_or_empty(nccl_t_), "nccl", &origins_, path_);
     const KeyValues v = read_section(nccl, "nccl");
     if (Status s = nccl.finish(); !s) return s;
     const std::string& release = v.text("release");
@@ -476,7 +476,7 @@ private:
   }
 
   Status read_parallel() {
-    TableReader par(section_or_empty(parallel_t_), "parallel", &origins_);
+    TableReader par(section_or_empty(parallel_t_), "parallel", &origins_, path_);
     const KeyValues v = read_section(par, "parallel");
     if (Status s = par.finish(); !s) return s;
     check_model_split(par);
@@ -615,7 +615,7 @@ private:
   // the layout: the loads one per routed expert, enough experts with load for top_k.
   Status read_moe() {
     namespace fs = std::filesystem;
-    TableReader r(section_or_empty(moe_t_), "moe", &origins_);
+    TableReader r(section_or_empty(moe_t_), "moe", &origins_, path_);
     read_section(r, "moe");
     if (Status s = r.finish(); !s) return s;
     TrainingSpec& t = *sc_.training;
@@ -650,7 +650,7 @@ private:
 
   Status read_training() {
     if (Status s = check_training_fidelity(); !s) return s;
-    TableReader tr(section_or_empty(training_t_), "training", &origins_);
+    TableReader tr(section_or_empty(training_t_), "training", &origins_, path_);
     const KeyValues v = read_section(tr, "training");
     check_framework_model(tr);
     check_recompute_model(tr);
