@@ -129,7 +129,7 @@ std::vector<RecipeKernel> LlamaRecipe::latent_attention_block(Direction directio
   const RecipeKernel attention{
       "attention",
       AttentionShape{direction, layout_.micro_batch, dim(heads), dim(heads), dim(T / layout_.micro_batch),
-                     dim((m.qk_head_dim() + m.value_head_dim()) / 2.0), true},
+                     dim(m.attention_core_head_dim()), true},
       layout_.cp, ""};
   std::vector<RecipeKernel> k;
   auto norm = [&](const std::string& name, double tokens, double width) {
@@ -188,7 +188,7 @@ std::vector<RecipeKernel> LlamaRecipe::attention_block(Direction direction) cons
   const double T = layout_.tokens();
   const double h = m.hidden;
   const double tp = layout_.tp;
-  const double qkv = (m.q_dim() + 2 * m.kv_dim()) / tp;
+  const double qkv = m.qkv_dim() / tp;
   const double rope_width = (m.heads + m.kv_heads) / tp * m.head_dim();  // q and k are rotated
   // Causal flash attention of the rank's heads over its tokens; with context parallelism ring
   // attention runs one block per KV chunk, each a causal attention over seq / cp tokens.
@@ -247,7 +247,7 @@ std::vector<RecipeKernel> LlamaRecipe::with_attention(Direction direction, std::
   std::vector<RecipeKernel>& first = direction == Direction::forward ? attention : mlp_side;
   std::vector<RecipeKernel>& second = direction == Direction::forward ? mlp_side : attention;
   first.insert(first.end(), second.begin(), second.end());
-  if (layout_.tp_overlap && layout_.tp > 1) first = split_for_tp_overlap(std::move(first), layout_.tp);
+  if (layout_.tp_overlap) first = split_for_tp_overlap(std::move(first), layout_.tp);
   return as_issued(framework_, std::move(first));
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 // The biases of a layer's projections (qkv's and o's outputs, the MLP's two matrices' outputs).
 double bias_params(const ModelSpec& m, double mlp_width) {
-  return m.bias ? (m.q_dim() + 2 * m.kv_dim()) + m.hidden + m.mlp_in_width(mlp_width) + m.hidden : 0;
+  return m.bias ? m.qkv_dim() + m.hidden + m.mlp_in_width(mlp_width) + m.hidden : 0;
 }
 
 // The matmul weights of an MoE layer's MLP side that `routed` of its routed experts use: the
@@ -81,8 +81,7 @@ double ModelSpec::active_matmul_params() const {
 }
 
 double ModelSpec::flops_per_token(int seq) const {
-  const double attention_width = mla() ? heads * (qk_head_dim() + value_head_dim()) / 2.0 : q_dim();
-  return 6 * active_matmul_params() + 12.0 * layers * attention_width * seq;
+  return 6 * active_matmul_params() + 12.0 * layers * heads * attention_core_head_dim() * seq;
 }
 
 }  // namespace commbound::calibration

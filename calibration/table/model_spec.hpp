@@ -88,6 +88,14 @@ struct ModelSpec {
   // models use the widths below.
   double q_dim() const { return static_cast<double>(heads) * head_dim(); }
   double kv_dim() const { return static_cast<double>(kv_heads) * head_dim(); }
+  // Queries, keys and values per token: heads x qk_head_dim + kv_heads x (qk_head_dim +
+  // value_head_dim) (q + 2 kv for standard attention; MLA's up-projected heads).
+  double qkv_dim() const {
+    return static_cast<double>(heads) * qk_head_dim() + static_cast<double>(kv_heads) * (qk_head_dim() + value_head_dim());
+  }
+  // The head width attention's two products average, (qk_head_dim + value_head_dim) / 2: the
+  // head_dim of a standard head with the same FLOPs (head_dim() for standard attention).
+  double attention_core_head_dim() const { return (qk_head_dim() + value_head_dim()) / 2.0; }
   // Attention's output, the o projection's input: heads x the value head's width.
   double attention_out_dim() const { return static_cast<double>(heads) * value_head_dim(); }
   // What the attention block's first products read from the hidden state, per token: h, or under

@@ -87,17 +87,20 @@ const std::vector<KeySpec<ModelSpec>>& model_keys() {
 
 namespace {
 
+// Fails on the first of `keys` set (non-zero) without the key they belong to, saying `why`.
+void refuse_orphans(TableReader& r, std::initializer_list<std::pair<const char*, int>> keys, const std::string& why) {
+  for (const auto& [key, value] : keys) {
+    if (value != 0) return r.fail(key, why);
+  }
+}
+
 // An MoE model's keys agree: a top_k of 1 .. experts and an expert width; a dense model sets none
 // of them; some layer is MoE.
 void check_experts(TableReader& r, const ModelSpec& m) {
   const std::string experts = std::to_string(m.experts);
   if (!m.moe()) {
-    const std::pair<const char*, int> keys[] = {{"top_k", m.top_k}, {"shared_experts", m.shared_experts},
-                                                {"expert_ffn", m.expert_ffn}};
-    for (const auto& [key, value] : keys) {
-      if (value != 0) return r.fail(key, "an MoE key without `experts` (the routed experts; 0 or absent: a dense model)");
-    }
-    return;
+    return refuse_orphans(r, {{"top_k", m.top_k}, {"shared_experts", m.shared_experts}, {"expert_ffn", m.expert_ffn}},
+                          "an MoE key without `experts` (the routed experts; 0 or absent: a dense model)");
   }
   if (m.top_k < 1 || m.top_k > m.experts) return r.fail("top_k", "must be 1 .. experts (" + experts + ")");
   if (m.expert_ffn < 1) return r.fail("expert_ffn", "MoE layers need the experts' inner size (>= 1)");
@@ -110,12 +113,9 @@ void check_experts(TableReader& r, const ModelSpec& m) {
 // other MLA keys only beside kv_lora_rank.
 void check_latent_attention(TableReader& r, const ModelSpec& m) {
   if (!m.mla()) {
-    const std::pair<const char*, int> keys[] = {
-        {"q_lora_rank", m.q_lora_rank}, {"rope_head_dim", m.rope_head_dim}, {"v_head_dim", m.v_head_dim}};
-    for (const auto& [key, value] : keys) {
-      if (value != 0) return r.fail(key, "an MLA key without `kv_lora_rank` (0 or absent: standard attention)");
-    }
-    return;
+    return refuse_orphans(r, {{"q_lora_rank", m.q_lora_rank}, {"rope_head_dim", m.rope_head_dim},
+                              {"v_head_dim", m.v_head_dim}},
+                          "an MLA key without `kv_lora_rank` (0 or absent: standard attention)");
   }
   if (m.v_head_dim < 1) return r.fail("v_head_dim", "multi-head latent attention needs the value heads' width (>= 1)");
   if (m.kv_heads != m.heads) {

@@ -120,7 +120,7 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) 
   // Attention keeps its products' inputs: q, k and v (under MLA also the latents before and after
   // their norms: the q latent on the rank's sequence shard, the kv latent and the rotary key on
   // every token, as Megatron-Core gathers them), its output and the softmax statistics (lse).
-  const double qkv = m.mla() ? a / tp * (2.0 * m.qk_head_dim() + m.value_head_dim()) : (m.q_dim() + 2 * kv) / tp;
+  const double qkv = m.qkv_dim() / tp;
   const double latents = m.mla() ? 2.0 * m.q_lora_rank * replicated + 2.0 * m.kv_lora_rank + m.rope_head_dim : 0;
   const double all = kBf16 * (4 * h * replicated + latents + qkv + m.attention_out_dim() / tp) + lse + mlp;
   double per_token = 0;

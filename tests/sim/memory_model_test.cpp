@@ -27,6 +27,18 @@ TrainingSpec llama(const std::string& model, int world) {
   return t;
 }
 
+// `model` on 16 GPUs at tensor parallelism `tp` with sequence parallelism, micro-batches of one
+// sequence of `seq` tokens.
+TrainingSpec sequence_parallel(const std::string& model, int tp, int seq) {
+  TrainingSpec t = llama(model, 16);
+  t.tp = tp;
+  t.dp = 16 / tp;
+  t.sequence_parallel = true;
+  t.micro_batch = 1;
+  t.seq_len = seq;
+  return t;
+}
+
 std::map<std::string, double> by_category(const MemoryUse& u) {
   std::map<std::string, double> m;
   for (const auto& [what, bytes] : u.bytes) m[what] = bytes;
@@ -114,12 +126,7 @@ TEST(MemoryModel, MixtralExpertsShardedOverTheirOwnReplicas) {
 // recomputation with sequence parallelism) count 34 s b h / t = 213,909,504 B: the same 32 s b h / t
 // plus 2 s b h / t of dropout masks, which these models do not use.
 TEST(MemoryModel, GeluMlpKeepsItsUpAndActivationOutputs) {
-  TrainingSpec t = llama("gpt3-175b", 16);
-  t.tp = 4;
-  t.dp = 4;
-  t.sequence_parallel = true;
-  t.micro_batch = 1;
-  t.seq_len = 2048;
+  const TrainingSpec t = sequence_parallel("gpt3-175b", 4, 2048);
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::selective), 201326592.0);
 }
 
@@ -133,11 +140,7 @@ TEST(MemoryModel, GeluMlpKeepsItsUpAndActivationOutputs) {
 // 85,568 elements = 171,136 B, + lse 4 B x 64 heads = 171,392 B; x 4096 = 702,021,632 B kept with no
 // recomputation. mla_up_proj drops q, k and v: 171,392 - 65,536 = 105,856 B, x 4096 = 433,586,176.
 TEST(MemoryModel, LatentAttentionKeepsItsLatentsAndDropsTheUpProjections) {
-  TrainingSpec t = llama("deepseek-v3", 16);
-  t.tp = 2;
-  t.dp = 8;
-  t.sequence_parallel = true;
-  t.micro_batch = 1;
+  const TrainingSpec t = sequence_parallel("deepseek-v3", 2, 4096);
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 702021632.0);
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::mla_up_proj), 433586176.0);
 }
