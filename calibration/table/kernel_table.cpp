@@ -131,7 +131,7 @@ Expected<GemmRow> read_gemm(const toml::table& row, TableContent content) {
 Expected<AttentionRow> read_attention(const toml::table& row, TableContent content) {
   TableReader r(row, "attention");
   AttentionRow x;
-  x.implementation = r.choice("implementation", "commbound", {"commbound", "cudnn"});
+  x.implementation = r.choice("implementation", "commbound", {"commbound", "cudnn", "flash2"});
   if (!r.has("implementation") && !r.failed() && row_is_timed(r, content)) r.fail("implementation", "missing (required)");
   x.shape.direction = *parse_direction(r.choice("direction", "forward", {"forward", "backward"}));
   if (!r.has("direction") && !r.failed()) r.fail("direction", "missing (required)");

@@ -53,7 +53,9 @@ struct GemmRow {
 };
 
 struct AttentionRow {
-  std::string implementation = "commbound";  // "commbound" (kernels/attention.cu) or "cudnn"
+  // "commbound" (kernels/attention.cu), "cudnn" (cuDNN's fused attention) or "flash2"
+  // (FlashAttention-2 as PyTorch's SDPA flash backend runs it).
+  std::string implementation = "commbound";
   AttentionShape shape;
   std::optional<KernelTiming> time;
 };

@@ -33,7 +33,7 @@ Compute times come from a calibration table when one is in use ([cluster] kernel
 file): each op costs the table's measured time for its kernel shape; a shape the table lacks takes
 the achieved rate of the nearest measured shape, or the table's [device] roofline. Without a table,
 compute is the datasheet roofline (a lower bound: MFU is then an upper bound). [training]
-attention_kernel = "commbound" | "cudnn" picks the table's attention rows. Every report states its
+attention_kernel = "commbound" | "cudnn" | "flash2" picks the table's attention rows. Every report states its
 sources and counts the ops priced by fallback (docs/metrics.md).
 
 With [workload] trace = "FILE" the iteration is a PyTorch profiler trace's step replayed instead

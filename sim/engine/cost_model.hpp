@@ -39,7 +39,7 @@ class CostModel {
 public:
   // The datasheet roofline; `why` (optional) says why no table is used, for describe().
   explicit CostModel(const GpuSpec& gpu, std::string why = "");
-  // Prices from `table`; attention rows of `attention_kernel` ("commbound" or "cudnn").
+  // Prices from `table`; attention rows of `attention_kernel` ("commbound", "cudnn", "flash2").
   CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::KernelTable> table, std::string attention_kernel);
 
   double seconds(const Op& op) const { return price(op).seconds; }

@@ -722,23 +722,32 @@ private:
     return Ok{};
   }
 
-  // Megatron-LM + Transformer Engine runs cuDNN's fused attention unless told otherwise. A table
-  // that has attention rows must have some of the chosen kernel: pricing one kernel's attention by
-  // another's rows, or by the roofline, would be silent and wrong.
+  // The attention the framework runs: Transformer Engine's cuDNN fused attention; PyTorch's SDPA
+  // picks its flash backend (FlashAttention-2) first for these shapes (eager and compiled alike:
+  // Inductor calls the same SDPA kernels), priced from rows of it where the table has them, else
+  // from our kernel of the same algorithm.
+  static std::string default_attention_kernel(calibration::Framework f, const calibration::KernelTable* table) {
+    if (f == calibration::Framework::megatron_te) return "cudnn";
+    const bool pytorch = f == calibration::Framework::pytorch_eager || f == calibration::Framework::pytorch_compile;
+    if (pytorch && table != nullptr && table->has_attention("flash2")) return "flash2";
+    return "commbound";
+  }
+
+  // A table that has attention rows must have some of the chosen kernel: pricing one kernel's
+  // attention by another's rows, or by the roofline, would be silent and wrong.
   Status check_attention_kernel(TableReader& tr, const KeyValues& v) {
     TrainingSpec& t = *sc_.training;
-    if (!v.has("attention_kernel")) {
-      t.attention_kernel = t.framework == calibration::Framework::megatron_te ? "cudnn" : "commbound";
-    }
     const auto& table = sc_.kernel_table;
+    if (!v.has("attention_kernel")) t.attention_kernel = default_attention_kernel(t.framework, table.get());
     if (!table || table->attentions().empty() || table->has_attention(t.attention_kernel)) return Ok{};
     if (v.has("attention_kernel")) {
       tr.fail("attention_kernel", table->display_path() + " has no [[attention]] rows of implementation \"" +
                                       t.attention_kernel + "\"");
       return tr.finish();
     }
-    return Error{path_ + ": training.attention_kernel = \"commbound\" (the default): " + table->display_path() +
-                 " has no [[attention]] rows of implementation \"commbound\"; set training.attention_kernel"};
+    return Error{path_ + ": training.attention_kernel = \"" + t.attention_kernel + "\" (the default): " +
+                 table->display_path() + " has no [[attention]] rows of implementation \"" + t.attention_kernel +
+                 "\"; set training.attention_kernel"};
   }
 
   // global_batch or local_batch (one of them): the sequences of one replica split evenly into

@@ -263,8 +263,11 @@ std::vector<Key> training_keys() {
               "`grad_reduce_in_fp32` (fp32: twice the bytes and the ZeRO-1 buffer); PyTorch FSDP's `reduce_dtype`",
        .set = [](Scenario& s, const KeyValue& v, double) { s.training->grad_reduce_fp32 = text_of(v) == "fp32"; },
        .get = [](const Scenario& s, double) -> Got { return text(s.training->grad_reduce_fp32 ? "fp32" : "bf16"); }},
-      {.key = "attention_kernel", .type = KeyType::choice, .derived = "`cudnn` under `megatron-te`, else `commbound`",
-       .names = {"commbound", "cudnn"}, .doc = "which `[[attention]]` rows of the kernel table price attention",
+      {.key = "attention_kernel", .type = KeyType::choice, .derived = "`cudnn` under `megatron-te`; `flash2` under `pytorch-eager` and `pytorch-compile` where the "
+                   "table has such rows; else `commbound`",
+       .names = {"commbound", "cudnn", "flash2"},
+       .doc = "which `[[attention]]` rows of the kernel table price attention: our kernel, cuDNN's (Transformer "
+              "Engine's) or FlashAttention-2 (PyTorch SDPA's flash backend)",
        .set = Training<&TrainingSpec::attention_kernel>::set, .get = Training<&TrainingSpec::attention_kernel>::get},
       {.key = "micro_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 30,
        .derived = "the whole local batch", .doc = "sequences per forward/backward pass (divides the local batch)",

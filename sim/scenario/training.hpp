@@ -111,8 +111,9 @@ struct TrainingSpec {
   // iteration, so nothing carries into the next: a warm-up reproduces the measured iteration to
   // float rounding (tests/sim/engine_test.cpp) and only costs time; hence 0.
   int warmup_iterations = 0;
-  // Which attention kernel's rows of a calibration table price attention: "commbound" (a
-  // FlashAttention-2 kernel, as PyTorch's default SDPA backend runs) or "cudnn".
+  // Which attention kernel's rows of a calibration table price attention: "commbound" (our
+  // FlashAttention-2-style kernel), "cudnn" (cuDNN's fused attention, Transformer Engine's) or
+  // "flash2" (FlashAttention-2 itself, PyTorch SDPA's flash backend).
   std::string attention_kernel = "commbound";
   // Whose kernels a step runs (calibration/table/framework_recipe.hpp) and its host's costs.
   calibration::Framework framework = calibration::Framework::fused;

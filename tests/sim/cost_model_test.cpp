@@ -339,6 +339,29 @@ TEST(Selection, ExplicitTableAndAttentionKernel) {
       << bad.error().message;
 }
 
+// The attention a framework runs prices its attention ops: PyTorch's SDPA (eager and compiled)
+// its flash backend, FlashAttention-2, where the table has rows of it (the shipped H100 table
+// does: PyTorch's own timings); Transformer Engine cuDNN's; our fused step our kernel. A table
+// without FlashAttention-2 rows prices PyTorch's attention by our kernel of the same algorithm.
+TEST(Selection, EachFrameworkPricesTheAttentionItRuns) {
+  const std::string path = temp_file("frameworks.toml", kTrainingScenario);
+  auto kernel_of = [&](const std::string& framework, const std::string& table) {
+    auto sc = load_scenario(path, {"training.framework=" + framework, "cluster.kernel_table=" + table}, kPresets);
+    EXPECT_TRUE(sc) << sc.error().message;
+    return sc ? sc->training->attention_kernel : std::string();
+  };
+  const std::string h100 = "calibration/h100-sxm5.toml";
+  EXPECT_EQ(kernel_of("pytorch-eager", h100), "flash2");
+  EXPECT_EQ(kernel_of("pytorch-compile", h100), "flash2");
+  EXPECT_EQ(kernel_of("megatron-te", h100), "cudnn");
+  EXPECT_EQ(kernel_of("fused", h100), "commbound");
+  EXPECT_EQ(kernel_of("pytorch-eager", kTiny), "commbound");
+  auto asked = load_scenario(path, {std::string("cluster.kernel_table=") + kTiny, "training.attention_kernel=flash2"}, kPresets);
+  ASSERT_FALSE(asked);
+  EXPECT_NE(asked.error().message.find("has no [[attention]] rows of implementation \"flash2\""), std::string::npos)
+      << asked.error().message;
+}
+
 // --- derived tables -----------------------------------------------------------------------------
 
 TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
