@@ -154,8 +154,7 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   // F.scaled_dot_product_attention(is_causal=True): its dispatch (backend checks, the transposes
   // into FlashAttention's layout, allocations) is several host ops; one kernel forward, the
   // backward's three (dot(dO, O), the main kernel, dQ's conversion) priced as the one measured.
-  const AttentionShape attention{direction, layout.micro_batch, dim(m.heads / tp), dim(m.kv_heads / tp),
-                                 dim(T / layout.micro_batch), m.head_dim(), true};
+  const RecipeKernel attention = core_attention(layout, direction, dim(m.heads / tp), dim(m.kv_heads / tp), m.head_dim());
   constexpr int kSdpaHostOps = 4;
   Kernels k;
   if (direction == Direction::forward) {
@@ -164,7 +163,7 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
     k.view(7);  // split, three views, three transposes
     rope_forward(k, "rope_q", T * q_dim);
     rope_forward(k, "rope_k", T * kv_dim);
-    k.push("attention", attention, kSdpaHostOps, "", layout.cp);
+    k.push("attention", attention.shape, kSdpaHostOps, "", attention.runs);
     k.view(2);  // transpose back and reshape: a view of FlashAttention's [b, s, h, d] output
     k.linear("o_proj", T, h, q_dim, direction, "attn");
     k.elementwise("residual", th, 3 * kBf16 * th);
@@ -186,7 +185,7 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   rmsnorm_backward(k, "rmsnorm2", T, h);
   k.elementwise("residual2.add_grads", th, 3 * kBf16 * th);
   k.linear("o_proj", T, h, q_dim, direction);
-  k.push("attention", attention, kSdpaHostOps, "", layout.cp);
+  k.push("attention", attention.shape, kSdpaHostOps, "", attention.runs);
   rope_backward(k, "rope_q", T * q_dim);
   rope_backward(k, "rope_k", T * kv_dim);
   k.elementwise("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);

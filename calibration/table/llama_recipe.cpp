@@ -126,11 +126,8 @@ std::vector<RecipeKernel> LlamaRecipe::latent_attention_block(Direction directio
   const double local = layout_.sequence_parallel ? T / tp : T;  // the down-projections' tokens
   const bool q_latent = m.q_lora_rank > 0;
   const double rope_width = (heads + 1) * m.rope_head_dim;  // every query head's rotary part, and the shared key's
-  const RecipeKernel attention{
-      "attention",
-      AttentionShape{direction, layout_.micro_batch, dim(heads), dim(heads), dim(T / layout_.micro_batch),
-                     dim(m.attention_core_head_dim()), true},
-      layout_.cp, ""};
+  const RecipeKernel attention =
+      core_attention(layout_, direction, dim(heads), dim(heads), dim(m.attention_core_head_dim()));
   std::vector<RecipeKernel> k;
   auto norm = [&](const std::string& name, double tokens, double width) {
     const MemoryBoundOp op = direction == Direction::forward ? MemoryBoundOp::rmsnorm_forward : MemoryBoundOp::rmsnorm_backward;
@@ -182,6 +179,19 @@ std::vector<RecipeKernel> LlamaRecipe::latent_attention_block(Direction directio
   return k;
 }
 
+RecipeKernel core_attention(const StepLayout& layout, Direction direction, std::int64_t heads, std::int64_t kv_heads,
+                            std::int64_t head_dim) {
+  const double seq = layout.tokens() / layout.micro_batch;  // the rank's share of a sequence
+  if (layout.cp_heads) {
+    return {"attention",
+            AttentionShape{direction, layout.micro_batch, heads / layout.cp, kv_heads / layout.cp,
+                           dim(seq * layout.cp), head_dim, true},
+            1, ""};
+  }
+  return {"attention", AttentionShape{direction, layout.micro_batch, heads, kv_heads, dim(seq), head_dim, true},
+          layout.cp, ""};
+}
+
 std::vector<RecipeKernel> LlamaRecipe::attention_block(Direction direction) const {
   const ModelSpec& m = model_;
   if (m.mla()) return latent_attention_block(direction);
@@ -190,12 +200,7 @@ std::vector<RecipeKernel> LlamaRecipe::attention_block(Direction direction) cons
   const double tp = layout_.tp;
   const double qkv = m.qkv_dim() / tp;
   const double rope_width = (m.heads + m.kv_heads) / tp * m.head_dim();  // q and k are rotated
-  // Causal flash attention of the rank's heads over its tokens; with context parallelism ring
-  // attention runs one block per KV chunk, each a causal attention over seq / cp tokens.
-  const RecipeKernel attention{"attention",
-                               AttentionShape{direction, layout_.micro_batch, dim(m.heads / tp), dim(m.kv_heads / tp),
-                                              dim(T / layout_.micro_batch), m.head_dim(), true},
-                               layout_.cp, ""};
+  const RecipeKernel attention = core_attention(layout_, direction, dim(m.heads / tp), dim(m.kv_heads / tp), m.head_dim());
   // Rotary positions rotate q and k after the QKV projection; learned positions are added to the
   // embedding instead (embedding()). LayerNorm is priced as the measured RMSNorm kernel: the same
   // bytes but for its bias vector.

@@ -66,6 +66,9 @@ struct StepLayout {
   // or produce a reduce-scattered output run in tp chunks of tokens / tp rows, one per piece in
   // flight (LlamaRecipe::with_attention).
   bool tp_overlap = false;
+  // Context parallelism as DeepSpeed Ulysses (Megatron's cp_comm_type "a2a"): attention runs on
+  // heads / cp over the whole sequence; otherwise once per KV block (cp runs over seq / cp).
+  bool cp_heads = false;
   // Tokens of one micro-batch on this rank.
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };
@@ -93,6 +96,13 @@ struct RecipeKernel {
   // brings the results back; empty for none.
   std::string ep_exchange = "";
 };
+
+// The causal attention of one rank: `heads` and `kv_heads` of `head_dim` (the rank's tensor-parallel
+// share) over its tokens. Under context parallelism it runs once per KV block, cp times, each a
+// causal attention over seq / cp tokens (whose FLOPs equal the block's share); with cp_heads
+// (Ulysses) once over the whole sequence on heads / cp.
+RecipeKernel core_attention(const StepLayout& layout, Direction direction, std::int64_t heads, std::int64_t kv_heads,
+                            std::int64_t head_dim);
 
 // A group of one rank's local experts that each compute `tokens` tokens of a micro-batch: their
 // matrix products run as `experts` GEMMs of `tokens` rows (a grouped GEMM, priced expert by expert).

@@ -321,6 +321,7 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
     case GroupKind::pipeline_next: return layout.pipeline_pair(rank, true, t.virtual_stages > 1);
     case GroupKind::pipeline_prev: return layout.pipeline_pair(rank, false, t.virtual_stages > 1);
     case GroupKind::context_next: return layout.cp_ring_pair(rank);
+    case GroupKind::context_parallel: return layout.cp_group(rank);
     case GroupKind::expert_parallel: return layout.ep_group(rank);
     case GroupKind::expert_tensor_parallel: return layout.etp_group(rank);
     case GroupKind::expert_data_parallel: return layout.expert_dp_group(rank);

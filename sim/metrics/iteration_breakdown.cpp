@@ -250,7 +250,8 @@ CommGroup comm_group_of(const TrainingSpec& t, const Op& op) {
                  : CommGroup::tp;
     case GroupKind::pipeline_next:
     case GroupKind::pipeline_prev: return CommGroup::pp;
-    case GroupKind::context_next: return CommGroup::cp;
+    case GroupKind::context_next:
+    case GroupKind::context_parallel: return CommGroup::cp;
     case GroupKind::data_parallel: return CommGroup::dp;
     case GroupKind::shard: return CommGroup::dp_shard;
     case GroupKind::replica: return CommGroup::dp_replica;

@@ -483,6 +483,7 @@ private:
     check_world_size(par);
     check_expert_split(par);
     check_tp_overlap(par);
+    check_cp_comm(par);
     if (!par.failed()) default_hsdp_shard(v);
     check_replica_groups(par);
     return par.finish();
@@ -587,6 +588,20 @@ private:
     const TrainingSpec& t = *sc_.training;
     if (!par.failed() && t.tp_overlap && t.tp > 1 && !t.sequence_parallel) {
       par.fail("tp_overlap", "overlaps sequence parallelism's all-gathers and reduce-scatters: needs sequence_parallel = true");
+    }
+  }
+
+  // Ulysses (a2a) hands each rank heads / cp of its tensor-parallel heads: Transformer Engine
+  // asserts that cp divides the heads and the KV heads.
+  void check_cp_comm(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    if (par.failed() || t.cp_comm != CpComm::a2a || t.cp == 1) return;
+    const calibration::ModelSpec& m = t.model;
+    const int heads = m.heads / t.tp, kv_heads = m.kv_heads / t.tp;
+    if (heads % t.cp != 0 || kv_heads % t.cp != 0) {
+      par.fail("cp_comm", "\"a2a\" splits the heads over cp = " + std::to_string(t.cp) + ": " + m.name + " has " +
+                              std::to_string(heads) + " heads and " + std::to_string(kv_heads) +
+                              " KV heads per tensor-parallel rank, which cp must divide");
     }
   }
 

@@ -175,8 +175,16 @@ std::vector<Key> parallel_keys() {
               "`pp_last_stage_layers` is set)",
        .set = Training<&TrainingSpec::pp>::set, .get = Training<&TrainingSpec::pp>::get},
       {.key = "cp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
-       .doc = "context parallelism: ring attention over cp ranks (divides `training.seq_len`)",
+       .doc = "context parallelism: the sequence split over cp ranks (divides `training.seq_len`)",
        .set = Training<&TrainingSpec::cp>::set, .get = Training<&TrainingSpec::cp>::get},
+      {.key = "cp_comm", .type = KeyType::choice, .fallback = text("p2p"),
+       .names = names_of({CpComm::p2p, CpComm::all_gather, CpComm::a2a}),
+       .doc = "how context parallelism exchanges the sequence (Megatron's `cp_comm_type`): `p2p` ring attention, "
+              "K/V blocks passed around the ring beside attention; `all_gather` K and V gathered before attention "
+              "(as Llama 3 ran it), their gradients reduce-scattered; `a2a` DeepSpeed Ulysses, q/k/v all-to-all'd "
+              "to heads / cp over the whole sequence (cp divides the heads and KV heads per tp rank)",
+       .set = KeyEnum<parse_cp_comm, &Scenario::training, &TrainingSpec::cp_comm>::set,
+       .get = KeyEnum<parse_cp_comm, &Scenario::training, &TrainingSpec::cp_comm>::get},
       {.key = "ep", .type = KeyType::integer, .lower = 1, .upper = 1 << 20, .fallback = KeyValue{1L},
        .doc = "expert parallelism: an MoE layer's routed experts sharded over ep ranks of a stage's tp x cp x dp "
               "(divides the experts and those ranks)",

@@ -25,6 +25,19 @@ std::optional<Recompute> parse_recompute(std::string_view name) {
                             Recompute::full});
 }
 
+const char* to_string(CpComm c) {
+  switch (c) {
+    case CpComm::p2p: return "p2p";
+    case CpComm::all_gather: return "all_gather";
+    case CpComm::a2a: return "a2a";
+  }
+  return "?";
+}
+
+std::optional<CpComm> parse_cp_comm(std::string_view name) {
+  return parse_named(name, {CpComm::p2p, CpComm::all_gather, CpComm::a2a});
+}
+
 const char* to_string(Strategy s) {
   switch (s) {
     case Strategy::ddp: return "ddp";

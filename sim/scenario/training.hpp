@@ -56,6 +56,18 @@ enum class Recompute { none, selective, selective_op, mla_up_proj, full };
 const char* to_string(Recompute r);  // as [training] activation_checkpointing spells it
 std::optional<Recompute> parse_recompute(std::string_view name);
 
+// How context parallelism exchanges the sequence for attention ([parallel] cp_comm; Megatron-Core's
+// cp_comm_type, Transformer Engine's DotProductAttention):
+//   p2p         ring attention: each rank's K and V travel around the CP ring in cp - 1 steps,
+//               each step beside the attention of the block before (backward: with their gradients);
+//   all_gather  K and V of the whole sequence gathered before attention, which waits for them
+//               (backward: gathered again, their gradients reduce-scattered after);
+//   a2a         DeepSpeed Ulysses: q, k and v all-to-all'd from sequence shards to head shards,
+//               attention over the whole sequence on heads / cp, the output back (backward mirrors).
+enum class CpComm { p2p, all_gather, a2a };
+const char* to_string(CpComm c);  // as [parallel] cp_comm spells it
+std::optional<CpComm> parse_cp_comm(std::string_view name);
+
 // The host side of a framework (calibration/frameworks.toml): the CPU time it takes to issue one
 // framework op (a kernel launch, a view, an autograd node: RecipeKernel::host_ops counts them)
 // in the forward pass and in autograd's backward. One CPU thread issues a rank's ops in program
@@ -89,6 +101,7 @@ struct TrainingSpec {
   int diloco_islands = 8;     // DiLoCo: islands (the paper's k workers), each an FSDP group of replicas() / islands
   int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)
   int dp = 1, tp = 1, pp = 1, cp = 1;
+  CpComm cp_comm = CpComm::p2p;  // how context parallelism exchanges the sequence for attention
   // Expert parallelism: an MoE layer's routed experts sharded over ep ranks of each stage's
   // tp x cp x dp (sim/workload/layout.hpp), each rank holding experts / ep experts, each expert's
   // MLP split over expert_tp ranks (expert tensor parallelism; 1: whole).

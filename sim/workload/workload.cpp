@@ -223,6 +223,7 @@ const char* to_string(GroupKind g) {
     case GroupKind::pipeline_next: return "pipeline_next";
     case GroupKind::pipeline_prev: return "pipeline_prev";
     case GroupKind::context_next: return "context_next";
+    case GroupKind::context_parallel: return "context_parallel";
     case GroupKind::expert_parallel: return "expert_parallel";
     case GroupKind::expert_tensor_parallel: return "expert_tensor_parallel";
     case GroupKind::expert_data_parallel: return "expert_data_parallel";

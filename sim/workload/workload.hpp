@@ -56,7 +56,8 @@ enum class OpKind { gemm, attention, elementwise, optimizer, collective, host };
 
 // data_parallel: all replicas (FSDP, DDP); shard / replica: HSDP's two levels; tensor_parallel;
 // pipeline_next / pipeline_prev: this rank and its peer in the next / previous stage.
-// context_next: this rank and the next one of its context-parallel ring (ring attention).
+// context_next: this rank and the next one of its context-parallel ring (ring attention);
+// context_parallel: the whole context-parallel group (its all-gather and all-to-all variants).
 // expert_parallel: the ranks sharing an MoE layer's experts (the token all-to-all);
 // expert_tensor_parallel: the ranks splitting each of those experts; expert_data_parallel: the
 // replicas of this rank's experts (their gradient reduction).
@@ -68,6 +69,7 @@ enum class GroupKind {
   pipeline_next,
   pipeline_prev,
   context_next,
+  context_parallel,
   expert_parallel,
   expert_tensor_parallel,
   expert_data_parallel,
@@ -78,6 +80,7 @@ std::optional<GroupKind> parse_group_kind(const std::string& name);
 inline constexpr GroupKind kGroupKinds[] = {GroupKind::data_parallel, GroupKind::shard, GroupKind::replica,
                                             GroupKind::tensor_parallel, GroupKind::pipeline_next,
                                             GroupKind::pipeline_prev, GroupKind::context_next,
+                                            GroupKind::context_parallel,
                                             GroupKind::expert_parallel, GroupKind::expert_tensor_parallel,
                                             GroupKind::expert_data_parallel};
 

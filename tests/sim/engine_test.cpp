@@ -498,11 +498,19 @@ Symmetric layout(const char* name, int tp, int pp, int cp, Strategy strategy, in
   return {name, t};
 }
 
+Symmetric with_cp_comm(Symmetric s, CpComm c) {
+  s.spec.cp_comm = c;
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, Representative,
                          ::testing::Values(layout("fsdp_tp2", 2, 1, 1, Strategy::fsdp, 1),
                                            layout("hsdp_shard4", 1, 1, 1, Strategy::hsdp, 1),
                                            layout("fsdp_tp2_pp2", 2, 2, 1, Strategy::fsdp, 2),
                                            layout("fsdp_cp4", 1, 1, 4, Strategy::fsdp, 1),
+                                           with_cp_comm(layout("fsdp_cp4_allgather", 1, 1, 4, Strategy::fsdp, 1),
+                                                        CpComm::all_gather),
+                                           with_cp_comm(layout("fsdp_cp4_ulysses", 1, 1, 4, Strategy::fsdp, 1), CpComm::a2a),
                                            layout("fsdp_tp2_pp2_interleaved2", 2, 2, 1, Strategy::fsdp, 2, 2),
                                            layout("diloco_islands8", 1, 1, 1, Strategy::diloco, 1)),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -524,6 +532,55 @@ TEST(Workload, RingAttentionMovesItsKvBlocks) {
   const double block = 2.0 * 2 * 4096 / 4 * t.model.kv_dim() * 2;  // K and V, micro-batch 2, s/cp tokens, bf16
   EXPECT_EQ(steps, 32 * 2 * 3);
   EXPECT_DOUBLE_EQ(moved, 32 * (3 * block + 3 * 2 * block));
+}
+
+// Context parallelism by all-gather (Llama 3's): each layer gathers the K and V of the whole
+// sequence forward (cp x the rank's block: micro-batch 2 x 4096 / 4 tokens x kv_dim 4096, K and V,
+// bf16), gathers them again backward and reduce-scatters their gradients, the same bytes; no ring.
+TEST(Workload, AllGatherContextParallelismGathersKeysAndValues) {
+  TrainingSpec t = fsdp_7b(16);
+  t.cp = 4;
+  t.dp = 4;
+  t.cp_comm = CpComm::all_gather;
+  const double gathered = 4 * (2.0 * 2 * 4096 / 4 * 4096 * 2);
+  int gathers = 0, scatters = 0, ring_steps = 0;
+  for (const Op& op : build_program(t).ops) {
+    if (op.kind != OpKind::collective) continue;
+    if (op.group == GroupKind::context_next) ++ring_steps;
+    if (op.group != GroupKind::context_parallel) continue;
+    EXPECT_DOUBLE_EQ(op.size_bytes, gathered) << op.name;
+    gathers += op.collective == network::CollectiveOp::all_gather;
+    scatters += op.collective == network::CollectiveOp::reduce_scatter;
+  }
+  EXPECT_EQ(gathers, 32 * 2);
+  EXPECT_EQ(scatters, 32);
+  EXPECT_EQ(ring_steps, 0);
+}
+
+// Ulysses (a2a): attention runs once on 32 / 4 = 8 heads over the whole 4096-token sequence; each
+// layer all-to-alls q, k and v (3 x 4096 wide) and the output (4096 wide) of the rank's 2 x 1024
+// tokens forward, and their gradients backward: 2 x (3 + 1) x 4096 x 2048 x 2 bytes a layer.
+TEST(Workload, UlyssesContextParallelismMovesHeads) {
+  TrainingSpec t = fsdp_7b(16);
+  t.cp = 4;
+  t.dp = 4;
+  t.cp_comm = CpComm::a2a;
+  double moved = 0;
+  int attentions = 0;
+  for (const Op& op : build_program(t).ops) {
+    if (op.kind == OpKind::collective && op.group == GroupKind::context_parallel) {
+      EXPECT_EQ(op.collective, network::CollectiveOp::all_to_all) << op.name;
+      moved += op.size_bytes;
+    }
+    if (const auto* a = std::get_if<calibration::AttentionShape>(&op.kernel)) {
+      EXPECT_EQ(a->heads, 8);
+      EXPECT_EQ(a->seq, 4096);
+      EXPECT_EQ(op.runs, 1);
+      ++attentions;
+    }
+  }
+  EXPECT_EQ(attentions, 32 * 2);
+  EXPECT_DOUBLE_EQ(moved, 32 * 2 * (3 + 1) * 4096.0 * 2048 * 2);
 }
 
 // DiLoCo on 2 DGX H100 nodes, one island per node (shard 8), the outer step every `sync_every`

@@ -376,6 +376,10 @@ INSTANTIATE_TEST_SUITE_P(
                 {}, {"$FILE: [training] training.micro_batch", "multiple of pp (4)"}},
         BadCase{"tp_overlap_without_sp", std::string(kUneven) + "tp = 2\ntp_overlap = true\n", {},
                 {"$FILE", ":12:", "parallel.tp_overlap = true", "needs sequence_parallel = true"}},
+        // Ulysses gives each rank heads / cp: 40 heads do not split over 16 ranks.
+        BadCase{"ulysses_heads_not_divisible", std::string(kUneven),
+                {"model.name=llama2-13b", "parallel.pp=1", "parallel.cp=16", "parallel.cp_comm=a2a"},
+                {"parallel.cp_comm = \"a2a\"", "llama2-13b has 40 heads and 40 KV heads per tensor-parallel rank"}},
         BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
                 {"pp_last_stage_layers", "needs pp > 1"}},
         // Found by fuzzing: a value toml++ writes over several lines (a long array) or a string

@@ -33,6 +33,7 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   l.expert_tp = t.expert_tp;
   l.sequence_parallel = t.sequence_parallel && t.tp > 1;
   l.tp_overlap = t.tp_overlap && l.sequence_parallel;
+  l.cp_heads = t.cp_comm == CpComm::a2a && t.cp > 1;
   return l;
 }
 
@@ -291,16 +292,48 @@ int ProgramWriter::ep_exchange(const std::string& name, bool to_experts, int aft
   return all_to_all(etp(after, network::CollectiveOp::reduce_scatter, ".etp_reducescatter"));
 }
 
-// Attention after ops `after`. With context parallelism, ring attention: the recipe's kernel
-// runs once per KV block (cp); the rank's KV block travels around the CP ring in cp - 1 steps
-// (backward: with its gradient, twice the bytes) while attention runs block by block; block k
-// waits for the step that brought it.
+// Attention after ops `after`, with context parallelism's exchange of the sequence (CpComm):
+//   p2p         ring attention: the recipe's kernel runs once per KV block (cp); the rank's KV
+//               block travels around the CP ring in cp - 1 steps (backward: with its gradient,
+//               twice the bytes) while attention runs block by block; block k waits for the step
+//               that brought it;
+//   all_gather  K and V of the whole sequence gathered over the CP group, then the blocks; backward
+//               gathers them again and reduce-scatters their gradients after (Transformer Engine
+//               keeps only the rank's own chunk between forward and backward);
+//   a2a         q, k and v all-to-all'd from the rank's tokens to its heads / cp over the whole
+//               sequence, the one kernel, the output all-to-all'd back; backward moves the output's
+//               gradient before and q, k and v's gradients after.
 int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, const std::vector<int>& after,
                              bool backward) {
-  if (k.runs == 1) return kernel(prefix + k.name, k, after, backward);
+  if (t_.cp == 1) return kernel(prefix + k.name, k, after, backward);
+  // The rank's keys and values: kv_heads x (key + value head widths), 2 kv_dim for standard heads.
+  const double kv_width = t_.model.qkv_dim() - static_cast<double>(t_.model.heads) * t_.model.qk_head_dim();
+  const double kv_bytes = tokens() * kv_width / t_.tp * kBf16Bytes;
+  auto over_cp = [&](const std::string& what, network::CollectiveOp c, double bytes, std::vector<int> deps) {
+    return collective(prefix + what, StreamId::context_parallel, c, GroupKind::context_parallel, bytes, std::move(deps));
+  };
+  switch (t_.cp_comm) {
+    case CpComm::all_gather: {
+      const int gathered = over_cp("cp_kv.allgather", network::CollectiveOp::all_gather, kv_bytes * t_.cp, after);
+      const int blocks = kernel(prefix + k.name, k, {gathered}, backward);
+      if (!backward) return blocks;
+      return over_cp("cp_dkv.reducescatter", network::CollectiveOp::reduce_scatter, kv_bytes * t_.cp, {blocks});
+    }
+    case CpComm::a2a: {
+      const double qkv_bytes = tokens() * t_.model.qkv_dim() / t_.tp * kBf16Bytes;
+      const double out_bytes = tokens() * t_.model.attention_out_dim() / t_.tp * kBf16Bytes;
+      const auto [in_bytes, back_bytes] = backward ? std::pair{out_bytes, qkv_bytes} : std::pair{qkv_bytes, out_bytes};
+      const int heads = over_cp(backward ? "cp_dout.alltoall" : "cp_qkv.alltoall", network::CollectiveOp::all_to_all,
+                                in_bytes, after);
+      const int core = kernel(prefix + k.name, k, {heads}, backward);
+      return over_cp(backward ? "cp_dqkv.alltoall" : "cp_out.alltoall", network::CollectiveOp::all_to_all, back_bytes,
+                     {core});
+    }
+    case CpComm::p2p: break;
+  }
   RecipeKernel block = k;  // one KV block's attention: an op of its own, not k.runs back to back
   block.runs = 1;
-  const double kv_block_bytes = 2 * tokens() * t_.model.kv_dim() / t_.tp * kBf16Bytes * (backward ? 2 : 1);
+  const double kv_block_bytes = kv_bytes * (backward ? 2 : 1);
   std::vector<int> chunk = after;
   int step = -1;
   for (int b = 0; b < k.runs; ++b) {
