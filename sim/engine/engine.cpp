@@ -58,6 +58,7 @@ struct GpuShare {
 struct Rendezvous {
   int arrived = 0;
   double start_s = 0;  // when the last member arrived
+  double due_s = 0;    // representative mode with jitter: when its slowest member arrives, expected
   Event done;
   network::CollectiveChoice choice;
 };
@@ -80,6 +81,10 @@ public:
     for (int r : simulated_) {
       done_[r] = std::vector<std::unique_ptr<Event>>(program_of(r).ops.size());
       for (auto& e : done_[r]) e = std::make_unique<Event>();
+      end_s_[r] = std::vector<double>(program_of(r).ops.size(), 0);
+      for (const Op& op : program_of(r).ops) {
+        if (op.kind == OpKind::collective) kinds_[r].insert(op.group);
+      }
     }
     std::vector<sg4::ActorPtr> actors;
     for (int r : simulated_) {
@@ -95,6 +100,7 @@ public:
       }
     }
     for (auto& a : actors) a->join();
+    if (const double wait_s = last_rank_due_s() - sg4::Engine::get_clock(); wait_s > 0) sg4::this_actor::sleep_for(wait_s);
     timeline.end_s = sg4::Engine::get_clock();
     return timeline;
   }
@@ -170,27 +176,83 @@ private:
     return choice;
   }
 
-  // Representative mode with jitter: how long after `rank` the slowest member of `group` arrives, on
-  // average: the order statistic of the deviations every member accumulated since the group last
-  // met (each member's own program runs the same ops as `rank`'s). Only a collective that waits for
-  // compute can be late for it: one queued behind other collectives (a prefetched AllGather) starts
-  // when its stream reaches it on every rank, and a ring-attention step has one sender. Every
-  // simulated member has now met the group.
-  double slowest_member_wait_s(int rank, int index, const std::vector<int>& group) {
+  // The op before `index` on its stream (stream order is a dependency too), or -1.
+  int stream_predecessor(int rank, int index) const {
+    const auto& ops = program_of(rank).ops;
+    int before = index - 1;
+    while (before >= 0 && ops[static_cast<std::size_t>(before)].stream != ops[static_cast<std::size_t>(index)].stream) {
+      --before;
+    }
+    return before;
+  }
+
+  // Whether `rank`'s op `d` is a collective that its members meet at (not a measured one).
+  bool is_meeting(int rank, int d) {
+    const Op& op = program_of(rank).ops[static_cast<std::size_t>(d)];
+    return op.kind == OpKind::collective && !op.fixed_s && group_of(rank, op.group).size() > 1;
+  }
+
+  // Representative mode with jitter: when the slowest member of `rank`'s collective `index` arrives,
+  // on average, or 0 when it waits for no compute. A member arrives once its compute dependencies
+  // (the op before it on its stream included) are done, late by the deviations it accumulated since
+  // its compute last started together with the group's (compute_synced); the last of the members
+  // that wait for compute arrives the order statistic of those deviations after the mean. A
+  // collective queued behind another (a prefetched AllGather) starts when its stream reaches it on
+  // every rank; a point-to-point transfer waits for its sender alone (the receiver posts it without
+  // waiting for compute), and so does a ring-attention step.
+  double slowest_member_due_s(int rank, int index, const std::vector<int>& group) {
     const auto& ops = program_of(rank).ops;
     const Op& op = ops[static_cast<std::size_t>(index)];
-    if (!options_.jitter || options_.every_rank || op.group == GroupKind::context_next) return 0;
-    auto is_compute = [&ops](int d) { return ops[static_cast<std::size_t>(d)].kind != OpKind::collective; };
-    int before = index - 1;  // the op before it on its stream: stream order is a dependency too
-    while (before >= 0 && ops[static_cast<std::size_t>(before)].stream != op.stream) --before;
-    const bool waits_for_compute =
-        (before >= 0 && is_compute(before)) || std::any_of(op.deps.begin(), op.deps.end(), is_compute);
-    const double since_s2 = late_variance_s2_[rank] - met_variance_s2_[{rank, op.group}];
-    for (int m : group) {
-      if (simulated_.count(m) > 0) met_variance_s2_[{m, op.group}] = late_variance_s2_[m];
+    if (!options_.jitter || options_.every_rank) return 0;
+    std::vector<int> deps = op.deps;
+    if (const int before = stream_predecessor(rank, index); before >= 0) deps.push_back(before);
+    double ready_s = -1;
+    for (int d : deps) {
+      if (ops[static_cast<std::size_t>(d)].kind != OpKind::collective) {
+        ready_s = std::max(ready_s, end_s_[rank][static_cast<std::size_t>(d)]);
+      }
     }
-    if (!waits_for_compute) return 0;
-    return expected_wait_s(since_s2, static_cast<int>(group.size()));
+    if (ready_s < 0) return 0;
+    const bool one_sender = op.collective == network::CollectiveOp::send_recv || op.group == GroupKind::context_next;
+    const double since_s2 = late_variance_s2_[rank] - met_variance_s2_[{rank, op.group}];
+    return ready_s + expected_wait_s(since_s2, one_sender ? 1 : static_cast<int>(group.size()));
+  }
+
+  // Representative mode with jitter: compute op `index` of `rank` starts when the collective that
+  // gates it ends (the dependency, stream order included, that finished last), at the same time on
+  // every member of that collective's group: from then on, deviations accumulate afresh against
+  // that group and every group of `rank` inside it.
+  void compute_synced(int rank, int index) {
+    const auto& ops = program_of(rank).ops;
+    std::vector<int> deps = ops[static_cast<std::size_t>(index)].deps;
+    if (const int before = stream_predecessor(rank, index); before >= 0) deps.push_back(before);
+    int gate = -1;
+    for (int d : deps) {
+      if (gate < 0 || end_s_[rank][static_cast<std::size_t>(d)] > end_s_[rank][static_cast<std::size_t>(gate)]) gate = d;
+    }
+    if (gate < 0 || !is_meeting(rank, gate)) return;
+    const std::vector<int>& met = group_of(rank, ops[static_cast<std::size_t>(gate)].group);
+    for (GroupKind kind : kinds_[rank]) {
+      const std::vector<int>& g = group_of(rank, kind);
+      if (std::all_of(g.begin(), g.end(), [&met](int m) { return std::find(met.begin(), met.end(), m) != met.end(); })) {
+        met_variance_s2_[{rank, kind}] = late_variance_s2_[rank];
+      }
+    }
+  }
+
+  // Representative mode with jitter: when the last rank of the cluster finishes, on average. Each
+  // stage's ranks finish their program late by the deviations accumulated since their compute last
+  // started with any of its groups; the iteration ends with the latest stage's slowest rank.
+  double last_rank_due_s() {
+    if (!options_.jitter || options_.every_rank) return 0;
+    double due_s = 0;
+    for (int r : simulated_) {
+      double since_s2 = late_variance_s2_[r];
+      for (GroupKind kind : kinds_[r]) since_s2 = std::min(since_s2, late_variance_s2_[r] - met_variance_s2_[{r, kind}]);
+      const double end_s = *std::max_element(end_s_[r].begin(), end_s_[r].end());
+      due_s = std::max(due_s, end_s + expected_wait_s(since_s2, layout_.world() / t_.pp));
+    }
+    return due_s;
   }
 
   // The load and its signal change under the GPU's mutex: a compute op reads the load and starts
@@ -252,8 +314,9 @@ private:
                                    : static_cast<int>(std::count_if(group.begin(), group.end(),
                                                                     [this](int r) { return simulated_.count(r) > 0; }));
           Rendezvous& rv = rendezvous_[{op.name, op.group == GroupKind::context_next ? rank : group.front()}];
+          rv.due_s = std::max(rv.due_s, slowest_member_due_s(rank, i, group));
           if (++rv.arrived == expected) {
-            if (const double wait_s = slowest_member_wait_s(rank, i, group); wait_s > 0) {
+            if (const double wait_s = rv.due_s - sg4::Engine::get_clock(); wait_s > 0) {
               sg4::this_actor::sleep_for(wait_s);
             }
             rv.start_s = sg4::Engine::get_clock();
@@ -275,11 +338,13 @@ private:
           if (options_.every_rank) {
             seconds = std::max(0.0, seconds + gsl_ran_gaussian_ziggurat(rng_of(rank), sigma_s));
           } else {
+            compute_synced(rank, i);
             late_variance_s2_[rank] += sigma_s * sigma_s;
           }
         }
         if (seconds > 0) compute(rank, op, seconds);
       }
+      end_s_[rank][static_cast<std::size_t>(i)] = sg4::Engine::get_clock();
       timeline.spans.push_back({rank, i, op.stream, start_s, sg4::Engine::get_clock(), choice});
       done_[rank][static_cast<std::size_t>(i)]->set();
     }
@@ -294,11 +359,13 @@ private:
   const EngineOptions& options_;
   std::set<int> simulated_;
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
+  std::map<int, std::vector<double>> end_s_;  // per simulated rank and op: when it finished
+  std::map<int, std::set<GroupKind>> kinds_;  // per simulated rank: the group kinds its collectives use
   std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
   std::map<int, GpuShare> gpus_;  // per simulated rank
   std::map<std::pair<int, GroupKind>, std::vector<int>> groups_;  // group_of's memo
   std::map<int, double> late_variance_s2_;  // per rank: variance of its compute deviations so far
-  std::map<std::pair<int, GroupKind>, double> met_variance_s2_;  // ... when it last met each group
+  std::map<std::pair<int, GroupKind>, double> met_variance_s2_;  // ... when its compute last started with each group
   std::map<int, std::unique_ptr<gsl_rng, decltype(&gsl_rng_free)>> rngs_;
 };
 

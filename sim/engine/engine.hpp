@@ -4,7 +4,7 @@
 // algorithms on the fabric over their whole group, started together with the same collective of
 // the other tensor-parallel ranks' data-parallel groups (they share the NICs and the fabric).
 // Warm-up iterations run first; the last iteration is reported. With jitter, a collective waits for
-// its slowest member (sim/engine/order_statistics.hpp).
+// its slowest member and the iteration for its slowest rank (sim/engine/order_statistics.hpp).
 #pragma once
 
 #include "network/collective_runner.hpp"
