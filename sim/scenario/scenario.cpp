@@ -484,6 +484,7 @@ private:
     check_expert_split(par);
     check_tp_overlap(par);
     check_cp_comm(par);
+    check_pp_schedule(par);
     if (!par.failed()) default_hsdp_shard(v);
     check_replica_groups(par);
     return par.finish();
@@ -588,6 +589,19 @@ private:
     const TrainingSpec& t = *sc_.training;
     if (!par.failed() && t.tp_overlap && t.tp > 1 && !t.sequence_parallel) {
       par.fail("tp_overlap", "overlaps sequence parallelism's all-gathers and reduce-scatters: needs sequence_parallel = true");
+    }
+  }
+
+  // ZB-H1 splits each layer's backward of a plain pipeline: not interleaved chunks (ZB-V and
+  // interleaved zero-bubble schedules are other schedules), not an MoE layer's expert passes.
+  void check_pp_schedule(TableReader& par) const {
+    const TrainingSpec& t = *sc_.training;
+    if (par.failed() || t.pp_schedule != PipelineSchedule::zb_h1) return;
+    if (t.virtual_stages > 1) {
+      par.fail("pp_schedule", "\"zb-h1\" is a schedule of one model chunk per stage: needs virtual_stages = 1 (is " +
+                                  std::to_string(t.virtual_stages) + ")");
+    } else if (t.model.experts > 0) {
+      par.fail("pp_schedule", "\"zb-h1\" splits a dense layer's backward: " + t.model.name + " has experts");
     }
   }
 

@@ -171,7 +171,7 @@ std::vector<Key> parallel_keys() {
        .doc = "Megatron tensor parallelism (divides heads and KV heads)",
        .set = Training<&TrainingSpec::tp>::set, .get = Training<&TrainingSpec::tp>::get},
       {.key = "pp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
-       .doc = "pipeline stages, 1F1B schedule (divides the layers, unless `pp_first_stage_layers` or "
+       .doc = "pipeline stages, run in `pp_schedule`'s order (divides the layers, unless `pp_first_stage_layers` or "
               "`pp_last_stage_layers` is set)",
        .set = Training<&TrainingSpec::pp>::set, .get = Training<&TrainingSpec::pp>::get},
       {.key = "cp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
@@ -208,6 +208,13 @@ std::vector<Key> parallel_keys() {
       {.key = "ddp_bucket_MB", .type = KeyType::number, .si_per_unit = kBytesPerMB, .lower = 1, .upper = 1e5,
        .fallback = KeyValue{25.0}, .doc = "DDP gradient bucket (PyTorch's bucket_cap_mb)",
        .set = Training<&TrainingSpec::ddp_bucket_bytes>::set, .get = Training<&TrainingSpec::ddp_bucket_bytes>::get},
+      {.key = "pp_schedule", .type = KeyType::choice, .fallback = text("1f1b"),
+       .names = names_of({PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1}),
+       .doc = "the pipeline's schedule: `1f1b` (Megatron's; interleaved with `virtual_stages`) or `zb-h1` (zero "
+              "bubble: each backward split into input and weight gradients, the weight gradients deferred into the "
+              "cool-down; dense models, no virtual stages)",
+       .set = KeyEnum<parse_pipeline_schedule, &Scenario::training, &TrainingSpec::pp_schedule>::set,
+       .get = KeyEnum<parse_pipeline_schedule, &Scenario::training, &TrainingSpec::pp_schedule>::get},
       {.key = "virtual_stages", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
        .doc = "interleaved 1F1B: model chunks per stage (needs pp > 1; micro-batches a multiple of pp)",
        .set = Training<&TrainingSpec::virtual_stages>::set, .get = Training<&TrainingSpec::virtual_stages>::get},

@@ -25,6 +25,18 @@ std::optional<Recompute> parse_recompute(std::string_view name) {
                             Recompute::full});
 }
 
+const char* to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::one_f_one_b: return "1f1b";
+    case PipelineSchedule::zb_h1: return "zb-h1";
+  }
+  return "?";
+}
+
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name) {
+  return parse_named(name, {PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1});
+}
+
 const char* to_string(CpComm c) {
   switch (c) {
     case CpComm::p2p: return "p2p";

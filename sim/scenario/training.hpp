@@ -56,6 +56,20 @@ enum class Recompute { none, selective, selective_op, mla_up_proj, full };
 const char* to_string(Recompute r);  // as [training] activation_checkpointing spells it
 std::optional<Recompute> parse_recompute(std::string_view name);
 
+// The pipeline's schedule ([parallel] pp_schedule):
+//   one_f_one_b  1F1B (PipeDream-Flush, as Megatron-LM; interleaved with virtual stages): each
+//                backward pass computes input and weight gradients together;
+//   zb_h1        zero bubble ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR,
+//                arXiv 2401.10241): a layer's backward split into B (input gradients, which the
+//                previous stage waits for) and W (weight gradients, which nothing in the pipeline
+//                waits for); stage s runs 1F1B's order with B in place of each backward and defers
+//                each micro-batch's W by s backward passes, so that every stage holds as many
+//                micro-batches in flight as 1F1B's first stage (its peak memory unchanged) and
+//                returns input gradients sooner.
+enum class PipelineSchedule { one_f_one_b, zb_h1 };
+const char* to_string(PipelineSchedule s);  // "1f1b", "zb-h1": as [parallel] pp_schedule spells it
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
+
 // How context parallelism exchanges the sequence for attention ([parallel] cp_comm; Megatron-Core's
 // cp_comm_type, Transformer Engine's DotProductAttention):
 //   p2p         ring attention: each rank's K and V travel around the CP ring in cp - 1 steps,
@@ -113,6 +127,7 @@ struct TrainingSpec {
   // producing its input, each all-gather beside the kernels up to the GEMM reading it.
   bool tp_overlap = false;
   int virtual_stages = 1;     // interleaved 1F1B: model chunks per pipeline stage (1: plain 1F1B)
+  PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   // Uneven pipelines (Megatron-LM's --decoder-first-pipeline-num-layers and
   // --decoder-last-pipeline-num-layers): the layers of the first and of the last stage; 0: an even
   // share. The stages not set split the rest evenly.

@@ -4,6 +4,8 @@
 #include "sim/workload/internal/pipeline_schedule.hpp"
 #include "sim/workload/internal/program_writer.hpp"
 
+#include <deque>
+#include <map>
 #include <memory>
 
 namespace commbound::sim {
@@ -33,14 +35,26 @@ public:
         dp_(internal::make_data_parallel_pass(t)) {}
 
   Program build() {
+    // ZB-H1: stage s defers each micro-batch's weight gradients by s input-gradient passes, so
+    // that every stage holds P micro-batches in flight (1F1B's first stage's P - s + s): the later
+    // stages return their input gradients sooner and the first stages' waits shrink.
+    const std::size_t defer = zero_bubble_ ? static_cast<std::size_t>(stage_) : 0;
+    std::deque<internal::ScheduleUnit> deferred;
     for (const internal::ScheduleUnit& u :
          internal::one_forward_one_backward(t_.pp, stage_, t_.virtual_stages, t_.micro_batches)) {
-      if (u.backward) {
-        backward(u.chunk, u.micro_batch);
-      } else {
+      if (!u.backward) {
         forward(u.chunk, u.micro_batch);
+        continue;
+      }
+      backward(u.chunk, u.micro_batch);
+      if (!zero_bubble_) continue;
+      deferred.push_back(u);
+      if (deferred.size() > defer) {
+        weight_gradients(deferred.front().chunk, deferred.front().micro_batch);
+        deferred.pop_front();
       }
     }
+    for (const internal::ScheduleUnit& u : deferred) weight_gradients(u.chunk, u.micro_batch);
     // The root unit's gradients (embedding, LM head) are reduced after the stage's last backward.
     if (root_bytes_ > 0) dp_->reduce_root(w_, root_bytes_, last_compute_);
     optimizer();
@@ -147,9 +161,12 @@ private:
       }
       // Activation recomputation: replay what the layer did not keep of its forward first.
       start = w_.recompute(l, tag, start);
-      x = w_.layer(l, tag, true, start);
+      x = w_.layer(l, tag, true, start,
+                   zero_bubble_ ? internal::ProgramWriter::BackwardPass::input_grad
+                                : internal::ProgramWriter::BackwardPass::whole);
       done[static_cast<std::size_t>(l)] = x;
-      if (mb == t_.micro_batches - 1) {
+      if (zero_bubble_) input_grads_[{mb, l}] = x;
+      if (!zero_bubble_ && mb == t_.micro_batches - 1) {
         if (moe) dp_->reduce_layer(w_, l, false, expert_bytes(l), x, true);
         dp_->reduce_layer(w_, l, l == lo, dense_bytes(l), x);
       }
@@ -158,6 +175,20 @@ private:
       x = w_.embedding(tag, true, {x});
     } else {
       p2p("gradient", vs, mb, StreamId::pipeline_send_gradient, GroupKind::pipeline_prev, {x});
+    }
+    last_compute_ = x;
+  }
+
+  // ZB-H1's W pass of model chunk `chunk` on micro-batch `mb`: each layer's weight-gradient GEMMs
+  // after its input gradients (B), last layer first; after the last micro-batch's, the layer's
+  // gradients are reduced.
+  void weight_gradients(int chunk, int mb) {
+    const int vs = virtual_stage(chunk);
+    const std::string tag = ".mb" + std::to_string(mb);
+    int x = last_compute_;
+    for (int l = last_layer(vs); l >= t_.first_layer(vs); --l) {
+      x = w_.layer(l, tag, true, input_grads_.at({mb, l}), internal::ProgramWriter::BackwardPass::weight_grad);
+      if (mb == t_.micro_batches - 1) dp_->reduce_layer(w_, l, l == t_.first_layer(vs), dense_bytes(l), x);
     }
     last_compute_ = x;
   }
@@ -194,6 +225,8 @@ private:
   std::unique_ptr<internal::DataParallelPass> dp_;
   int last_compute_ = -1;
   int outer_step_begin_ = -1;
+  const bool zero_bubble_ = t_.pp_schedule == PipelineSchedule::zb_h1;
+  std::map<std::pair<int, int>, int> input_grads_;  // ZB-H1: (micro-batch, layer) -> the end of its B pass
 };
 
 }  // namespace

@@ -447,6 +447,71 @@ TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
               M * (tf[0] + tb[0]) + topt[0]);
 }
 
+// ZB-H1 on the same 4 stages: the engine's iteration must equal the schedule computed here. Each
+// stage runs 1F1B's order with B (input gradients) in place of each backward; micro-batch m's W
+// (weight gradients) runs after the B of micro-batch m + s (stage s), the last ones after the
+// last B; a B of micro-batch m on stage s starts when stage s+1 finished its B (W waits for
+// nothing but its own B). With the same work per stage, it cannot be slower than 1F1B.
+TEST(Engine, PipelineMatchesTheZeroBubbleSchedule) {
+  const network::NcclConstants nccl = latency_free_nccl();
+  TrainingSpec t = four_stage_pipeline(1);
+  t.pp_schedule = PipelineSchedule::zb_h1;
+  const int P = t.pp;
+  const int M = t.micro_batches;
+  const std::vector<Program> stages = build_programs(t);
+  const CostModel cost(t.gpu);
+  std::vector<double> tf(P), tb(P), tw(P), topt(P);
+  for (int s = 0; s < P; ++s) {
+    for (const Op& op : stages[static_cast<std::size_t>(s)].ops) {
+      if (op.kind == OpKind::collective) continue;
+      const std::string& n = op.name;  // e.g. layer3.mb0.fwd.qkv, layer3.mb0.bwd_w.qkv.wgrad, embedding.bwd.mb0
+      const bool mb0 = n.find(".mb0.") != std::string::npos || n.rfind(".mb0") + 4 == n.size();
+      const auto i = static_cast<std::size_t>(s);
+      if (op.kind == OpKind::optimizer) {
+        topt[i] += cost.seconds(op);
+      } else if (mb0) {
+        (n.find(".fwd") != std::string::npos ? tf[i] : n.find(".bwd_w.") != std::string::npos ? tw[i] : tb[i]) +=
+            cost.seconds(op);
+      }
+    }
+  }
+  std::vector<std::vector<double>> F(P, std::vector<double>(M, 0)), B(P, std::vector<double>(M, 0));
+  std::vector<double> end(P, 0);
+  for (int sweep = 0; sweep < 4 * P * M; ++sweep) {
+    for (int s = 0; s < P; ++s) {
+      const int warm = std::min(P - s - 1, M);
+      double now = 0;
+      int next_w = 0;
+      auto fwd = [&](int m) { now = std::max(now, s > 0 ? F[s - 1][m] : 0.0) + tf[s]; F[s][m] = now; };
+      auto bwd = [&](int m) {
+        now = std::max(now, s < P - 1 ? B[s + 1][m] : 0.0) + tb[s];
+        B[s][m] = now;
+        if (m - next_w >= s) now += tw[s], ++next_w;  // the W deferred the longest
+      };
+      for (int m = 0; m < warm; ++m) fwd(m);
+      for (int m = 0; m < M - warm; ++m) {
+        fwd(warm + m);
+        bwd(m);
+      }
+      for (int m = M - warm; m < M; ++m) bwd(m);
+      for (; next_w < M; ++next_w) now += tw[s];
+      end[s] = now;
+    }
+  }
+  double expected_s = 0;
+  for (int s = 0; s < P; ++s) expected_s = std::max(expected_s, end[s] + topt[s]);
+  auto iteration_s = [&](const TrainingSpec& spec) {
+    return testing::in_child([&] { return simulate(free_node(), nccl, spec, build_programs(spec), cost, {})->iteration_s(); });
+  };
+  const double zero_bubble_s = iteration_s(t);
+  EXPECT_NEAR(zero_bubble_s, expected_s, 1e-6 * expected_s);
+  t.pp_schedule = PipelineSchedule::one_f_one_b;
+  const double one_f_one_b_s = iteration_s(t);
+  std::printf("4 stages, 8 micro-batches: 1F1B %.4f s, ZB-H1 %.4f s (B %.2f ms, W %.2f ms a micro-batch)\n",
+              one_f_one_b_s, zero_bubble_s, tb[0] * 1e3, tw[0] * 1e3);
+  EXPECT_LE(zero_bubble_s, one_f_one_b_s);
+}
+
 // Interleaving (Narayanan et al. 2021) shrinks the pipeline bubble by the number of model chunks
 // per stage: with free communication, 4 stages and 8 micro-batches, v = 2 must beat v = 1, and
 // stay above the work of the slowest stage alone.

@@ -380,6 +380,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ulysses_heads_not_divisible", std::string(kUneven),
                 {"model.name=llama2-13b", "parallel.pp=1", "parallel.cp=16", "parallel.cp_comm=a2a"},
                 {"parallel.cp_comm = \"a2a\"", "llama2-13b has 40 heads and 40 KV heads per tensor-parallel rank"}},
+        // ZB-H1 splits the backward of one model chunk per stage, of a dense layer.
+        BadCase{"zero_bubble_interleaved", std::string(kUneven) + "virtual_stages = 2\npp_schedule = \"zb-h1\"\n", {},
+                {"$FILE", "parallel.pp_schedule = \"zb-h1\"", "needs virtual_stages = 1 (is 2)"}},
+        BadCase{"zero_bubble_moe", std::string(kUneven), {"model.name=qwen3-30b-a3b", "parallel.pp_schedule=zb-h1"},
+                {"parallel.pp_schedule = \"zb-h1\"", "qwen3-30b-a3b has experts"}},
         BadCase{"uneven_without_pipeline", std::string(kUneven) + "pp_last_stage_layers = 8\n", {"parallel.pp=1"},
                 {"pp_last_stage_layers", "needs pp > 1"}},
         // Found by fuzzing: a value toml++ writes over several lines (a long array) or a string

@@ -182,10 +182,30 @@ const std::vector<RecipeKernel>& ProgramWriter::kernels_of_layer(int l, bool bac
   return backward ? moe.backward : moe.forward;
 }
 
-int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after) {
-  const std::string prefix = "layer" + std::to_string(l) + tag + (backward ? ".bwd." : ".fwd.");
+int ProgramWriter::layer(int l, const std::string& tag, bool backward, int after, BackwardPass pass) {
   current_layer_ = l;
-  return run(prefix, kernels_of_layer(l, backward), {after}, backward);
+  if (pass == BackwardPass::whole) {
+    return run("layer" + std::to_string(l) + tag + (backward ? ".bwd." : ".fwd."), kernels_of_layer(l, backward),
+               {after}, backward);
+  }
+  // A linear layer's backward is its dgrad then its wgrad, the tensor-parallel reduction of the
+  // input gradient marked on the wgrad (it follows both in the fused order): B keeps it after the
+  // kernel before (the dgrad).
+  auto is_wgrad = [](const RecipeKernel& k) { return k.name.size() > 6 && k.name.ends_with(".wgrad"); };
+  std::vector<RecipeKernel> part;
+  for (RecipeKernel k : kernels_of_layer(l, true)) {
+    if (pass == BackwardPass::weight_grad) {
+      if (!is_wgrad(k)) continue;
+      k.tp_reduction.clear();
+      part.push_back(std::move(k));
+    } else if (!is_wgrad(k)) {
+      part.push_back(std::move(k));
+    } else if (!k.tp_reduction.empty() && !part.empty()) {
+      part.back().tp_reduction = k.tp_reduction;
+    }
+  }
+  const std::string prefix = "layer" + std::to_string(l) + tag + (pass == BackwardPass::weight_grad ? ".bwd_w." : ".bwd.");
+  return run(prefix, part, {after}, true);
 }
 
 int ProgramWriter::recompute(int l, const std::string& tag, int after) {

@@ -39,8 +39,12 @@ public:
   // The recipe's optimizer step over `parameters` fp32 parameters (one flat buffer), after `deps`,
   // its ops marked OpKind::optimizer; returns the last.
   int optimizer(const std::string& prefix, double parameters, std::vector<int> deps);
+  // Which part of a layer's backward to lay out: all of it, or zero bubble's split into the input
+  // gradients (B: every kernel but the weight-gradient GEMMs, with the tensor-parallel reductions
+  // of the input gradients) and the weight gradients (W: the `.wgrad` GEMMs).
+  enum class BackwardPass { whole, input_grad, weight_grad };
   // One transformer layer `l` of micro-batch `tag` (".mb3"), forward or backward, after `after`.
-  int layer(int l, const std::string& tag, bool backward, int after);
+  int layer(int l, const std::string& tag, bool backward, int after, BackwardPass pass = BackwardPass::whole);
   // What layer `l`'s backward replays of its forward first under t.recompute, after `after`
   // (returns `after` when nothing is replayed; sim/scenario/training.hpp says what each mode keeps):
   //   selective     the attention forward;
