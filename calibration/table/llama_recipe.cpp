@@ -381,6 +381,18 @@ std::vector<RecipeKernel> LlamaRecipe::lm_head(Direction direction) const {
   return as_issued(framework_, std::move(k));
 }
 
+std::vector<RecipeKernel> LlamaRecipe::mtp_entry(Direction direction) const {
+  const double T = layout_.tokens();
+  const double h = model_.hidden;
+  const MemoryBoundOp norm = direction == Direction::forward ? MemoryBoundOp::rmsnorm_forward : MemoryBoundOp::rmsnorm_backward;
+  std::vector<RecipeKernel> k;
+  if (direction == Direction::backward) linear(k, "mtp_proj", T, h / layout_.tp, 2 * h, direction);
+  k.push_back(memory_bound("mtp_norm_hidden", norm, T, h));
+  k.push_back(memory_bound("mtp_norm_embedding", norm, T, h));
+  if (direction == Direction::forward) linear(k, "mtp_proj", T, h / layout_.tp, 2 * h, direction);
+  return as_issued(framework_, std::move(k));
+}
+
 std::vector<RecipeKernel> LlamaRecipe::optimizer(double parameters, Framework framework) {
   if (framework == Framework::pytorch_eager) return recipe::eager_optimizer(parameters);
   return as_issued(framework, {memory_bound("grad_norm", MemoryBoundOp::grad_norm, 1, parameters),

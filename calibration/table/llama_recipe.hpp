@@ -148,6 +148,11 @@ public:
   std::vector<RecipeKernel> embedding(Direction direction) const;
   // The final norm, the LM head and the loss (backward: the loss's gradient first).
   std::vector<RecipeKernel> lm_head(Direction direction) const;
+  // A multi-token prediction module's entry (ModelSpec::mtp_layers): the previous hidden state's
+  // and the shifted tokens' embedding's RMSNorms, and the projection of their concatenation
+  // (2h -> h, its output split by tp: Megatron's column-parallel eh_proj); backward in reverse.
+  // Its embedding lookup, layer and head are embedding(), the layer's and lm_head().
+  std::vector<RecipeKernel> mtp_entry(Direction direction) const;
   // The optimizer step over `parameters` fp32 parameters held as one flat buffer (tokens = 1,
   // width = the parameters, rounded up): the gradient norm, then AdamW (`framework`'s kernels).
   static std::vector<RecipeKernel> optimizer(double parameters, Framework framework = Framework::fused);

@@ -78,6 +78,12 @@ struct ModelSpec {
   int expert_ffn = 0;           // one expert's MLP inner size
   int first_dense_layers = 0;   // the first layers keep the dense MLP (DeepSeek-V3: 3)
   int moe_layer_every = 1;      // after them, every k-th layer is MoE (1: all; Llama 4 Maverick: 2)
+  // Multi-token prediction (DeepSeek-V3, arXiv 2412.19437 sec. 2.2): module k predicts token
+  // i + 1 + k from the hidden state the model (or module k - 1) gives token i and the embedding of
+  // token i + k: both RMSNorm'd, concatenated, projected 2h -> h, one transformer layer (the
+  // model's last layer's kind, counted as layer layers + k), then the shared final norm, LM head
+  // and loss. Trained beside the model, not counted in params() (DeepSeek-V3's 671 B exclude it).
+  int mtp_layers = 0;
 
   int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
   bool mla() const { return kv_lora_rank > 0; }
@@ -138,6 +144,9 @@ struct ModelSpec {
   }
   // All weights: layers, input embedding and positions, final norm, LM head.
   double params() const;
+  // Multi-token prediction module k's own weights (1-based): its layer's, the 2h -> h projection
+  // and its two norms; the embedding and the head are the model's.
+  double mtp_module_params(int k) const { return layer_params(layers + k) + 2.0 * hidden * hidden + 2 * norm_params(); }
   // Weights used in matrix products (layers less norms, plus the LM head).
   double matmul_params() const;
   // The matmul weights one token is multiplied by: matmul_params() with only the top_k routed

@@ -78,6 +78,10 @@ const std::vector<KeySpec<ModelSpec>>& model_keys() {
       {.key = "first_dense_layers", .type = KeyType::integer, .lower = 0, .upper = 100000, .fallback = KeyValue{0L},
        .doc = "MoE: the first layers keep the dense MLP (`ffn` wide)",
        .set = KeyField<&ModelSpec::first_dense_layers>::set, .get = KeyField<&ModelSpec::first_dense_layers>::get},
+      {.key = "mtp_layers", .type = KeyType::integer, .lower = 0, .upper = 16, .fallback = KeyValue{0L},
+       .doc = "multi-token prediction modules (DeepSeek-V3's: norms, a 2h -> h projection, one layer, the shared "
+              "head and loss) on the last pipeline stage; 0: none",
+       .set = KeyField<&ModelSpec::mtp_layers>::set, .get = KeyField<&ModelSpec::mtp_layers>::get},
       {.key = "moe_layer_every", .type = KeyType::integer, .lower = 1, .upper = 100000, .fallback = KeyValue{1L},
        .doc = "MoE: after the dense layers every k-th layer is MoE (1: all)",
        .set = KeyField<&ModelSpec::moe_layer_every>::set, .get = KeyField<&ModelSpec::moe_layer_every>::get},

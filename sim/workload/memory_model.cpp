@@ -39,6 +39,16 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
       kept_whole = std::max(kept_whole, activation_bytes_per_layer(t, Recompute::none, moe));
     }
   }
+  // The last stage also holds the multi-token prediction modules: a layer each, a projection and
+  // norms (ModelSpec::mtp_module_params), and each module's layer's activations.
+  for (int k = 1; last && k <= m.mtp_layers; ++k) {
+    const int l = m.layers + k;
+    const bool moe = m.is_moe_layer(l);
+    const double routed = moe ? m.routed_expert_params() : 0;
+    dense += (m.mtp_module_params(k) - routed) / t.tp;
+    experts += routed / (t.ep * t.expert_tp);
+    kept += activation_bytes_per_layer(t, t.recompute, moe);
+  }
   const double layer = largest;  // the largest FSDP unit: what one gathered layer holds
   const double P = dense + experts + root;  // this GPU's slice of the parameters
   const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;  // of one micro-batch on this rank

@@ -124,6 +124,7 @@ private:
     }
     if (vs == virtual_stages_ - 1) {
       x = w_.lm_head(tag, false, x);
+      for (int k = 1; k <= m_.mtp_layers; ++k) x = mtp_forward(k, mb, tag, x);
     } else {
       p2p("activation", vs, mb, StreamId::pipeline_send_activation, GroupKind::pipeline_next, {x});
     }
@@ -138,6 +139,7 @@ private:
     int x = last_compute_;
     if (vs == virtual_stages_ - 1) {
       x = w_.lm_head(tag, true, x);
+      for (int k = m_.mtp_layers; k >= 1; --k) x = mtp_backward(k, mb, tag, x);
     } else {
       const int grad = p2p("gradient", vs + 1, mb, StreamId::pipeline_recv_gradient, GroupKind::pipeline_next, {});
       x = w_.sync("vs" + std::to_string(vs) + ".bwd_start" + tag, {x, grad});
@@ -179,6 +181,45 @@ private:
     last_compute_ = x;
   }
 
+  // Multi-token prediction module k (ModelSpec::mtp_layers) on the last stage, after the model's
+  // LM head: its entry (embedding, norms, projection), its layer (layer layers + k, its
+  // parameters gathered and reduced as a layer's are), the shared head and loss; backward in
+  // reverse, before the model's last layer's backward.
+  double mtp_dense_bytes(int k) const {
+    const int l = m_.layers + k;
+    return (m_.mtp_module_params(k) - (m_.is_moe_layer(l) ? m_.routed_expert_params() : 0)) / t_.tp * kBf16Bytes;
+  }
+  int mtp_forward(int k, int mb, const std::string& tag, int after) {
+    const int l = m_.layers + k;
+    const std::string unit = "layer" + std::to_string(l);
+    const int params = dp_->gather_forward(w_, unit, tag, mb, mtp_dense_bytes(k), {});
+    const int experts = m_.is_moe_layer(l) ? dp_->gather_forward(w_, unit + ".experts", tag, mb, expert_bytes(l), {}, true) : -1;
+    std::vector<int> start = {w_.mtp_entry(k, tag, false, after)};
+    for (int p : {params, experts}) {
+      if (p >= 0) start.push_back(p);
+    }
+    const int x = w_.layer(l, tag, false, w_.sync(unit + ".fwd.wait_params" + tag, std::move(start)));
+    return w_.lm_head(tag + ".mtp" + std::to_string(k), false, x);
+  }
+  int mtp_backward(int k, int mb, const std::string& tag, int after) {
+    const int l = m_.layers + k;
+    const std::string unit = "layer" + std::to_string(l);
+    const bool moe = m_.is_moe_layer(l);
+    std::vector<int> start = {w_.lm_head(tag + ".mtp" + std::to_string(k), true, after)};
+    const int params = dp_->gather_backward(w_, unit, tag, mtp_dense_bytes(k), {});
+    const int experts = moe ? dp_->gather_backward(w_, unit + ".experts", tag, expert_bytes(l), {}, true) : -1;
+    for (int p : {params, experts}) {
+      if (p >= 0) start.push_back(p);
+    }
+    int x = w_.recompute(l, tag, w_.sync(unit + ".bwd.wait_params" + tag, std::move(start)));
+    x = w_.layer(l, tag, true, x);
+    if (mb == t_.micro_batches - 1) {
+      if (moe) dp_->reduce_layer(w_, l, false, expert_bytes(l), x, true);
+      dp_->reduce_layer(w_, l, false, mtp_dense_bytes(k), x);
+    }
+    return w_.mtp_entry(k, tag, true, x);
+  }
+
   // ZB-H1's W pass of model chunk `chunk` on micro-batch `mb`: each layer's weight-gradient GEMMs
   // after its input gradients (B), last layer first; after the last micro-batch's, the layer's
   // gradients are reduced.
@@ -203,6 +244,13 @@ private:
       const int vs = virtual_stage(c);
       for (int l = t_.first_layer(vs); l <= last_layer(vs); ++l) {
         local_params += dense_bytes(l) / kBf16Bytes / t_.shard_ranks() +
+                        expert_bytes(l) / kBf16Bytes / (m_.is_moe_layer(l) ? t_.expert_shard_ranks() : 1);
+      }
+    }
+    if (stage_ == t_.pp - 1) {
+      for (int k = 1; k <= m_.mtp_layers; ++k) {
+        const int l = m_.layers + k;
+        local_params += mtp_dense_bytes(k) / kBf16Bytes / t_.shard_ranks() +
                         expert_bytes(l) / kBf16Bytes / (m_.is_moe_layer(l) ? t_.expert_shard_ranks() : 1);
       }
     }

@@ -107,6 +107,20 @@ TEST(ModelZoo, LatentAttentionCountsDeepSeekV3) {
   EXPECT_DOUBLE_EQ(m->flops_per_token(4096) - 6 * m->active_matmul_params(), attention_flops);
 }
 
+// DeepSeek-V3's multi-token prediction module, by hand: an MoE layer (MLA 187,105,280 + its
+// latent norms 1536 + 512, two RMSNorms 2 x 7168, router 256 x 7168, 256 routed and 1 shared
+// SwiGLU experts 3 x 7168 x 2048 each), the 2h -> h projection 2 x 7168^2 and its two RMSNorms
+// 2 x 7168: 11,610,060,800, the report's "14 B" less the embedding and head HF stores again.
+TEST(ModelZoo, DeepSeekV3PredictsOneMoreToken) {
+  auto m = load_model("calibration/models.toml", "deepseek-v3");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->mtp_layers, 1);
+  const double moe_layer = 187105280.0 + 2048 + 2 * 7168 + 256 * 7168 + 257 * 3.0 * 7168 * 2048;
+  EXPECT_DOUBLE_EQ(m->layer_params(61), moe_layer);
+  EXPECT_DOUBLE_EQ(m->mtp_module_params(1), moe_layer + 2.0 * 7168 * 7168 + 2 * 7168);
+  EXPECT_DOUBLE_EQ(m->params(), 671026404352.0);  // the module is not counted
+}
+
 TEST(ModelZoo, LatentAttentionKeysAgree) {
   const std::string dense = "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 4\nffn = 128\nvocab = 10\n";
   auto orphan = read_model_zoo(temp_file("mla_orphan.toml", dense + "v_head_dim = 16\n"));

@@ -331,12 +331,43 @@ TEST(Workload, LatentAttentionGathersItsLatents) {
   t.model = *load_model(kPresets, "deepseek-v3");
   t.model.layers = 2;
   t.model.experts = t.model.top_k = t.model.shared_experts = t.model.expert_ffn = t.model.first_dense_layers = 0;
+  t.model.mtp_layers = 0;
   t.sequence_parallel = true;
   double tp_bytes = 0;
   for (const Op& op : build_program(t).ops) {
     if (op.kind == OpKind::collective && op.group == GroupKind::tensor_parallel) tp_bytes += op.size_bytes;
   }
   EXPECT_DOUBLE_EQ(tp_bytes, 1547698176.0);
+}
+
+// DeepSeek-V3's multi-token prediction module (dense here, two layers on two stages, tp 2): the
+// last stage runs one more layer like its own, the LM head again, and the projection 2h -> h / tp
+// on 2 x 4096 tokens forward and its two products backward (3 x 2 x 8192 x 3584 x 14336 FLOPs);
+// the first stage runs nothing more.
+TEST(Workload, MultiTokenPredictionRunsALayerAndTheHeadAgain) {
+  TrainingSpec t = fsdp_7b(8, 2);
+  t.model = *load_model(kPresets, "deepseek-v3");
+  t.model.layers = 2;
+  t.model.experts = t.model.top_k = t.model.shared_experts = t.model.expert_ffn = t.model.first_dense_layers = 0;
+  t.sequence_parallel = true;
+  t.pp = 2;
+  t.dp = 2;
+  auto flops = [](const Program& p, const std::string& prefix) {
+    double f = 0;
+    for (const Op& op : p.ops) {
+      if (op.kind != OpKind::collective && op.name.rfind(prefix, 0) == 0) f += op.flops;
+    }
+    return f;
+  };
+  t.model.mtp_layers = 0;
+  const std::vector<Program> without = build_programs(t);
+  t.model.mtp_layers = 1;
+  const std::vector<Program> with = build_programs(t);
+  EXPECT_DOUBLE_EQ(flops(with[0], ""), flops(without[0], ""));
+  const double projection = 3 * 2.0 * 8192 * 3584 * 14336;
+  EXPECT_DOUBLE_EQ(flops(with[1], "") - flops(without[1], ""),
+                   flops(without[1], "layer2.") + flops(without[1], "lm_head.mb0.") + projection);
+  EXPECT_GT(flops(with[1], "layer3."), 0);
 }
 
 // Tensor-parallel overlap moves the same bytes at other times: Llama-2 7B at tp 2 with sequence

@@ -97,7 +97,9 @@ ProgramWriter::ProgramWriter(const TrainingSpec& t)
       head_fwd_(recipe_.lm_head(Direction::forward)),
       head_bwd_(recipe_.lm_head(Direction::backward)),
       embedding_fwd_(recipe_.embedding(Direction::forward)),
-      embedding_bwd_(recipe_.embedding(Direction::backward)) {}
+      embedding_bwd_(recipe_.embedding(Direction::backward)),
+      mtp_fwd_(recipe_.mtp_entry(Direction::forward)),
+      mtp_bwd_(recipe_.mtp_entry(Direction::backward)) {}
 
 const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
   auto [it, fresh] = moe_layers_.try_emplace(l);
@@ -244,6 +246,13 @@ int ProgramWriter::lm_head(const std::string& tag, bool backward, int after) {
 int ProgramWriter::embedding(const std::string& tag, bool backward, std::vector<int> deps) {
   return run("", renamed(backward ? embedding_bwd_ : embedding_fwd_, (backward ? ".bwd" : ".fwd") + tag),
              std::move(deps), backward);
+}
+
+int ProgramWriter::mtp_entry(int k, const std::string& tag, bool backward, int after) {
+  const std::string module = "mtp" + std::to_string(k);
+  const std::string prefix = module + tag + (backward ? ".bwd." : ".fwd.");
+  if (!backward) return run(prefix, mtp_fwd_, {embedding(tag + "." + module, false, {after})}, false);
+  return embedding(tag + "." + module, true, {run(prefix, mtp_bwd_, {after}, true)});
 }
 
 double ProgramWriter::tokens() const { return static_cast<double>(t_.micro_batch) * t_.seq_len / t_.cp; }

@@ -59,6 +59,10 @@ public:
   int lm_head(const std::string& tag, bool backward, int after);
   // The input embedding (backward: its weight gradient).
   int embedding(const std::string& tag, bool backward, std::vector<int> deps);
+  // Multi-token prediction module k's entry after `after`: forward the shifted tokens' embedding,
+  // then the norms and the projection; backward the projection's and norms' gradients, then the
+  // embedding's (LlamaRecipe::mtp_entry). Its layer and head are layer() and lm_head().
+  int mtp_entry(int k, const std::string& tag, bool backward, int after);
 
   // Tokens of one micro-batch on this rank: context parallelism splits the sequence.
   double tokens() const;
@@ -91,7 +95,7 @@ private:
   const TrainingSpec& t_;
   const calibration::LlamaRecipe recipe_;
   const std::vector<calibration::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
-      embedding_bwd_;
+      embedding_bwd_, mtp_fwd_, mtp_bwd_;
   std::map<int, MoeLayer> moe_layers_;  // by layer
   int current_layer_ = 0;               // the layer run() is laying out (its all-to-alls' bytes)
   // Under tensor-parallel overlap, the all-gather running beside the kernels up to the next GEMM
