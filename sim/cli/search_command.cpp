@@ -22,7 +22,8 @@ global_batch / (dp x micro_batch)):
   cp    context parallel degree: up to --max-cp (default: a node's GPUs); tp x cp stays within
         --max-model-parallel (default: the larger of the two limits, i.e. inside a node)
   pp    pipeline stages: divisors of what remains, up to --max-pp (default 16)
-  v     interleaved 1F1B chunks per stage: 1, 2, 4 ... up to --max-virtual-stages (default 4)
+  v     interleaved 1F1B chunks per stage: 1, 2, 4 ... up to --max-virtual-stages (default 4);
+        with v = 1 also zero bubble's ZB-H1 (dense models): --schedules 1f1b,zb-h1 (default both)
   dp    what remains: GPUs / (tp x cp x pp)
   mb    micro-batch: divisors of global_batch / dp, up to --max-micro-batch (default 8)
   ep    mixture-of-experts models only: expert parallelism over the divisors of both the routed
@@ -56,6 +57,7 @@ struct SearchArgs {
   int top = 10;
   sim::SearchSpace space;
   std::vector<std::string> strategies;
+  std::vector<std::string> schedules;
   std::string checkpointing = "both";
   bool no_prune = false;
   std::string format = "table";
@@ -82,6 +84,10 @@ int run_search(SearchArgs a) {
     for (const std::string& s : a.strategies) a.space.strategies.push_back(*sim::parse_data_parallel(s));
   }
   if (a.checkpointing != "both") a.space.checkpointing = {a.checkpointing == "on"};
+  if (!a.schedules.empty()) {
+    a.space.schedules.clear();
+    for (const std::string& s : a.schedules) a.space.schedules.push_back(*sim::parse_pipeline_schedule(s));
+  }
   sim::SearchOptions options;
   options.space = a.space;
   options.objective = a.objective == "tokens-per-s" ? sim::Objective::tokens_per_s : sim::Objective::tokens_per_joule;
@@ -151,6 +157,11 @@ void add_search_command(CLI::App& app, int& exit_code) {
       ->type_name("LIST");
   cmd->add_option("--checkpointing", a->checkpointing, "activation checkpointing: both (default) | off | on")
       ->check(CLI::IsMember({"both", "off", "on"}));
+  cmd->add_option("--schedules", a->schedules,
+                  "pipeline schedules, comma-separated: 1f1b (plain and interleaved), zb-h1 (default: both)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"1f1b", "zb-h1"}))
+      ->type_name("LIST");
   cmd->add_flag("--no-prune", a->no_prune, "simulate every layout that fits (exhaustive; slow)");
   cmd->add_option("-j,--jobs", a->jobs, "layouts simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));

@@ -89,6 +89,7 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
           {"parallel.cp", long{cp}},
           {"parallel.pp", long{pp}},
           {"parallel.virtual_stages", long{virtual_stages}},
+          {"parallel.pp_schedule", std::string(to_string(schedule))},
           {"parallel.strategy", std::string(to_string(data_parallel))},
           {"parallel.zero_stage", long{strategy == DataParallel::zero3   ? 3
                                        : strategy == DataParallel::zero1 ? 1
@@ -103,7 +104,8 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
 }
 
 std::string LayoutChoice::name() const {
-  return fmt::format("tp{} cp{} pp{} v{} dp{}{} mb{} {}{}", tp, cp, pp, virtual_stages, dp,
+  return fmt::format("tp{} cp{} pp{} v{}{} dp{}{} mb{} {}{}", tp, cp, pp, virtual_stages,
+                     schedule == PipelineSchedule::zb_h1 ? " zb-h1" : "", dp,
                      ep > 0 ? fmt::format(" ep{}", ep) : "", micro_batch, to_string(strategy), checkpointing ? " ckpt" : "");
 }
 
@@ -121,8 +123,16 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
       if (tp * cp > max_model_parallel) continue;
       for (int pp : divisors_up_to(gpus / (tp * cp), max_pp)) {
         const int dp = gpus / (tp * cp * pp);
-        std::vector<int> virtual_stages = {1};
-        for (int v = 2; pp > 1 && v <= max_v; v *= 2) virtual_stages.push_back(v);
+        auto asked = [&space](PipelineSchedule s) {
+          return std::find(space.schedules.begin(), space.schedules.end(), s) != space.schedules.end();
+        };
+        // (virtual stages, schedule): no pipeline; plain and interleaved 1F1B; ZB-H1 (dense).
+        std::vector<std::pair<int, PipelineSchedule>> pipelines;
+        if (pp == 1 || asked(PipelineSchedule::one_f_one_b)) pipelines.emplace_back(1, PipelineSchedule::one_f_one_b);
+        if (pp > 1 && experts == 0 && asked(PipelineSchedule::zb_h1)) pipelines.emplace_back(1, PipelineSchedule::zb_h1);
+        for (int v = 2; pp > 1 && v <= max_v && asked(PipelineSchedule::one_f_one_b); v *= 2) {
+          pipelines.emplace_back(v, PipelineSchedule::one_f_one_b);
+        }
         const std::vector<int> micro_batches =
             global_batch % dp == 0 ? divisors_up_to(global_batch / dp, max_mb) : std::vector<int>{1};
         // MoE: every ep dividing both the experts and the stage's tp x cp x dp ranks.
@@ -130,11 +140,11 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
         if (experts > 0) {
           eps = divisors_up_to(std::gcd(experts, tp * cp * dp), space.max_ep > 0 ? space.max_ep : experts);
         }
-        for (int v : virtual_stages) {
+        for (const auto& [v, schedule] : pipelines) {
           for (int mb : micro_batches) {
             for (int ep : eps) {
               for (DataParallel strategy : space.strategies) {
-                for (bool ckpt : space.checkpointing) out.push_back({tp, cp, pp, v, dp, mb, ep, strategy, ckpt});
+                for (bool ckpt : space.checkpointing) out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, ckpt});
               }
             }
           }

@@ -36,6 +36,7 @@ std::optional<DataParallel> parse_data_parallel(const std::string& name);
 // One candidate layout. dp is what the cluster leaves: GPUs / (tp x cp x pp).
 struct LayoutChoice {
   int tp = 1, cp = 1, pp = 1, virtual_stages = 1, dp = 1, micro_batch = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   // A mixture of experts: its expert parallelism (and sequence parallelism beside tp > 1, which
   // Megatron-Core requires of an MoE model); 0 for a dense model, whose layouts leave both alone.
   int ep = 0;
@@ -43,7 +44,8 @@ struct LayoutChoice {
   bool checkpointing = false;
   // The scenario keys that set it, as typed edits.
   std::vector<ScenarioEdit> edits() const;
-  // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (ckpt only when on; " ep8" after dp for an MoE model).
+  // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (ckpt only when on; " ep8" after dp for an MoE model;
+  // " zb-h1" after v for a zero-bubble pipeline).
   std::string name() const;
 };
 
@@ -59,6 +61,9 @@ struct SearchSpace {
   std::vector<DataParallel> strategies = {DataParallel::ddp, DataParallel::zero2, DataParallel::zero3,
                                           DataParallel::hsdp};
   std::vector<bool> checkpointing = {false, true};
+  // Pipeline schedules of a pipelined (pp > 1) dense model: 1F1B (plain and interleaved) and
+  // ZB-H1 (one chunk per stage).
+  std::vector<PipelineSchedule> schedules = {PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1};
 };
 inline constexpr int kDefaultMaxPp = 16;
 inline constexpr int kDefaultMaxVirtualStages = 4;
@@ -68,7 +73,8 @@ inline constexpr int kDefaultMaxMicroBatch = 8;
 // sequences, in this order (outermost first): tp over the divisors of gpus up to max_tp; cp over
 // the divisors of gpus / tp up to max_cp, with tp x cp <= max_model_parallel; pp over the divisors
 // of gpus / (tp x cp) up to max_pp; virtual stages 1 (pp = 1) or the powers of two up to
-// max_virtual_stages; micro-batch over the divisors of global_batch / dp up to max_micro_batch (1
+// max_virtual_stages (1F1B), and ZB-H1 beside plain 1F1B for a dense model (the schedules asked
+// for; a layout without a pipeline has none); micro-batch over the divisors of global_batch / dp up to max_micro_batch (1
 // alone when dp does not divide the global batch: validation then says why); the strategies; then
 // checkpointing. Nothing else is filtered here: the scenario's validation judges the rest.
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,

@@ -21,13 +21,25 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   //   (1,1): pp 1 (dp 4, 2 per replica: mb 1, 2) = 2; pp 2 (dp 2, v 1 or 2, mb 1, 2) = 4  -> 6
   //   (1,2) and (2,1): pp 1 (dp 2: mb 1, 2) = 2; pp 2 (dp 1, v 1 or 2, mb 1, 2) = 4    -> 6 each
   //   (1,4), (2,2), (4,1): pp 1 only (dp 1: mb 1, 2)                                    -> 2 each
-  // 6 + 6 + 6 + 3 x 2 = 24; with two strategies and checkpointing on and off, 96.
+  // 6 + 6 + 6 + 3 x 2 = 24; with two strategies and checkpointing on and off, 96. ZB-H1 adds a
+  // plain pipeline's second schedule: (1,1), (1,2), (2,1) pp 2 v 1 (mb 1, 2): 3 x 2 = 6 more, 30.
   SearchSpace space;
   space.max_pp = 2;
   space.max_virtual_stages = 2;
   space.max_micro_batch = 2;
   space.strategies = {DataParallel::zero2};
   space.checkpointing = {false};
+  EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 30u);
+  int zero_bubble = 0;
+  for (const LayoutChoice& l : enumerate_layouts(4, 4, 8, space)) {
+    if (l.schedule == PipelineSchedule::zb_h1) {
+      EXPECT_EQ(l.pp, 2) << l.name();
+      EXPECT_EQ(l.virtual_stages, 1) << l.name();
+      ++zero_bubble;
+    }
+  }
+  EXPECT_EQ(zero_bubble, 6);
+  space.schedules = {PipelineSchedule::one_f_one_b};
   EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 24u);
   space.strategies = {DataParallel::zero2, DataParallel::ddp};
   space.checkpointing = {false, true};
