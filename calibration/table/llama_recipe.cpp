@@ -75,8 +75,10 @@ std::vector<RecipeKernel> in_fp8(const std::vector<RecipeKernel>& kernels) {
       out.push_back({k.name + ".fp8_cast", ElementwiseShape{"fp8_cast_transpose", g->m * g->k, 4 * elements,
                                                             ElementwiseKind::streaming},
                      k.runs, "", k.host_ops});
+      out.back().joins_exchange = k.joins_exchange;  // the cast reads what the exchange brought
     }
     RecipeKernel fp8 = k;
+    if (g->layout != GemmLayout::wgrad) fp8.joins_exchange = false;
     std::get<GemmShape>(fp8.shape).precision = Precision::fp8;
     out.push_back(fp8);
   }
@@ -324,21 +326,39 @@ std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std:
   };
   std::vector<RecipeKernel> k;
   const double shared_width = static_cast<double>(m.shared_experts) * m.expert_ffn / layout_.tp;
+  // The shared experts: after the routed experts' results are back (forward; backward before the
+  // gradients go out), or, overlapped (Megatron-Core's moe_shared_expert_overlap), right after the
+  // dispatch starts, the routed experts waiting for both.
+  const bool overlap = layout_.shared_expert_overlap && m.shared_experts > 0;
+  auto shared = [&] {
+    if (m.shared_experts > 0) mlp(k, m, "shared.", T, shared_width, direction, "mlp");
+  };
+  auto dispatched = [&] {
+    k.back().ep_exchange = "to_experts";
+    if (!overlap) return;
+    k.back().exchange_in_flight = true;
+    shared();
+  };
+  auto routed_experts = [&] {
+    const std::size_t first = k.size();
+    experts(k);
+    k[first].joins_exchange = overlap;
+  };
   if (direction == Direction::forward) {
     k.push_back(memory_bound("rmsnorm2", MemoryBoundOp::rmsnorm_forward, T, h));
     linear(k, "router", routed, m.experts, h, direction);
     k.push_back(elementwise("router_topk", routed * m.experts, topk_bytes, ElementwiseKind::reduction));
     k.push_back(elementwise("permute", k_routed * h, permute_bytes, ElementwiseKind::streaming));
-    k.back().ep_exchange = "to_experts";
-    experts(k);
+    dispatched();
+    routed_experts();
     k.push_back(elementwise("unpermute", k_routed * h, unpermute_bytes, ElementwiseKind::streaming));
-    if (m.shared_experts > 0) mlp(k, m, "shared.", T, shared_width, direction, "mlp");
+    if (!overlap) shared();
     k.push_back(memory_bound("residual2", MemoryBoundOp::residual_add, T, h));
   } else {
-    if (m.shared_experts > 0) mlp(k, m, "shared.", T, shared_width, direction, "mlp");
+    if (!overlap) shared();
     k.push_back(elementwise("unpermute", k_routed * h, unpermute_bytes, ElementwiseKind::streaming));
-    k.back().ep_exchange = "to_experts";
-    experts(k);
+    dispatched();
+    routed_experts();
     k.push_back(elementwise("permute", k_routed * h, permute_bytes, ElementwiseKind::streaming));
     k.push_back(elementwise("router_topk", routed * m.experts, topk_bytes, ElementwiseKind::reduction));
     linear(k, "router", routed, m.experts, h, direction);

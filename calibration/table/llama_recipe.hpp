@@ -69,6 +69,9 @@ struct StepLayout {
   // Context parallelism as DeepSpeed Ulysses (Megatron's cp_comm_type "a2a"): attention runs on
   // heads / cp over the whole sequence; otherwise once per KV block (cp runs over seq / cp).
   bool cp_heads = false;
+  // Megatron-Core's moe_shared_expert_overlap: an MoE layer's shared experts run while the
+  // dispatch all-to-all is in flight (LlamaRecipe::moe_layer).
+  bool shared_expert_overlap = false;
   // Tokens of one micro-batch on this rank.
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };
@@ -95,6 +98,10 @@ struct RecipeKernel {
   // activation forward, its output's gradient backward) to the ranks of its experts, "from_experts"
   // brings the results back; empty for none.
   std::string ep_exchange = "";
+  // With the shared experts overlapped: this kernel's exchange runs in flight beside the kernels
+  // after it (exchange_in_flight), up to the kernel that reads what it brought (joins_exchange).
+  bool exchange_in_flight = false;
+  bool joins_exchange = false;
 };
 
 // The causal attention of one rank: `heads` and `kv_heads` of `head_dim` (the rank's tensor-parallel

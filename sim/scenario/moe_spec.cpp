@@ -51,6 +51,9 @@ Status check_routing(const Routing& routing, const LayerShape& shape) {
   if (!(routing.capacity_factor >= 0) || !std::isfinite(routing.capacity_factor)) {
     return Error{"capacity_factor = " + number_text(routing.capacity_factor) + ": must be finite and >= 0 (0: dropless)"};
   }
+  if (routing.pad_to_capacity && routing.capacity_factor <= 0) {
+    return Error{"pad_to_capacity = true: pads every expert slot to its capacity, which needs capacity_factor > 0"};
+  }
   if (routing.kind == RoutingKind::zipf && (!(routing.zipf_s >= 0) || !std::isfinite(routing.zipf_s))) {
     return Error{"zipf_s = " + number_text(routing.zipf_s) + ": must be finite and >= 0"};
   }

@@ -27,6 +27,9 @@ struct Routing {
   double zipf_s = 1.0;            // zipf: the i-th most popular expert's share is proportional to 1 / i^s (s >= 0)
   std::vector<double> histogram;  // histogram: each routed expert's relative load (E entries, >= 0, at least top_k > 0)
   double capacity_factor = 0;     // 0: dropless; > 0: a source rank keeps at most ceil(cf t top_k / S) per slot (model, 5)
+  // With a capacity: every slot padded to it (Megatron-Core's moe_pad_expert_input_to_capacity),
+  // so each source rank sends and each expert computes exactly C tokens a slot (model, 5).
+  bool pad_to_capacity = false;
   std::uint64_t seed = 0;         // with the layer index, which experts are popular in which layer (zipf)
 };
 
@@ -41,7 +44,8 @@ struct LayerShape {
 
 // A routing that `shape` can use, or an Error naming the field and value: E, top_k, ep positive,
 // top_k <= E, ep divides E or E divides ep, tokens >= 0; zipf_s finite >= 0; a histogram of exactly
-// E finite entries >= 0 of which at least top_k are positive; capacity_factor finite >= 0.
+// E finite entries >= 0 of which at least top_k are positive; capacity_factor finite >= 0, and > 0
+// when padding to it.
 Status check_routing(const Routing& routing, const LayerShape& shape);
 
 // A histogram of expert loads as a real router logged it, for Routing::histogram. The file holds

@@ -671,6 +671,16 @@ private:
       t.routing_histogram = fs::weakly_canonical(file, ec).string();
     }
     if (!t.model.moe()) return Ok{};
+    // Megatron-Core overlaps the shared experts with its all-to-all dispatcher only (DeepEP's
+    // kernels are not supported).
+    if (t.shared_expert_overlap && t.dispatcher != network::AllToAllMethod::nccl) {
+      r.fail("shared_expert_overlap", "overlaps the shared experts with NCCL's all-to-all: needs dispatcher = \"nccl\"");
+      return r.finish();
+    }
+    if (t.routing.pad_to_capacity && t.routing.capacity_factor <= 0) {
+      r.fail("pad_to_capacity", "pads every expert slot to its capacity: needs capacity_factor > 0");
+      return r.finish();
+    }
     if (Status s = moe::check_routing(t.routing, t.moe_layer_shape()); !s) {
       r.fail(t.routing.kind == moe::RoutingKind::histogram ? "histogram" : "routing", s.error().message);
     }

@@ -314,6 +314,11 @@ std::vector<Key> moe_keys() {
        .doc = "tokens an expert takes from a rank, over an even share, before the rest are dropped; 0: dropless",
        .set = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::capacity_factor>::set,
        .get = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::capacity_factor>::get},
+      {.key = "pad_to_capacity", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "with a `capacity_factor`, every expert slot padded to its capacity (Megatron-Core's "
+              "`moe_pad_expert_input_to_capacity`): each rank sends and each expert computes exactly the capacity",
+       .set = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::pad_to_capacity>::set,
+       .get = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::pad_to_capacity>::get},
       {.key = "seed", .type = KeyType::integer, .lower = 0, .upper = 1L << 62, .fallback = KeyValue{0L},
        .doc = "which experts are popular in which layer (Zipf routing); the same seed, the same result",
        .set = KeyField<&Scenario::training, &TrainingSpec::routing, &moe::Routing::seed>::set,
@@ -324,6 +329,11 @@ std::vector<Key> moe_keys() {
               "pair and rail, then NVLink inside the node, as DeepEP's normal kernels)",
        .set = KeyEnum<network::parse_all_to_all_method, &Scenario::training, &TrainingSpec::dispatcher>::set,
        .get = KeyEnum<network::parse_all_to_all_method, &Scenario::training, &TrainingSpec::dispatcher>::get},
+      {.key = "shared_expert_overlap", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "the shared experts compute beside the dispatch all-to-all (Megatron-Core's "
+              "`moe_shared_expert_overlap`), forward and backward; off: after the routed experts",
+       .set = Training<&TrainingSpec::shared_expert_overlap>::set,
+       .get = Training<&TrainingSpec::shared_expert_overlap>::get},
   };
 }
 

@@ -154,6 +154,9 @@ struct TrainingSpec {
   moe::Routing routing;
   std::string routing_histogram;
   network::AllToAllMethod dispatcher = network::AllToAllMethod::nccl;
+  // Megatron-Core's moe_shared_expert_overlap: the shared experts compute while the dispatcher's
+  // all-to-all moves the routed tokens ([moe] shared_expert_overlap).
+  bool shared_expert_overlap = false;
 
   int world() const { return dp * tp * pp * cp; }
   // The layers of pipeline stage `stage` (0 .. pp - 1), as above. Assumes a validated split.

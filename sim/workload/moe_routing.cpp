@@ -250,10 +250,12 @@ LayerRouting route_layer(const Routing& routing, const LayerShape& shape, int la
     // One source rank's count for slot s: mean = Poisson variance = t q_s (model, 5 and 6); the
     // ep source ranks route different tokens, so their kept counts add independently.
     const auto [kept_mean, kept_variance, dropped_mean] = clip_count(t * q[s], t * q[s], capacity);
+    // Padded: every slot moves and computes exactly its capacity, whatever it kept.
+    const double computed = routing.pad_to_capacity ? capacity : kept_mean;
     dropped += ep * dropped_mean;
-    out.expert_tokens_mean[s / static_cast<std::size_t>(replicas)] += ep * kept_mean;
-    out.rank_tokens_mean[s / slots_per_rank] += ep * kept_mean;
-    rank_variance[s / slots_per_rank] += ep * kept_variance;
+    out.expert_tokens_mean[s / static_cast<std::size_t>(replicas)] += ep * computed;
+    out.rank_tokens_mean[s / slots_per_rank] += ep * computed;
+    rank_variance[s / slots_per_rank] += routing.pad_to_capacity ? 0 : ep * kept_variance;
   }
   out.rank_tokens_stddev.resize(rank_variance.size());
   for (std::size_t r = 0; r < rank_variance.size(); ++r) out.rank_tokens_stddev[r] = std::sqrt(rank_variance[r]);
@@ -301,7 +303,7 @@ MonteCarloRouting monte_carlo_route_layer(const Routing& routing, const LayerSha
         gsl_ran_multinomial(rng.get(), q.size(), static_cast<unsigned int>(per_rank_draws), q.data(), counts.data());
         for (std::size_t s = 0; s < q.size(); ++s) {
           const double kept = std::min(static_cast<double>(counts[s]), capacity);
-          load[s / slots_per_rank] += kept;
+          load[s / slots_per_rank] += routing.pad_to_capacity ? capacity : kept;
           dropped += counts[s] - kept;
         }
       }

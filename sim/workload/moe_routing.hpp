@@ -44,7 +44,9 @@
 //    (independent: different tokens) and its slots, means and variances. (The Poisson variance
 //    overstates the multinomial count's, t q_s (1 - q_s / top_k), by 1 / (1 - q_s / top_k): 1.6%
 //    for a 1/64 share, so the drops by about 0.8%; the test's cf = 1 cases meet the Monte Carlo
-//    within 3%.)
+//    within 3%.) Padded to the capacity (Megatron-Core's moe_pad_expert_input_to_capacity), every
+//    source rank fills every slot to C with padding rows: each slot then moves and computes
+//    exactly C per source rank, ep C an expert slot, with no spread; the drops stay as above.
 // 6. The busiest rank. A rank's load is a sum of many counts, so normal; the rank loads of a
 //    multinomial are exactly independent normals N(m_r, m_r) (the Poisson variance) conditioned on
 //    their sum, and conditioning shifts rank r by p_r times one common deviation (p_r its share),

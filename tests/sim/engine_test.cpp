@@ -370,6 +370,46 @@ TEST(Workload, MultiTokenPredictionRunsALayerAndTheHeadAgain) {
   EXPECT_GT(flops(with[1], "layer3."), 0);
 }
 
+// Shared-expert overlap (Megatron-Core's moe_shared_expert_overlap) runs the same kernels in
+// another order: DeepSeek-V3's fourth layer (its first MoE layer) on 8 GPUs with ep 8. Overlapped,
+// the shared expert starts after the dispatch is posted, not after it arrives, and the routed
+// experts wait for both; in order, the shared expert runs after the routed experts' unpermute.
+TEST(Workload, SharedExpertOverlapRunsBesideTheDispatch) {
+  TrainingSpec t = fsdp_7b(8);
+  t.model = *load_model(kPresets, "deepseek-v3");
+  t.model.layers = 4;
+  t.model.mtp_layers = 0;
+  t.ep = 8;
+  auto program = [&t](bool overlap) {
+    t.shared_expert_overlap = overlap;
+    return build_program(t);
+  };
+  auto find = [](const Program& p, const std::string& name) {
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      if (p.ops[i].name == name) return static_cast<int>(i);
+    }
+    ADD_FAILURE() << name;
+    return -1;
+  };
+  auto total_flops = [](const Program& p) {
+    double f = 0;
+    for (const Op& op : p.ops) f += op.flops;
+    return f;
+  };
+  const Program overlapped = program(true);
+  const Program in_order = program(false);
+  EXPECT_DOUBLE_EQ(total_flops(overlapped), total_flops(in_order));
+  const std::string layer = "layer4.mb0.fwd.";
+  const int dispatch = find(overlapped, layer + "to_experts.ep_alltoall");
+  const int permute = find(overlapped, layer + "permute");
+  const Op& shared = overlapped.ops[static_cast<std::size_t>(find(overlapped, layer + "shared.gate_up"))];
+  EXPECT_EQ(shared.deps, std::vector<int>{permute});
+  const Op& experts = overlapped.ops[static_cast<std::size_t>(find(overlapped, layer + "experts0.gate_up"))];
+  EXPECT_EQ(experts.deps, (std::vector<int>{find(overlapped, layer + "shared.down"), dispatch}));
+  const Op& later = in_order.ops[static_cast<std::size_t>(find(in_order, layer + "shared.gate_up"))];
+  EXPECT_EQ(later.deps, std::vector<int>{find(in_order, layer + "unpermute")});
+}
+
 // Tensor-parallel overlap moves the same bytes at other times: Llama-2 7B at tp 2 with sequence
 // parallelism. Layer 1's forward reduce-scatter after o_proj waits for what o_proj waits for (it
 // runs beside it), o_proj's successors wait for both; the all-gather that follows is joined after

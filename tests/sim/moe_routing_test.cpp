@@ -169,6 +169,31 @@ TEST(MoeRouting, CapacityDropsWhatOverflowsAndOnlyThat) {
   EXPECT_DOUBLE_EQ(huge.busiest_rank_tokens, dropless.busiest_rank_tokens);
 }
 
+// Padded to the capacity: 64 experts top-8 on 8 ranks of 4096 tokens, cf 1: C = ceil(4096 x 8 / 64)
+// = 512 a slot; each rank's 8 slots take 512 from each of 8 source ranks: 32768 tokens, exactly,
+// with no spread, even under a skewed router (which still drops what overflows); each source
+// rank sends every other rank 8 x 512 = 4096.
+TEST(MoeRouting, PaddingFillsEverySlotToItsCapacity) {
+  Routing skew;
+  skew.kind = RoutingKind::zipf;
+  skew.zipf_s = 1.2;
+  skew.capacity_factor = 1.0;
+  skew.pad_to_capacity = true;
+  const LayerShape shape{64, 8, 8, 4096};
+  const LayerRouting padded = route_layer(skew, shape, 0);
+  for (std::size_t r = 0; r < 8; ++r) {
+    EXPECT_DOUBLE_EQ(padded.rank_tokens_mean[r], 32768.0);
+    EXPECT_DOUBLE_EQ(padded.rank_tokens_stddev[r], 0.0);
+  }
+  EXPECT_DOUBLE_EQ(padded.busiest_rank_tokens, 32768.0);
+  EXPECT_DOUBLE_EQ(padded.peer_tokens(0, 3), 4096.0);
+  skew.pad_to_capacity = false;
+  EXPECT_DOUBLE_EQ(padded.dropped_fraction, route_layer(skew, shape, 0).dropped_fraction);
+  skew.pad_to_capacity = true;
+  skew.capacity_factor = 0;
+  EXPECT_FALSE(check_routing(skew, shape));
+}
+
 // The oracle: whole-layer multinomial draws (per rank, exact by the multinomial's aggregation),
 // the mean over trials of the busiest rank, against the order statistic. Required: within 2% of
 // the busiest rank's tokens; checked much tighter: within 2% of the busiest's excess over its mean

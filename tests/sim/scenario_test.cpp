@@ -360,6 +360,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {}, {"$FILE", ":11:", "model.top_k = 5", "must be 1 .. experts (4)"}},
         BadCase{"moe_on_a_dense_model", std::string(kUneven) + "[moe]\nrouting = \"zipf\"\n", {},
                 {"$FILE", ":12:", "moe.routing", "llama2-7b has no experts"}},
+        // Megatron-Core overlaps shared experts with its all-to-all dispatcher only; padding needs a capacity.
+        BadCase{"shared_expert_overlap_with_deepep", std::string(kMoe) + "[moe]\nshared_expert_overlap = true\n",
+                {"moe.dispatcher=hierarchical"}, {"moe.shared_expert_overlap = true", "needs dispatcher = \"nccl\""}},
+        BadCase{"padding_without_capacity", std::string(kMoe) + "[moe]\npad_to_capacity = true\n", {},
+                {"$FILE", "moe.pad_to_capacity = true", "needs capacity_factor > 0"}},
         BadCase{"histogram_without_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\n", {},
                 {"moe.routing", "needs moe.histogram"}},
         BadCase{"histogram_missing_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\nhistogram = \"no-such.txt\"\n",

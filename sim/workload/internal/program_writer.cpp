@@ -33,6 +33,7 @@ calibration::StepLayout layout_of(const TrainingSpec& t) {
   l.expert_tp = t.expert_tp;
   l.sequence_parallel = t.sequence_parallel && t.tp > 1;
   l.tp_overlap = t.tp_overlap && l.sequence_parallel;
+  l.shared_expert_overlap = t.shared_expert_overlap && t.ep > 1;
   l.cp_heads = t.cp_comm == CpComm::a2a && t.cp > 1;
   return l;
 }
@@ -159,6 +160,10 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
   int x = -1;
   for (const RecipeKernel& k : kernels) {
     std::vector<int> after = x < 0 ? std::move(deps) : std::vector<int>{x};
+    if (k.joins_exchange && ep_exchange_in_flight_ >= 0) {
+      after.push_back(ep_exchange_in_flight_);
+      ep_exchange_in_flight_ = -1;
+    }
     x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
                                                                      : kernel(prefix + k.name, k, after, backward);
     if (tp_gather_in_flight_ >= 0 && std::holds_alternative<calibration::GemmShape>(k.shape)) {
@@ -166,7 +171,14 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
       tp_gather_in_flight_ = -1;
     }
     if (!k.tp_reduction.empty()) x = tp_sync(prefix, k.tp_reduction, backward, x);
-    if (!k.ep_exchange.empty()) x = ep_exchange(prefix + k.ep_exchange, k.ep_exchange == "to_experts", x);
+    if (!k.ep_exchange.empty()) {
+      const int exchange = ep_exchange(prefix + k.ep_exchange, k.ep_exchange == "to_experts", x);
+      if (k.exchange_in_flight && exchange != x) {
+        ep_exchange_in_flight_ = exchange;  // the kernels up to the one joining it run beside it
+      } else {
+        x = exchange;
+      }
+    }
   }
   return x;
 }

@@ -101,6 +101,9 @@ private:
   // Under tensor-parallel overlap, the all-gather running beside the kernels up to the next GEMM
   // (-1: none); that GEMM's successors wait for it.
   int tp_gather_in_flight_ = -1;
+  // Under shared-expert overlap, the dispatch all-to-all running beside the shared experts (-1:
+  // none); the first kernel marked joins_exchange waits for it.
+  int ep_exchange_in_flight_ = -1;
   Program program_;
   double host_clock_s_ = 0;
 };
