@@ -71,9 +71,12 @@ private:
   int last_layer(int vs) const { return t_.first_layer(vs) + t_.chunk_layers(vs) - 1; }
   // Layer `l`'s bf16 parameter bytes on this rank: all but an MoE layer's routed experts, split by
   // tensor parallelism; and the routed experts, split by ep and expert_tp (none in a dense layer).
+  // Past the model's layers, l = layers + k is multi-token prediction module k (its layer, its
+  // projection and norms).
   double dense_bytes(int l) const {
     const double routed = m_.is_moe_layer(l) ? m_.routed_expert_params() : 0;
-    return (m_.layer_params(l) - routed) / t_.tp * kBf16Bytes;
+    const double params = l > m_.layers ? m_.mtp_module_params(l - m_.layers) : m_.layer_params(l);
+    return (params - routed) / t_.tp * kBf16Bytes;
   }
   double expert_bytes(int l) const {
     return m_.is_moe_layer(l) ? m_.routed_expert_params() / (t_.ep * t_.expert_tp) * kBf16Bytes : 0;
@@ -185,14 +188,10 @@ private:
   // LM head: its entry (embedding, norms, projection), its layer (layer layers + k, its
   // parameters gathered and reduced as a layer's are), the shared head and loss; backward in
   // reverse, before the model's last layer's backward.
-  double mtp_dense_bytes(int k) const {
-    const int l = m_.layers + k;
-    return (m_.mtp_module_params(k) - (m_.is_moe_layer(l) ? m_.routed_expert_params() : 0)) / t_.tp * kBf16Bytes;
-  }
   int mtp_forward(int k, int mb, const std::string& tag, int after) {
     const int l = m_.layers + k;
     const std::string unit = "layer" + std::to_string(l);
-    const int params = dp_->gather_forward(w_, unit, tag, mb, mtp_dense_bytes(k), {});
+    const int params = dp_->gather_forward(w_, unit, tag, mb, dense_bytes(l), {});
     const int experts = m_.is_moe_layer(l) ? dp_->gather_forward(w_, unit + ".experts", tag, mb, expert_bytes(l), {}, true) : -1;
     std::vector<int> start = {w_.mtp_entry(k, tag, false, after)};
     for (int p : {params, experts}) {
@@ -206,7 +205,7 @@ private:
     const std::string unit = "layer" + std::to_string(l);
     const bool moe = m_.is_moe_layer(l);
     std::vector<int> start = {w_.lm_head(tag + ".mtp" + std::to_string(k), true, after)};
-    const int params = dp_->gather_backward(w_, unit, tag, mtp_dense_bytes(k), {});
+    const int params = dp_->gather_backward(w_, unit, tag, dense_bytes(l), {});
     const int experts = moe ? dp_->gather_backward(w_, unit + ".experts", tag, expert_bytes(l), {}, true) : -1;
     for (int p : {params, experts}) {
       if (p >= 0) start.push_back(p);
@@ -215,7 +214,7 @@ private:
     x = w_.layer(l, tag, true, x);
     if (mb == t_.micro_batches - 1) {
       if (moe) dp_->reduce_layer(w_, l, false, expert_bytes(l), x, true);
-      dp_->reduce_layer(w_, l, false, mtp_dense_bytes(k), x);
+      dp_->reduce_layer(w_, l, false, dense_bytes(l), x);
     }
     return w_.mtp_entry(k, tag, true, x);
   }
@@ -240,20 +239,16 @@ private:
   // layer's routed experts split by ep and sharded over their own replicas.
   void optimizer() {
     double local_params = root_params_ / t_.tp / t_.shard_ranks();
+    auto add_layer = [&](int l) {
+      local_params += dense_bytes(l) / kBf16Bytes / t_.shard_ranks() +
+                      expert_bytes(l) / kBf16Bytes / (m_.is_moe_layer(l) ? t_.expert_shard_ranks() : 1);
+    };
     for (int c = 0; c < t_.virtual_stages; ++c) {
       const int vs = virtual_stage(c);
-      for (int l = t_.first_layer(vs); l <= last_layer(vs); ++l) {
-        local_params += dense_bytes(l) / kBf16Bytes / t_.shard_ranks() +
-                        expert_bytes(l) / kBf16Bytes / (m_.is_moe_layer(l) ? t_.expert_shard_ranks() : 1);
-      }
+      for (int l = t_.first_layer(vs); l <= last_layer(vs); ++l) add_layer(l);
     }
-    if (stage_ == t_.pp - 1) {
-      for (int k = 1; k <= m_.mtp_layers; ++k) {
-        const int l = m_.layers + k;
-        local_params += mtp_dense_bytes(k) / kBf16Bytes / t_.shard_ranks() +
-                        expert_bytes(l) / kBf16Bytes / (m_.is_moe_layer(l) ? t_.expert_shard_ranks() : 1);
-      }
-    }
+    // The last stage also steps the multi-token prediction modules.
+    for (int l = m_.layers + 1; stage_ == t_.pp - 1 && l <= m_.layers + m_.mtp_layers; ++l) add_layer(l);
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
     const int last = w_.optimizer("optimizer.", local_params, std::move(deps));
