@@ -256,6 +256,35 @@ std::vector<RecipeKernel> eager_optimizer(double P) {
   return k.take();
 }
 
+Fsdp2Glue fsdp2_glue(double P, int param_tensors, int shard_ranks, int dp_ranks, bool reduce_fp32) {
+  const double S = P / shard_ranks;  // the rank's shard (FSDP2 pads dim 0 to a multiple: ignored)
+  int predivide = 1;                 // _init_grad_divide_factors, as written there
+  while (!reduce_fp32 && dp_ranks % predivide == 0 && static_cast<double>(dp_ranks) / predivide > predivide) predivide *= 2;
+  const double postdivide = static_cast<double>(dp_ranks) / predivide;
+  const double reduce = reduce_fp32 ? kFp32 : kBf16;
+  Kernels copy_in, copy_out, reduce_in, view_out;
+  copy_in.elementwise("fsdp.to_bf16", S, (kFp32 + kBf16) * S, param_tensors);
+  copy_in.elementwise("fsdp.foreach_copy_in", S, 2 * kBf16 * S);
+  copy_out.elementwise("fsdp.split_with_sizes_copy", P, 2 * kBf16 * P);
+  reduce_in.elementwise("fsdp.chunk_cat", P, (kBf16 + reduce) * P);
+  if (predivide > 1) reduce_in.elementwise("fsdp.predivide", P, 2 * reduce * P);
+  if (!reduce_fp32 && postdivide > 1) view_out.elementwise("fsdp.postdivide", S, 2 * reduce * S);
+  if (!reduce_fp32) view_out.elementwise("fsdp.to_fp32", S, (kBf16 + kFp32) * S);
+  return {copy_in.take(), copy_out.take(), reduce_in.take(), view_out.take()};
+}
+
+std::vector<RecipeKernel> ddp_bucket_copy_in(double params, int param_tensors) {
+  Kernels k;
+  k.elementwise("ddp.mul_out", params, 2 * kBf16 * params, param_tensors);
+  return k.take();
+}
+
+std::vector<RecipeKernel> ddp_bucket_copy_out(double params, int param_tensors) {
+  Kernels k;
+  k.elementwise("ddp.copy_", params, 2 * kBf16 * params, param_tensors);
+  return k.take();
+}
+
 std::vector<RecipeKernel> issued_one_op_each(std::vector<RecipeKernel> kernels) {
   for (RecipeKernel& k : kernels) k.host_ops = 1;
   return kernels;

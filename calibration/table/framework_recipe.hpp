@@ -43,6 +43,37 @@ std::vector<RecipeKernel> eager_embedding(const ModelSpec& m, const StepLayout& 
 std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& layout, Direction direction);
 std::vector<RecipeKernel> eager_optimizer(double parameters);
 
+// What PyTorch's parallel wrappers launch around their collectives, on top of the layer kernels.
+//
+// FSDP2 (torch.distributed._composable.fsdp, fully_shard; _fsdp_collectives.py and
+// _fsdp_param_group.py from PyTorch 2.3 on), bf16 compute over fp32 sharded parameters
+// (MixedPrecisionPolicy(param_dtype=bfloat16)), for one unit of `unit_params` parameters in
+// `param_tensors` tensors sharded over `shard_ranks` ranks of `dp_ranks` data-parallel ranks:
+//   gather_copy_in   (all-gather copy-in stream) each shard cast to bf16 (one kernel per tensor),
+//                    then _foreach_copy_ into the all-gather's flat input;
+//   gather_copy_out  (compute stream, wait_for_unshard) split_with_sizes_copy of the gathered
+//                    buffer into the unit's parameters: every gathered byte read and written;
+//   reduce_copy_in   (reduce-scatter stream) cat of the unsharded gradients into the reduction's
+//                    buffer in the reduce dtype, then the pre-divide;
+//   reduce_view_out  (reduce-scatter stream) the post-divide and the cast of the reduced shard to
+//                    the fp32 parameters' dtype.
+// A bf16 reduction divides by about sqrt(dp_ranks) before and after (_init_grad_divide_factors:
+// factor doubled while it divides dp_ranks and dp_ranks / factor > factor); an fp32 one uses
+// NCCL's average and divides nothing, casts nothing.
+struct Fsdp2Glue {
+  std::vector<RecipeKernel> gather_copy_in, gather_copy_out, reduce_copy_in, reduce_view_out;
+};
+Fsdp2Glue fsdp2_glue(double unit_params, int param_tensors, int shard_ranks, int dp_ranks, bool reduce_fp32);
+
+// DDP (torch/csrc/distributed/c10d/reducer.cpp, default gradient_as_bucket_view=False), for
+// `params` bf16 gradients:
+//   bucket_copy_in   as each gradient is ready, at::mul_out into its bucket, divided by the world
+//                    size while copied (mark_variable_ready_dense), one kernel per tensor;
+//   bucket_copy_out  after the bucket's all-reduce, at the end of backward, each gradient copied
+//                    back out of the bucket (finalize_bucket_dense).
+std::vector<RecipeKernel> ddp_bucket_copy_in(double params, int param_tensors);
+std::vector<RecipeKernel> ddp_bucket_copy_out(double params, int param_tensors);
+
 // The fused list as another framework issues it: one host op per kernel.
 std::vector<RecipeKernel> issued_one_op_each(std::vector<RecipeKernel> kernels);
 

@@ -249,6 +249,7 @@ private:
     }
     // The last stage also steps the multi-token prediction modules.
     for (int l = m_.layers + 1; stage_ == t_.pp - 1 && l <= m_.layers + m_.mtp_layers; ++l) add_layer(l);
+    dp_->finish_gradients(w_);
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
     const int last = w_.optimizer("optimizer.", local_params, std::move(deps));

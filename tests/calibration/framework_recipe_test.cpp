@@ -114,6 +114,31 @@ TEST(FrameworkRecipe, Fp8LayersCastBeforeEveryForwardAndDgradProduct) {
   EXPECT_DOUBLE_EQ(bytes_of(backward, "gate_up.dgrad.fp8_cast"), 4 * T * 2 * 11008);
 }
 
+// FSDP2 divides a bf16 reduction by about sqrt(ranks) before and after: the factor doubles from 1
+// while it divides the ranks and ranks / factor exceeds it. 8 ranks: 1 -> 2 -> 4 (8 / 4 = 2 stops
+// it), post 2; 2 ranks: 1 -> 2, post 1 (none); 6 ranks: 1 -> 2 -> 4 (4 does not divide 6), post 1.5.
+TEST(Fsdp2Glue, DividesByAboutTheRootOfTheRanksBeforeAndAfter) {
+  const double P = 1000, S8 = P / 8;
+  auto names = [](const std::vector<RecipeKernel>& ks) {
+    std::string s;
+    for (const RecipeKernel& k : ks) s += k.name + " ";
+    return s;
+  };
+  const recipe::Fsdp2Glue g8 = recipe::fsdp2_glue(P, 9, 8, 8, false);
+  EXPECT_EQ(names(g8.reduce_copy_in), "fsdp.chunk_cat fsdp.predivide ");
+  EXPECT_EQ(names(g8.reduce_view_out), "fsdp.postdivide fsdp.to_fp32 ");
+  EXPECT_DOUBLE_EQ(bytes_of(g8.reduce_copy_in, "fsdp.chunk_cat"), 4 * P);   // bf16 read, bf16 written
+  EXPECT_DOUBLE_EQ(bytes_of(g8.reduce_view_out, "fsdp.to_fp32"), 6 * S8);   // bf16 read, fp32 written
+  EXPECT_DOUBLE_EQ(bytes_of(g8.gather_copy_out, "fsdp.split_with_sizes_copy"), 4 * P);
+  EXPECT_EQ(g8.gather_copy_in.front().host_ops, 9);  // one cast per parameter tensor
+  EXPECT_EQ(names(recipe::fsdp2_glue(P, 9, 2, 2, false).reduce_view_out), "fsdp.to_fp32 ");
+  EXPECT_EQ(names(recipe::fsdp2_glue(P, 9, 6, 6, false).reduce_view_out), "fsdp.postdivide fsdp.to_fp32 ");
+  const recipe::Fsdp2Glue fp32 = recipe::fsdp2_glue(P, 9, 8, 8, true);
+  EXPECT_EQ(names(fp32.reduce_copy_in), "fsdp.chunk_cat ");
+  EXPECT_TRUE(fp32.reduce_view_out.empty());
+  EXPECT_DOUBLE_EQ(bytes_of(fp32.reduce_copy_in, "fsdp.chunk_cat"), 6 * P);  // bf16 read, fp32 written
+}
+
 TEST(FrameworkRecipe, NamesRoundTrip) {
   for (const std::string& name : framework_names()) EXPECT_EQ(to_string(*parse_framework(name)), name);
   EXPECT_FALSE(parse_framework("pytorch").has_value());

@@ -176,6 +176,100 @@ TEST(DataParallelPass, DilocoOnOneIslandHasNoOuterCollective) {
   EXPECT_EQ(p.ops[static_cast<std::size_t>(p.outer_step_begin)].kind, OpKind::optimizer);
 }
 
+// The ops of `p` whose name contains `part`.
+std::vector<Op> ops_named(const Program& p, const std::string& part) {
+  std::vector<Op> out;
+  for (const Op& op : p.ops) {
+    if (op.name.find(part) != std::string::npos) out.push_back(op);
+  }
+  return out;
+}
+
+// FSDP2 under PyTorch, ZeRO-2 over 8 ranks with a bf16 reduction: per unit (32 layers and the
+// root) the shard cast and copied in on the all-gather stream, every gathered byte copied out on
+// the compute stream before the unit's first kernel, the gradients concatenated into the
+// reduce-scatter buffer and pre-divided on the reduce-scatter stream, the shard post-divided and
+// cast to fp32 after it. A layer's copy-out reads and writes its 202,383,360 bf16 parameters:
+// 4 x 202,383,360 = 809,533,440 bytes. 8 ranks: pre-divide 4 (doubled from 1 while 8 / f > f),
+// post-divide 8 / 4 = 2.
+TEST(DataParallelPass, PytorchFsdpCopiesEveryGatheredAndReducedByte) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 8, 1);
+  t.framework = calibration::Framework::pytorch_eager;
+  const Program p = build_program(t);
+  const std::vector<Op> copy_out = ops_named(p, ".copy_out.fsdp.split_with_sizes_copy");
+  ASSERT_EQ(copy_out.size(), 33u);
+  for (const Op& op : copy_out) EXPECT_EQ(op.stream, StreamId::compute) << op.name;
+  const Op layer = ops_named(p, "layer5.allgather.mb0.copy_out.")[0];
+  EXPECT_DOUBLE_EQ(layer.bytes, 809'533'440.0);
+  ASSERT_EQ(layer.deps.size(), 1u);
+  EXPECT_EQ(p.ops[static_cast<std::size_t>(layer.deps[0])].name, "layer5.allgather.mb0");
+  for (const std::string part : {".copy_in.fsdp.to_bf16", ".copy_in.fsdp.foreach_copy_in"}) {
+    const std::vector<Op> in = ops_named(p, part);
+    ASSERT_EQ(in.size(), 33u) << part;
+    for (const Op& op : in) EXPECT_EQ(op.stream, StreamId::all_gather) << op.name;
+  }
+  // The shard: 202,383,360 / 8 parameters, read in fp32 and written in bf16.
+  EXPECT_DOUBLE_EQ(ops_named(p, "layer5.allgather.mb0.copy_in.fsdp.to_bf16")[0].bytes, 6 * 202'383'360.0 / 8);
+  for (const std::string part : {".fsdp.chunk_cat", ".fsdp.predivide", ".fsdp.postdivide", ".fsdp.to_fp32"}) {
+    const std::vector<Op> reduce = ops_named(p, part);
+    ASSERT_EQ(reduce.size(), 33u) << part;
+    for (const Op& op : reduce) EXPECT_EQ(op.stream, StreamId::reduce_scatter) << op.name;
+  }
+  EXPECT_DOUBLE_EQ(ops_named(p, "layer5.reducescatter.copy_in.fsdp.chunk_cat")[0].bytes, 809'533'440.0);
+  // The optimizer waits for the last of each unit's kernels: the cast after the reduce-scatter.
+  const std::vector<Op> optimizer = ops_named(p, "optimizer.");
+  ASSERT_FALSE(optimizer.empty());
+  int casts = 0;
+  for (int d : optimizer.front().deps) casts += p.ops[static_cast<std::size_t>(d)].name.ends_with(".fsdp.to_fp32");
+  EXPECT_EQ(casts, 33);
+}
+
+// An fp32 reduction averages in NCCL: no divides, no cast; the concatenation writes fp32.
+TEST(DataParallelPass, PytorchFsdpReducingInFp32DividesNothing) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 8, 1);
+  t.framework = calibration::Framework::pytorch_eager;
+  t.grad_reduce_fp32 = true;
+  const Program p = build_program(t);
+  EXPECT_TRUE(ops_named(p, "divide").empty());
+  EXPECT_TRUE(ops_named(p, ".fsdp.to_fp32").empty());
+  EXPECT_DOUBLE_EQ(ops_named(p, "layer5.reducescatter.copy_in.fsdp.chunk_cat")[0].bytes, 6 * 202'383'360.0);
+}
+
+// DDP under PyTorch: each layer's gradients multiplied into their bucket on the compute stream as
+// its backward ends (before the bucket's all-reduce), and copied back out after it, before the
+// optimizer: 4 x 202,383,360 bytes each way.
+TEST(DataParallelPass, PytorchDdpCopiesGradientsIntoAndOutOfItsBuckets) {
+  TrainingSpec t = llama2_7b(Strategy::ddp, 2, 16, 1);
+  t.framework = calibration::Framework::pytorch_eager;
+  const Program p = build_program(t);
+  const std::vector<Op> in = ops_named(p, ".bucket_copy_in.ddp.mul_out");
+  const std::vector<Op> out = ops_named(p, ".copy_out.ddp.copy_");
+  ASSERT_EQ(in.size(), 33u);
+  ASSERT_EQ(out.size(), 33u);
+  const Op layer_in = ops_named(p, "layer5.bucket_copy_in.")[0];
+  const Op layer_out = ops_named(p, "bucket.layer5.allreduce.copy_out.")[0];
+  EXPECT_DOUBLE_EQ(layer_in.bytes, 809'533'440.0);
+  EXPECT_DOUBLE_EQ(layer_out.bytes, 809'533'440.0);
+  EXPECT_EQ(layer_in.stream, StreamId::compute);
+  EXPECT_EQ(layer_out.stream, StreamId::compute);
+  EXPECT_EQ(p.ops[static_cast<std::size_t>(layer_out.deps[0])].name, "bucket.layer5.allreduce");
+  EXPECT_EQ(p.ops[static_cast<std::size_t>(ops_named(p, "bucket.layer5.allreduce")[0].deps[0])].name,
+            "layer5.bucket_copy_in.ddp.mul_out");
+}
+
+// Megatron-LM's buffers are the parameters and gradients (views), and `fused` is the ideal: no glue.
+TEST(DataParallelPass, OnlyPytorchLaunchesGlueKernels) {
+  for (auto framework : {calibration::Framework::fused, calibration::Framework::megatron_te}) {
+    for (Strategy strategy : {Strategy::fsdp, Strategy::ddp}) {
+      TrainingSpec t = llama2_7b(strategy, 2, 8, 1);
+      t.framework = framework;
+      const Program p = build_program(t);
+      EXPECT_TRUE(ops_named(p, ".fsdp.").empty());
+      EXPECT_TRUE(ops_named(p, ".ddp.").empty());
+    }
+  }
+}
+
 // FSDP and HSDP have no outer step.
 TEST(DataParallelPass, SynchronousStrategiesHaveNoOuterStep) {
   EXPECT_EQ(build_program(llama2_7b(Strategy::fsdp, 2, 16, 1)).outer_step_begin, -1);

@@ -1,39 +1,92 @@
 #include "sim/workload/internal/data_parallel.hpp"
 
+#include "calibration/table/framework_recipe.hpp"
+
+#include <optional>
+
 namespace commbound::sim::internal {
 namespace {
 
 using network::CollectiveOp;
+namespace recipe = calibration::recipe;
 
+// Parameter tensors of a unit, for the kernels PyTorch's wrappers launch once per tensor: a Llama
+// layer's q, k, v, o, gate, up and down weights and its two norms (torchtitan's and Hugging Face's
+// modules); the routed experts' three stacked weights; the root's embedding, final norm and head.
+constexpr int kLayerParamTensors = 9;
+constexpr int kExpertParamTensors = 3;
+constexpr int kRootParamTensors = 3;
+
+int param_tensors(const std::string& unit, bool experts) {
+  if (experts) return kExpertParamTensors;
+  return unit == "root" ? kRootParamTensors : kLayerParamTensors;
+}
+
+// With PyTorch's glue (pytorch-eager, pytorch-compile): each gradient copied into its bucket as its
+// layer's backward ends and copied back out after the bucket's all-reduce, at the end of backward
+// (recipe::ddp_bucket_copy_in / _out), on the compute stream.
 class DdpPass final : public DataParallelPass {
 public:
-  explicit DdpPass(double bucket_cap_bytes) : bucket_cap_bytes_(bucket_cap_bytes) {}
+  DdpPass(double bucket_cap_bytes, bool pytorch_glue) : bucket_cap_bytes_(bucket_cap_bytes), glue_(pytorch_glue) {}
 
   // Gradients join the current bucket as their layer's backward ends; a bucket is all-reduced when
   // it reaches the cap, and the last one when the chunk's backward ends.
   void reduce_layer(ProgramWriter& w, int l, bool last_of_chunk, double unit_bytes, int after, bool experts) override {
     if (!moves(experts)) return;
+    const std::string unit = "layer" + std::to_string(l) + (experts ? ".experts" : "");
+    after = copy_in(w, unit, unit_bytes, param_tensors(unit, experts), after);
     if (experts) {
-      gradient_syncs_.push_back(w.collective("layer" + std::to_string(l) + ".experts.allreduce", StreamId::reduce_scatter,
-                                             CollectiveOp::all_reduce, GroupKind::expert_data_parallel, unit_bytes,
-                                             {after}));
+      all_reduce(w, unit + ".allreduce", GroupKind::expert_data_parallel, unit_bytes, kExpertParamTensors, after);
       return;
     }
     bucket_bytes_ += unit_bytes;
+    bucket_tensors_ += kLayerParamTensors;
     if (bucket_bytes_ < bucket_cap_bytes_ && !last_of_chunk) return;
-    gradient_syncs_.push_back(w.collective("bucket.layer" + std::to_string(l) + ".allreduce", StreamId::reduce_scatter,
-                                           CollectiveOp::all_reduce, GroupKind::data_parallel, bucket_bytes_, {after}));
+    all_reduce(w, "bucket." + unit + ".allreduce", GroupKind::data_parallel, bucket_bytes_, bucket_tensors_, after);
     bucket_bytes_ = 0;
+    bucket_tensors_ = 0;
   }
   void reduce_root(ProgramWriter& w, double root_bytes, int after) override {
     if (!moves(false)) return;
-    gradient_syncs_.push_back(w.collective("root.allreduce", StreamId::reduce_scatter, CollectiveOp::all_reduce,
-                                           GroupKind::data_parallel, root_bytes, {after}));
+    after = copy_in(w, "root", root_bytes, kRootParamTensors, after);
+    all_reduce(w, "root.allreduce", GroupKind::data_parallel, root_bytes, kRootParamTensors, after);
+  }
+  void finish_gradients(ProgramWriter& w) override {
+    for (const Bucket& b : buckets_) {
+      gradient_syncs_.push_back(w.run_on(StreamId::compute, b.name + ".copy_out.",
+                                         recipe::ddp_bucket_copy_out(b.bytes / kBf16Bytes, b.tensors), {b.all_reduce},
+                                         true));
+    }
+    buckets_.clear();
   }
 
 private:
+  struct Bucket {
+    std::string name;
+    int all_reduce = -1;
+    double bytes = 0;
+    int tensors = 0;
+  };
+
+  int copy_in(ProgramWriter& w, const std::string& unit, double unit_bytes, int tensors, int after) {
+    if (!glue_) return after;
+    return w.run_on(StreamId::compute, unit + ".bucket_copy_in.", recipe::ddp_bucket_copy_in(unit_bytes / kBf16Bytes, tensors),
+                    {after}, true);
+  }
+  void all_reduce(ProgramWriter& w, const std::string& name, GroupKind g, double bytes, int tensors, int after) {
+    const int i = w.collective(name, StreamId::reduce_scatter, CollectiveOp::all_reduce, g, bytes, {after});
+    if (glue_) {
+      buckets_.push_back({name, i, bytes, tensors});
+    } else {
+      gradient_syncs_.push_back(i);
+    }
+  }
+
   const double bucket_cap_bytes_;
+  const bool glue_;
   double bucket_bytes_ = 0;
+  int bucket_tensors_ = 0;
+  std::vector<Bucket> buckets_;  // all-reduced, their gradients not yet copied back out
 };
 
 // Where FSDP shards the model and what follows each reduce-scatter.
@@ -50,13 +103,19 @@ enum class Sharding {
 // micro-batch's backward produces them, the updated parameters all-gathered as the next forward
 // reaches them (overlap_param_gather). A reduction in fp32 (TrainingSpec::grad_reduce_fp32:
 // Megatron's main_grad buffer by default, FSDP's reduce_dtype=float32) moves twice the bf16 bytes.
+// With PyTorch's glue (pytorch-eager, pytorch-compile at ZeRO-2/3, which is FSDP2): the copies,
+// casts and divides of recipe::fsdp2_glue around each all-gather and reduce-scatter, on the
+// streams FSDP2 runs them on. The reduce-scatter stream's copy-in runs beside the backward's
+// kernels without slowing them: the engine charges contention for NCCL's kernels only (NOT
+// modelled: its HBM traffic is at most its own time, about 4-8 bytes per gradient).
 class FsdpPass : public DataParallelPass {
 public:
-  FsdpPass(int zero_stage, bool reduce_fp32, Sharding sharding, int shard_ranks, int replica_groups)
+  FsdpPass(int zero_stage, bool reduce_fp32, Sharding sharding, int shard_ranks, int replica_groups, bool pytorch_glue)
       : zero_stage_(zero_stage),
         reduce_fp32_(reduce_fp32),
         shard_kind_(sharding == Sharding::all_replicas ? GroupKind::data_parallel : GroupKind::shard),
         hsdp_(sharding == Sharding::shard_group_then_allreduce),
+        glue_(pytorch_glue && zero_stage >= 2),
         shard_ranks_(shard_ranks),
         replica_groups_(replica_groups) {}
 
@@ -65,14 +124,12 @@ public:
   int gather_forward(ProgramWriter& w, const std::string& unit, const std::string& tag, int mb, double unit_bytes,
                      std::vector<int> deps, bool experts) override {
     if ((mb > 0 && zero_stage_ != 3) || !moves(experts)) return -1;
-    return w.collective(unit + ".allgather" + tag, StreamId::all_gather, CollectiveOp::all_gather, group(experts),
-                        unit_bytes, std::move(deps));
+    return gather(w, unit, ".allgather" + tag, unit_bytes, std::move(deps), experts, false);
   }
   int gather_backward(ProgramWriter& w, const std::string& unit, const std::string& tag, double unit_bytes,
                       std::vector<int> deps, bool experts) override {
     if (zero_stage_ != 3 || !moves(experts)) return -1;
-    return w.collective(unit + ".allgather_bwd" + tag, StreamId::all_gather, CollectiveOp::all_gather, group(experts),
-                        unit_bytes, std::move(deps));
+    return gather(w, unit, ".allgather_bwd" + tag, unit_bytes, std::move(deps), experts, true);
   }
   void reduce_layer(ProgramWriter& w, int l, bool, double unit_bytes, int after, bool experts) override {
     reduce(w, "layer" + std::to_string(l) + (experts ? ".experts" : ""), unit_bytes, after, experts);
@@ -84,24 +141,47 @@ private:
   // DiLoCo do not run MoE models: scenario validation).
   GroupKind group(bool experts) const { return experts ? GroupKind::expert_data_parallel : shard_kind_; }
 
+  // FSDP2's kernels for `unit` (null without the glue): sharded over the expert replicas or the
+  // shard group, divided over the expert replicas or every data-parallel replica.
+  std::optional<recipe::Fsdp2Glue> glue(const std::string& unit, double unit_bf16_bytes, bool experts) const {
+    if (!glue_) return std::nullopt;
+    const int shard = experts ? expert_replicas() : shard_ranks_;
+    const int replicas = experts ? expert_replicas() : shard_ranks_ * (hsdp_ ? replica_groups_ : 1);
+    return recipe::fsdp2_glue(unit_bf16_bytes / kBf16Bytes, param_tensors(unit, experts), shard, replicas, reduce_fp32_);
+  }
+
+  int gather(ProgramWriter& w, const std::string& unit, const std::string& name, double unit_bytes, std::vector<int> deps,
+             bool experts, bool backward) {
+    const auto kernels = glue(unit, unit_bytes, experts);
+    if (kernels) deps = {w.run_on(StreamId::all_gather, unit + name + ".copy_in.", kernels->gather_copy_in, std::move(deps), backward)};
+    const int ag = w.collective(unit + name, StreamId::all_gather, CollectiveOp::all_gather, group(experts), unit_bytes,
+                                std::move(deps));
+    if (!kernels) return ag;
+    return w.run_on(StreamId::compute, unit + name + ".copy_out.", kernels->gather_copy_out, {ag}, backward);
+  }
+
   void reduce(ProgramWriter& w, const std::string& unit, double unit_bf16_bytes, int after, bool experts) {
     if (!moves(experts)) return;
+    const auto kernels = glue(unit, unit_bf16_bytes, experts);
+    if (kernels) after = w.run_on(StreamId::reduce_scatter, unit + ".reducescatter.copy_in.", kernels->reduce_copy_in, {after}, true);
     const double unit_bytes = reduce_fp32_ ? unit_bf16_bytes * kFp32Bytes / kBf16Bytes : unit_bf16_bytes;
-    const int rs = w.collective(unit + ".reducescatter", StreamId::reduce_scatter, CollectiveOp::reduce_scatter,
-                                group(experts), unit_bytes, {after});
-    if (experts || !hsdp_ || replica_groups_ < 2) {
-      gradient_syncs_.push_back(rs);
-      return;
+    int last = w.collective(unit + ".reducescatter", StreamId::reduce_scatter, CollectiveOp::reduce_scatter,
+                            group(experts), unit_bytes, {after});
+    if (!experts && hsdp_ && replica_groups_ >= 2) {
+      last = w.collective(unit + ".replica_allreduce", StreamId::reduce_scatter, CollectiveOp::all_reduce,
+                          GroupKind::replica, unit_bytes / shard_ranks_, {last});
     }
-    gradient_syncs_.push_back(w.collective(unit + ".replica_allreduce", StreamId::reduce_scatter,
-                                           CollectiveOp::all_reduce, GroupKind::replica, unit_bytes / shard_ranks_,
-                                           {rs}));
+    if (kernels && !kernels->reduce_view_out.empty()) {
+      last = w.run_on(StreamId::reduce_scatter, unit + ".reducescatter.view_out.", kernels->reduce_view_out, {last}, true);
+    }
+    gradient_syncs_.push_back(last);
   }
 
   const int zero_stage_;
   const bool reduce_fp32_;
   const GroupKind shard_kind_;
   const bool hsdp_;
+  const bool glue_;
 
 protected:
   const int shard_ranks_;
@@ -117,8 +197,8 @@ protected:
 // bits) would round each island's part before the sum (docs/studies.md, study 7).
 class DilocoPass final : public FsdpPass {
 public:
-  DilocoPass(int zero_stage, bool reduce_fp32, int island_ranks, int islands)
-      : FsdpPass(zero_stage, reduce_fp32, Sharding::shard_group_only, island_ranks, islands) {}
+  DilocoPass(int zero_stage, bool reduce_fp32, int island_ranks, int islands, bool pytorch_glue)
+      : FsdpPass(zero_stage, reduce_fp32, Sharding::shard_group_only, island_ranks, islands, pytorch_glue) {}
 
   void outer_step(ProgramWriter& w, double local_params, int after) override {
     int start = after;
@@ -138,16 +218,21 @@ public:
 
 std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t) {
   const int expert_replicas = t.model.moe() ? t.expert_replicas() : 1;
+  // PyTorch's wrappers launch their own kernels around the collectives; Megatron-LM's buffers are
+  // the parameters and gradients themselves (views), and `fused` is the ideal without either.
+  const bool glue = t.framework == calibration::Framework::pytorch_eager ||
+                    t.framework == calibration::Framework::pytorch_compile;
   std::unique_ptr<DataParallelPass> pass;
   if (t.replicas() < 2 && expert_replicas < 2) {
     pass = std::make_unique<DataParallelPass>();
   } else if (!t.sharded()) {
-    pass = std::make_unique<DdpPass>(t.ddp_bucket_bytes);
+    pass = std::make_unique<DdpPass>(t.ddp_bucket_bytes, glue);
   } else if (t.strategy == Strategy::diloco) {
-    pass = std::make_unique<DilocoPass>(t.zero_stage, t.grad_reduce_fp32, t.shard_ranks(), t.diloco_islands);
+    pass = std::make_unique<DilocoPass>(t.zero_stage, t.grad_reduce_fp32, t.shard_ranks(), t.diloco_islands, glue);
   } else {
     const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
-    pass = std::make_unique<FsdpPass>(t.zero_stage, t.grad_reduce_fp32, sharding, t.shard_ranks(), t.replicas() / t.shard_ranks());
+    pass = std::make_unique<FsdpPass>(t.zero_stage, t.grad_reduce_fp32, sharding, t.shard_ranks(),
+                                      t.replicas() / t.shard_ranks(), glue);
   }
   pass->dense_replicas_ = t.replicas();
   pass->expert_replicas_ = expert_replicas;

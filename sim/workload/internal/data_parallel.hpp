@@ -44,6 +44,9 @@ public:
                             bool /*experts*/ = false) {}
   // After the stage's last backward (op `after`): the root's gradients.
   virtual void reduce_root(ProgramWriter&, double /*root_bytes*/, int /*after*/) {}
+  // Before the optimizer step: what the strategy does with the reduced gradients at the end of
+  // backward (DDP's copies out of its buckets).
+  virtual void finish_gradients(ProgramWriter&) {}
 
   // After the optimizer step (op `after`) over the rank's `local_params` parameters: the strategy's
   // outer step (DiLoCo), which the program marks as such (Program::outer_step_begin).
@@ -56,6 +59,7 @@ protected:
   // Whether `experts` units move anything: the dense units when there are parameter replicas, the
   // experts when they have replicas of their own (tp x cp x dp / ep > 1, even with dp = cp = 1).
   bool moves(bool experts) const { return experts ? expert_replicas_ > 1 : dense_replicas_ > 1; }
+  int expert_replicas() const { return expert_replicas_; }
 
   std::vector<int> gradient_syncs_;
 

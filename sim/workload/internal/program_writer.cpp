@@ -183,6 +183,16 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
   return x;
 }
 
+int ProgramWriter::run_on(StreamId stream, const std::string& prefix, const std::vector<RecipeKernel>& kernels,
+                          std::vector<int> deps, bool backward) {
+  int x = -1;
+  for (const RecipeKernel& k : kernels) {
+    x = kernel(prefix + k.name, k, x < 0 ? std::move(deps) : std::vector<int>{x}, backward);
+    op(x).stream = stream;
+  }
+  return x;
+}
+
 int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::vector<int> deps) {
   const int first = size();
   const int last = run(prefix, calibration::LlamaRecipe::optimizer(parameters, t_.framework), std::move(deps), false);

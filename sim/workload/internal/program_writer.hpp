@@ -36,6 +36,10 @@ public:
   // name, with the tensor-parallel reductions the recipe marks; returns the last op.
   int run(const std::string& prefix, const std::vector<calibration::RecipeKernel>& kernels, std::vector<int> deps,
           bool backward);
+  // `kernels` one after another on `stream`, the first after `deps`, each named `prefix` + its
+  // name (what a framework launches around its collectives); returns the last op, or -1 for none.
+  int run_on(StreamId stream, const std::string& prefix, const std::vector<calibration::RecipeKernel>& kernels,
+             std::vector<int> deps, bool backward);
   // The recipe's optimizer step over `parameters` fp32 parameters (one flat buffer), after `deps`,
   // its ops marked OpKind::optimizer; returns the last.
   int optimizer(const std::string& prefix, double parameters, std::vector<int> deps);
