@@ -285,6 +285,12 @@ std::vector<RecipeKernel> ddp_bucket_copy_out(double params, int param_tensors) 
   return k.take();
 }
 
+RecipeKernel dtensor_cat(double bf16_bytes) {
+  Kernels k;
+  k.elementwise("dtensor.cat", bf16_bytes / kBf16, 2 * bf16_bytes);
+  return k.take().front();
+}
+
 std::vector<RecipeKernel> issued_one_op_each(std::vector<RecipeKernel> kernels) {
   for (RecipeKernel& k : kernels) k.host_ops = 1;
   return kernels;

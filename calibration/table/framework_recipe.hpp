@@ -74,6 +74,16 @@ Fsdp2Glue fsdp2_glue(double unit_params, int param_tensors, int shard_ranks, int
 std::vector<RecipeKernel> ddp_bucket_copy_in(double params, int param_tensors);
 std::vector<RecipeKernel> ddp_bucket_copy_out(double params, int param_tensors);
 
+// PyTorch tensor parallelism with sequence parallelism (DTensor; torchtitan's Llama plan:
+// SequenceParallel norms, PrepareModuleInput Shard(1) -> Replicate, RowwiseParallel output
+// Shard(1)) on [batch, seq, hidden] activations: sharding the sequence (dim 1), not dim 0, makes
+// the functional collectives reorder every buffer (torch/distributed/_functional_collectives.py:
+// all_gather_tensor concatenates the gathered chunks along gather_dim, reduce_scatter_tensor
+// concatenates the chunks along scatter_dim before reducing): one cat kernel reading and writing
+// the whole buffer of `bf16_bytes`, after each all-gather and before each reduce-scatter.
+// Megatron lays activations out [seq, batch, hidden], so its gathers need no such copy.
+RecipeKernel dtensor_cat(double bf16_bytes);
+
 // The fused list as another framework issues it: one host op per kernel.
 std::vector<RecipeKernel> issued_one_op_each(std::vector<RecipeKernel> kernels);
 

@@ -194,7 +194,8 @@ std::vector<Key> parallel_keys() {
               "ep x expert_tp divides a stage's tp x cp x dp)",
        .set = Training<&TrainingSpec::expert_tp>::set, .get = Training<&TrainingSpec::expert_tp>::get},
       {.key = "sequence_parallel", .type = KeyType::boolean, .fallback = KeyValue{false},
-       .doc = "Megatron sequence parallelism beside tp",
+       .doc = "sequence parallelism beside tp: Megatron's all-gathers and reduce-scatters instead of all-reduces "
+              "(under PyTorch frameworks DTensor's, each buffer also reordered by a cat: sequence on dim 1)",
        .set = Training<&TrainingSpec::sequence_parallel>::set, .get = Training<&TrainingSpec::sequence_parallel>::get},
       {.key = "tp_overlap", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "tensor-parallel comm-GEMM overlap (Transformer Engine's, Megatron's --tp-comm-overlap): each "

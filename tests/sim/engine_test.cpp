@@ -443,6 +443,34 @@ TEST(Workload, TensorParallelOverlapRunsCollectivesBesideTheirGemms) {
   EXPECT_EQ(join.deps, (std::vector<int>{find("layer1.mb0.fwd.gate_up"), ag}));
 }
 
+// PyTorch's DTensor sequence parallelism on Llama-2 7B, tp 2, 2 x 4096 = 8192 tokens: each of a
+// layer's 2 reductions a pass (4 a layer, forward and backward) reduce-scatters and then gathers a
+// [8192 x 4096] bf16 buffer (64 MiB), and reorders it with a cat before the one and after the
+// other: 8 cats a layer, each reading and writing 64 MiB (134,217,728 B); the compute stream
+// waits for the gather's cat. Megatron's recipe has no cat.
+TEST(Workload, DtensorSequenceParallelismReordersEveryBuffer) {
+  TrainingSpec t = fsdp_7b(8, 2);
+  t.sequence_parallel = true;
+  t.framework = calibration::Framework::pytorch_eager;
+  const Program p = build_program(t);
+  int cats = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.name.find(".dtensor_") == std::string::npos) continue;
+    ++cats;
+    EXPECT_DOUBLE_EQ(op.bytes, 134'217'728.0) << op.name;
+    EXPECT_EQ(op.stream, StreamId::compute) << op.name;
+    if (op.name.ends_with(".dtensor_ag_cat")) {
+      EXPECT_TRUE(p.ops[static_cast<std::size_t>(op.deps.at(0))].name.ends_with(".tp_allgather")) << op.name;
+    } else {
+      EXPECT_TRUE(p.ops[i + 1].name.ends_with(".tp_reducescatter")) << op.name;
+    }
+  }
+  EXPECT_EQ(cats, 8 * 32);
+  t.framework = calibration::Framework::megatron_te;
+  for (const Op& op : build_program(t).ops) EXPECT_EQ(op.name.find(".dtensor_"), std::string::npos) << op.name;
+}
+
 // Uneven stages (6, 10, 10, 6 layers of 32) with 2 virtual stages: each stage's program runs the
 // forward of exactly its chunks' layers (TrainingSpec::first_layer), every layer on one stage only,
 // and its optimizer steps its own layers' parameters.

@@ -1,5 +1,7 @@
 #include "sim/workload/internal/program_writer.hpp"
 
+#include "calibration/table/framework_recipe.hpp"
+
 #include <algorithm>
 #include <functional>
 
@@ -309,10 +311,16 @@ int ProgramWriter::tp_sync(const std::string& prefix, const std::string& tag, bo
                                       GroupKind::tensor_parallel, gathered, {joined});
     return joined;
   }
+  // PyTorch's DTensor shards the sequence on dim 1: a cat before each reduce-scatter and after
+  // each all-gather (recipe::dtensor_cat), on the compute stream, which waits for both.
+  const bool dtensor = t_.framework == calibration::Framework::pytorch_eager ||
+                       t_.framework == calibration::Framework::pytorch_compile;
+  if (dtensor) after = kernel(name + ".dtensor_rs_cat", calibration::recipe::dtensor_cat(reduced), {after}, backward);
   const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
                             network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, reduced, {after});
-  return collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
-                    GroupKind::tensor_parallel, gathered, {rs});
+  const int ag = collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
+                            GroupKind::tensor_parallel, gathered, {rs});
+  return dtensor ? kernel(name + ".dtensor_ag_cat", calibration::recipe::dtensor_cat(gathered), {ag}, backward) : ag;
 }
 
 // Expert parallelism's all-to-all after op `after` (MoE layers, ep > 1): each of the rank's routed
