@@ -13,7 +13,7 @@
 //   build/bin/bench_innode [--markdown] [SCENARIO.toml] [LOGS.toml]
 //     (defaults: scenarios/examples/dgx-h100-ib-ndr.toml and the shipped manifest)
 #include "network/nccl_tests.hpp"
-#include "sim/fit/fabric_fitter.hpp"
+#include "network/nccl_tests_log.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_innode: %s\n", scenario.error().message.c_str());
     return 1;
   }
-  auto logs = sim::read_logs({manifest}, {});
+  auto logs = network::read_nccl_tests_logs({manifest}, {});
   if (!logs) {
     std::fprintf(stderr, "bench_innode: %s\n", logs.error().message.c_str());
     return 1;

@@ -184,31 +184,18 @@ Expected<std::size_t> parse_size_bytes(const std::string& text) {
   return static_cast<std::size_t>(bytes);
 }
 
-const char* nccl_tests_binary(NcclBenchOp op) {
+NcclTestsOp nccl_tests_op(NcclBenchOp op) {
   switch (op) {
-    case NcclBenchOp::all_reduce: return "all_reduce_perf";
-    case NcclBenchOp::all_gather: return "all_gather_perf";
-    case NcclBenchOp::reduce_scatter: return "reduce_scatter_perf";
-    case NcclBenchOp::send_recv: return "sendrecv_perf";
+    case NcclBenchOp::all_reduce: return NcclTestsOp::all_reduce;
+    case NcclBenchOp::all_gather: return NcclTestsOp::all_gather;
+    case NcclBenchOp::reduce_scatter: return NcclTestsOp::reduce_scatter;
+    case NcclBenchOp::send_recv: return NcclTestsOp::send_recv;
   }
-  return "?";
+  COMMBOUND_CHECK(false, "an NcclBenchOp outside its enumerators");
+  return NcclTestsOp::all_reduce;
 }
 
 std::size_t element_bytes(NcclBenchType type) { return type == NcclBenchType::float32 ? 4 : 2; }
-
-// Each op's factor sits in its nccl-tests file: src/all_reduce.cu AllReduceGetBw 2(n-1)/n (a ring
-// moves every byte out and back in), src/all_gather.cu and src/reduce_scatter.cu (n-1)/n,
-// src/sendrecv.cu 1.
-double bus_bw_factor(NcclBenchOp op, int ranks) {
-  const double n = ranks;
-  switch (op) {
-    case NcclBenchOp::all_reduce: return 2 * (n - 1) / n;
-    case NcclBenchOp::all_gather:
-    case NcclBenchOp::reduce_scatter: return (n - 1) / n;
-    case NcclBenchOp::send_recv: return 1;
-  }
-  return 1;
-}
 
 Status check_options(const NcclBenchOptions& o) {
   if (o.gpus < 0) return Error{strprintf("--gpus %d: must be >= 0 (0: every visible GPU)", o.gpus)};
@@ -255,7 +242,7 @@ std::string format_header(const NcclBenchOptions& o, const NcclBenchSetup& setup
                    cuda_version_text(setup.cuda_runtime_version).c_str(),
                    cuda_version_text(setup.cuda_driver_version).c_str());
   // src/util.cu, writeDeviceReport: what was run, then one line per rank.
-  out += strprintf("# Collective test starting: %s\n", nccl_tests_binary(o.op));
+  out += strprintf("# Collective test starting: %s\n", nccl_tests_binary(nccl_tests_op(o.op)));
   out += strprintf("# nThread 1 nGpus %zu minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
                    "agg iters: 1 validation: %d graph: 0 unalign: 0\n",
                    setup.devices.size(), o.min_bytes, o.max_bytes, o.step_factor, o.warmup_iters, o.iters,
@@ -307,7 +294,7 @@ std::string format_footer(const NcclBenchOptions& o, const std::vector<NcclBench
   std::string out = strprintf("# %-20s : %d %s\n", "Out of bounds values", failed, failed > 0 ? "FAILED" : "OK");
   out += strprintf("# %-20s : %g\n", "Avg bus bandwidth", mean_GBps);
   out += "#\n";
-  out += strprintf("# Collective test concluded: %s\n", nccl_tests_binary(o.op));
+  out += strprintf("# Collective test concluded: %s\n", nccl_tests_binary(nccl_tests_op(o.op)));
   return out;
 }
 
@@ -467,7 +454,7 @@ struct NcclBench::Impl {
     NcclBenchTiming out;
     out.time_s = *t;
     out.alg_bw_bytes_per_s = static_cast<double>(size.size_bytes) / *t;
-    out.bus_bw_bytes_per_s = out.alg_bw_bytes_per_s * bus_bw_factor(options.op, n());
+    out.bus_bw_bytes_per_s = out.alg_bw_bytes_per_s * bus_bw_factor(nccl_tests_op(options.op), n());
     // nccl-tests does not check in-place sendrecv (src/sendrecv.cu sets reportErrors = 0).
     if (options.check && !(in_place && options.op == NcclBenchOp::send_recv)) {
       auto w = wrong_elements(size, in_place);

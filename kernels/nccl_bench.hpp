@@ -14,8 +14,8 @@
 //    down to a multiple of 16 bytes, so size = count x ranks x element size).
 //  - time: the mean of `iters` back-to-back launches, host-timed from before the first launch to
 //    after every stream finished (src/common.cu, BenchTime), out-of-place then in-place.
-//  - algbw = size / time; busbw = algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather,
-//    reducescatter), x 1 (sendrecv).
+//  - algbw = size / time; busbw = algbw x bus_bw_factor (calibration/base/nccl_tests_op.hpp, with
+//    the nccl-tests source of each op's factor).
 //  - #wrong: elements of one extra, untimed launch that differ from the exact result; -1 ("N/A")
 //    when the check is off, and always for in-place sendrecv (nccl-tests does not check it).
 // Where we differ: warm-up runs `warmup_iters` launches before each timing (nccl-tests warms every
@@ -27,6 +27,7 @@
 #pragma once
 
 #include "calibration/base/expected.hpp"
+#include "calibration/base/nccl_tests_op.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -35,6 +36,7 @@
 
 namespace commbound::kernels {
 
+// The nccl-tests ops this bench runs (alltoall is not one of them).
 enum class NcclBenchOp { all_reduce, all_gather, reduce_scatter, send_recv };
 enum class NcclBenchType { float32, float16, bfloat16 };
 
@@ -47,12 +49,10 @@ Expected<NcclBenchType> parse_nccl_bench_type(const std::string& text);
 // 1024; "1GB", "1GiB" too). Errors: not a number, an unknown suffix, or not a whole number >= 1.
 Expected<std::size_t> parse_size_bytes(const std::string& text);
 
-// The nccl-tests binary that runs `op` ("all_reduce_perf", ...): the name its logs carry.
-const char* nccl_tests_binary(NcclBenchOp op);
+// The nccl-tests op `op` is: its binary name (nccl_tests_binary, the name the log carries) and
+// its busbw factor (bus_bw_factor) are calibration/base/nccl_tests_op.hpp's.
+NcclTestsOp nccl_tests_op(NcclBenchOp op);
 std::size_t element_bytes(NcclBenchType type);
-// nccl-tests' busbw / algbw for `op` on `ranks` ranks (the factors above; 0 for a 1-rank
-// allreduce, allgather or reducescatter: nothing crosses a link).
-double bus_bw_factor(NcclBenchOp op, int ranks);
 
 // What to run; the fields mirror nccl-tests' flags.
 struct NcclBenchOptions {
@@ -86,7 +86,7 @@ std::vector<NcclBenchSize> plan_sizes(const NcclBenchOptions& options, int ranks
 struct NcclBenchTiming {
   double time_s = 0;               // mean per launch
   double alg_bw_bytes_per_s = 0;   // size / time
-  double bus_bw_bytes_per_s = 0;   // alg_bw x bus_bw_factor
+  double bus_bw_bytes_per_s = 0;   // alg_bw x bus_bw_factor(nccl_tests_op(op), ranks)
   long wrong = -1;                 // wrong elements; -1: not checked ("N/A")
 };
 

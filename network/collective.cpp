@@ -1,23 +1,35 @@
 #include "network/collective.hpp"
 
+#include "calibration/base/check.hpp"
 #include "network/cluster_spec.hpp"
 
 namespace commbound::network {
 
-double bus_bw_factor(CollectiveOp op, int ranks) {
-  const double n = ranks;
+NcclTestsOp nccl_tests_op(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::all_gather:
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all:  // nccl-tests src/alltoall.cu, AlltoAllGetBw
-      return (n - 1) / n;
-    case CollectiveOp::all_reduce:
-      return 2 * (n - 1) / n;
-    case CollectiveOp::send_recv:
-      return 1;
+    case CollectiveOp::all_gather: return NcclTestsOp::all_gather;
+    case CollectiveOp::reduce_scatter: return NcclTestsOp::reduce_scatter;
+    case CollectiveOp::all_reduce: return NcclTestsOp::all_reduce;
+    case CollectiveOp::send_recv: return NcclTestsOp::send_recv;
+    case CollectiveOp::all_to_all: return NcclTestsOp::all_to_all;
   }
-  return 1;
+  COMMBOUND_CHECK(false, "a CollectiveOp outside its enumerators");
+  return NcclTestsOp::all_reduce;
 }
+
+CollectiveOp collective_op(NcclTestsOp op) {
+  switch (op) {
+    case NcclTestsOp::all_gather: return CollectiveOp::all_gather;
+    case NcclTestsOp::reduce_scatter: return CollectiveOp::reduce_scatter;
+    case NcclTestsOp::all_reduce: return CollectiveOp::all_reduce;
+    case NcclTestsOp::send_recv: return CollectiveOp::send_recv;
+    case NcclTestsOp::all_to_all: return CollectiveOp::all_to_all;
+  }
+  COMMBOUND_CHECK(false, "an NcclTestsOp outside its enumerators");
+  return CollectiveOp::all_reduce;
+}
+
+double bus_bw_factor(CollectiveOp op, int ranks) { return commbound::bus_bw_factor(nccl_tests_op(op), ranks); }
 
 const char* to_string(CollectiveOp op) {
   switch (op) {

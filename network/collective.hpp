@@ -1,5 +1,8 @@
-// Collective operations, NCCL's algorithms and protocols, and nccl-tests' bandwidth conventions.
+// Collective operations, NCCL's algorithms and protocols, and how they map onto nccl-tests' ops
+// (whose conventions, busbw among them, live in calibration/base/nccl_tests_op.hpp).
 #pragma once
+
+#include "calibration/base/nccl_tests_op.hpp"
 
 #include <array>
 #include <memory>
@@ -58,10 +61,12 @@ struct CollectiveResult {
   long flows = 0;            // SimGrid communications created
 };
 
-// nccl-tests: algbw = size / time; busbw = algbw * factor, the factor reflecting the bytes every
-// rank must move: (n-1)/n for AllGather and ReduceScatter, 2(n-1)/n for AllReduce, 1 for SendRecv,
-// (n-1)/n for AllToAll (nccl-tests src/alltoall.cu, AlltoAllGetBw: the size/n a rank keeps is not
-// on the bus).
+// The nccl-tests op that runs `op`, and back: the same five collectives, one for one.
+NcclTestsOp nccl_tests_op(CollectiveOp op);
+CollectiveOp collective_op(NcclTestsOp op);
+
+// nccl-tests' busbw / algbw for `op` on `ranks` ranks: calibration/base/nccl_tests_op.hpp's
+// bus_bw_factor of nccl_tests_op(op), where the factors and their sources are written.
 double bus_bw_factor(CollectiveOp op, int ranks);
 
 const char* to_string(CollectiveOp op);

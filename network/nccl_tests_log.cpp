@@ -2,11 +2,13 @@
 
 #include "calibration/base/number_text.hpp"
 #include "calibration/base/one_line.hpp"
+#include "calibration/table/table_reader.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -122,19 +124,8 @@ struct Section {
 }  // namespace
 
 std::optional<CollectiveOp> op_from_name(const std::string& name) {
-  std::string s = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::vector<std::pair<std::regex, CollectiveOp>> patterns = {
-      {std::regex(R"((^|[^a-z])(all_?reduce|ar)([^a-z]|$))"), CollectiveOp::all_reduce},
-      {std::regex(R"((^|[^a-z])(all_?gather|ag)([^a-z]|$))"), CollectiveOp::all_gather},
-      {std::regex(R"((^|[^a-z])(reduce_?scatter|rs)([^a-z]|$))"), CollectiveOp::reduce_scatter},
-      {std::regex(R"((^|[^a-z])(send_?recv)([^a-z]|$))"), CollectiveOp::send_recv},
-      {std::regex(R"((^|[^a-z])(all_?to_?all|a2a)([^a-z]|$))"), CollectiveOp::all_to_all},
-  };
-  for (const auto& [re, op] : patterns) {
-    if (std::regex_search(s, re)) return op;
-  }
-  return std::nullopt;
+  const std::optional<NcclTestsOp> op = parse_nccl_tests_op(name);
+  return op ? std::optional<CollectiveOp>(collective_op(*op)) : std::nullopt;
 }
 
 namespace {
@@ -268,6 +259,51 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path,
     if (text.size() > kMaxLogBytes) return Error{path + ": too large to be nccl-tests output"};
   }
   return parse_nccl_tests_log(path, text, facts);
+}
+
+Expected<std::vector<NcclTestsLog>> read_nccl_tests_logs(const std::vector<std::string>& paths,
+                                                         const LogFacts& facts) {
+  std::vector<NcclTestsLog> out;
+  auto append = [&](const std::string& path, const LogFacts& f) -> Status {
+    auto logs = read_nccl_tests_log(path, f);
+    if (!logs) return logs.error();
+    for (auto& l : *logs) out.push_back(std::move(l));
+    return Ok{};
+  };
+  for (const std::string& path : paths) {
+    if (std::filesystem::path(path).extension() != ".toml") {
+      if (Status s = append(path, facts); !s) return s.error();
+      continue;
+    }
+    auto doc = calibration::parse_toml_file(path);
+    if (!doc) return doc.error();
+    calibration::TableReader top(*doc, "");
+    const toml::array* entries = top.required_array("log");
+    if (Status s = top.finish(); !s) return s.error();
+    for (std::size_t i = 0; i < entries->size(); ++i) {
+      const toml::table* t = entries->get(i)->as_table();
+      const std::string prefix = "log[" + std::to_string(i) + "]";
+      if (t == nullptr) return Error{path + ": " + prefix + " is not a table"};
+      calibration::TableReader r(*t, prefix);
+      LogFacts f;
+      const std::string file = r.required_string("file");
+      const std::string op = r.required_string("op");
+      f.nodes = static_cast<int>(r.required_integer("nodes", 1, 1 << 20));
+      f.gpus_per_node = static_cast<int>(r.required_integer("gpus_per_node", 1, 1024));
+      f.nccl_version = r.string("nccl_version", "");
+      const std::string algo = r.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree", "pat"});
+      r.string("source", "");
+      r.string("trust", "");
+      f.op = op_from_name(op);
+      if (!r.failed() && !f.op) r.fail("op", "\"" + op + "\": expected all_reduce, all_gather, reduce_scatter or sendrecv");
+      if (Status s = r.finish(); !s) return Error{path + ": " + s.error().message};
+      if (algo != "auto") f.algorithm = parse_algorithm(algo);
+      const std::string at = (std::filesystem::path(path).parent_path() / file).string();
+      if (Status s = append(at, f); !s) return s.error();
+    }
+  }
+  if (out.empty()) return Error{"no nccl-tests log given"};
+  return out;
 }
 
 namespace {

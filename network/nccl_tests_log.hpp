@@ -6,9 +6,10 @@
 // columns or only one of them, the layouts with and without the redop/root columns (nccl-tests
 // before and after 2.10), with or without the '#' header lines, and NCCL_DEBUG=INFO lines mixed in.
 // What the header says (op, ranks, hosts, NCCL version) is kept; what it does not say the caller
-// supplies (LogFacts). A row that looks like data but does not parse, or whose numbers contradict
-// each other (algbw != size / time), is an error naming the file and line: such a log was edited
-// or truncated, and fitting to it would fit to noise.
+// supplies (LogFacts), on the command line or in a manifest of logs (read_nccl_tests_logs). A row
+// that looks like data but does not parse, or whose numbers contradict each other (algbw != size /
+// time), is an error naming the file and line: such a log was edited or truncated, and fitting to
+// it would fit to noise.
 #pragma once
 
 #include "calibration/base/expected.hpp"
@@ -67,9 +68,17 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
                                                           const LogFacts& facts);
 // The same, reading the file at `path` (plain text).
 Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path, const LogFacts& facts);
+// Every log of `paths`, in order: each an nccl-tests log read as above (`facts` fill what it does
+// not print), or a manifest (*.toml with [[log]] tables: file, op, nodes, gpus_per_node,
+// nccl_version, algorithm, source, trust; files relative to the manifest, as
+// calibration/fabric/logs/logs.toml) whose tables give each file's facts. Errors: a log's, as
+// above; a manifest's naming the file, the [[log]] table and the key; none read at all.
+Expected<std::vector<NcclTestsLog>> read_nccl_tests_logs(const std::vector<std::string>& paths,
+                                                         const LogFacts& facts);
 
 // The op named by an nccl-tests binary or a file name: "all_gather_perf", "allgather",
-// "s4_vp_4node_ag.txt" ("_ag", "_ar", "_rs" as a word of the stem). nullopt when none is named.
+// "s4_vp_4node_ag.txt" (parse_nccl_tests_op, calibration/base/nccl_tests_op.hpp). nullopt when
+// none is named.
 std::optional<CollectiveOp> op_from_name(const std::string& name);
 
 // Why one measurement cannot come from a healthy fabric of `cluster`'s hardware (node type, NICs,

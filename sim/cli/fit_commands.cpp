@@ -26,7 +26,7 @@ struct FitArgs {
 constexpr const char* kDefaultScenario = "scenarios/examples/dgx-h100-ib-ndr.toml";
 
 int run_fit_fabric(FitArgs a) {
-  auto logs = sim::read_logs(a.logs, log_facts(a.facts));
+  auto logs = network::read_nccl_tests_logs(a.logs, log_facts(a.facts));
   if (!logs) return fail(logs.error().message);
   if (a.scenario.scenario.empty()) a.scenario.scenario = (sim::default_data_dir() / kDefaultScenario).string();
   auto file = load(a.scenario);

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -87,51 +86,6 @@ int residuals(const gsl_vector* x, void* data, gsl_vector* f) {
 }
 
 }  // namespace
-
-Expected<std::vector<network::NcclTestsLog>> read_logs(const std::vector<std::string>& paths,
-                                                       const network::LogFacts& facts) {
-  std::vector<network::NcclTestsLog> out;
-  auto append = [&](const std::string& path, const network::LogFacts& f) -> Status {
-    auto logs = network::read_nccl_tests_log(path, f);
-    if (!logs) return logs.error();
-    for (auto& l : *logs) out.push_back(std::move(l));
-    return Ok{};
-  };
-  for (const std::string& path : paths) {
-    if (std::filesystem::path(path).extension() != ".toml") {
-      if (Status s = append(path, facts); !s) return s.error();
-      continue;
-    }
-    auto doc = calibration::parse_toml_file(path);
-    if (!doc) return doc.error();
-    calibration::TableReader top(*doc, "");
-    const toml::array* entries = top.required_array("log");
-    if (Status s = top.finish(); !s) return s.error();
-    for (std::size_t i = 0; i < entries->size(); ++i) {
-      const toml::table* t = entries->get(i)->as_table();
-      const std::string prefix = "log[" + std::to_string(i) + "]";
-      if (t == nullptr) return Error{path + ": " + prefix + " is not a table"};
-      calibration::TableReader r(*t, prefix);
-      network::LogFacts f;
-      const std::string file = r.required_string("file");
-      const std::string op = r.required_string("op");
-      f.nodes = static_cast<int>(r.required_integer("nodes", 1, 1 << 20));
-      f.gpus_per_node = static_cast<int>(r.required_integer("gpus_per_node", 1, 1024));
-      f.nccl_version = r.string("nccl_version", "");
-      const std::string algo = r.choice("algorithm", "auto", {"auto", "ring", "tree", "nvls", "nvlstree", "pat"});
-      r.string("source", "");
-      r.string("trust", "");
-      f.op = network::op_from_name(op);
-      if (!r.failed() && !f.op) r.fail("op", "\"" + op + "\": expected all_reduce, all_gather, reduce_scatter or sendrecv");
-      if (Status s = r.finish(); !s) return Error{path + ": " + s.error().message};
-      if (algo != "auto") f.algorithm = network::parse_algorithm(algo);
-      const std::string at = (std::filesystem::path(path).parent_path() / file).string();
-      if (Status s = append(at, f); !s) return s.error();
-    }
-  }
-  if (out.empty()) return Error{"no nccl-tests log given"};
-  return out;
-}
 
 double LogPoint::measured_bus_bw_bytes_per_s() const {
   return size_bytes / measured_s * network::bus_bw_factor(op, ranks);

@@ -49,12 +49,6 @@ struct FitOptions {
   int max_iterations = 40;
 };
 
-// The logs named on a command line: each an nccl-tests log (`facts` fill what it does not print)
-// or a manifest (*.toml with [[log]] tables: file, op, nodes, gpus_per_node, nccl_version,
-// algorithm, source, trust; files relative to the manifest, as calibration/fabric/logs/logs.toml).
-Expected<std::vector<network::NcclTestsLog>> read_logs(const std::vector<std::string>& paths,
-                                                       const network::LogFacts& facts);
-
 // Why `log` cannot come from a healthy fabric of `scenario`'s hardware, or Ok.
 Status check_healthy(const network::NcclTestsLog& log, const Scenario& scenario);
 

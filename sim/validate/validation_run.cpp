@@ -1,8 +1,8 @@
 #include "sim/validate/validation_run.hpp"
 
 #include "network/nccl_tests.hpp"
+#include "network/nccl_tests_log.hpp"
 #include "network/platform.hpp"
-#include "sim/fit/fabric_fitter.hpp"
 
 #include <algorithm>
 
@@ -24,7 +24,7 @@ Expected<std::vector<PublishedPoint>> read_measured_points(const MeasuredSources
     points.insert(points.end(), read->begin(), read->end());
   }
   if (!sources.logs.empty()) {
-    auto logs = read_logs(sources.logs, sources.facts);
+    auto logs = network::read_nccl_tests_logs(sources.logs, sources.facts);
     if (!logs) return logs.error();
     const auto from_logs = points_from_logs(*logs);
     points.insert(points.end(), from_logs.begin(), from_logs.end());

@@ -95,7 +95,7 @@ TEST(NcclBenchCheck, ExpectedOutputsAreTheCollectives) {
     for (NcclBenchType type : types) {
       for (int ranks : {1, 2, 3, 8, kMaxCheckedRanks}) {
         for (int r = 0; r < ranks; ++r) {
-          SCOPED_TRACE(std::string(nccl_tests_binary(op)) + " type " + std::to_string(static_cast<int>(type)) + " rank " +
+          SCOPED_TRACE(std::string(nccl_tests_binary(nccl_tests_op(op))) + " type " + std::to_string(static_cast<int>(type)) + " rank " +
                        std::to_string(r) + " of " + std::to_string(ranks));
           std::vector<std::byte> out = encoded(reference_output(op, ranks, r, count), type);
           EXPECT_EQ(wrong(out, op, type, ranks, r, count), 0);

@@ -149,7 +149,7 @@ std::string whole_log(const NcclBenchOptions& o, int ranks, const std::vector<do
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const double t = times_s[i];
     const double alg = static_cast<double>(sizes[i].size_bytes) / t;
-    const double bus = alg * bus_bw_factor(o.op, ranks);
+    const double bus = alg * bus_bw_factor(nccl_tests_op(o.op), ranks);
     rows.push_back({sizes[i], {t, alg, bus, 0}, {t * 1.01, alg / 1.01, bus / 1.01, in_place_wrong}});
     text += format_row(o, rows.back());
   }

@@ -6,6 +6,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
 namespace commbound::network {
 namespace {
 
@@ -188,14 +193,94 @@ TEST(NcclTestsLog, AsksForWhatTheLogDoesNotSay) {
   ASSERT_FALSE(wrong);
 }
 
+// The names themselves are calibration/base/nccl_tests_op's (tested there); here, that each lands
+// on its own CollectiveOp.
 TEST(NcclTestsLog, NamesTheOpFromBinaryOrFileName) {
-  EXPECT_EQ(op_from_name("all_reduce_perf"), CollectiveOp::all_reduce);
-  EXPECT_EQ(op_from_name("reduce_scatter_perf"), CollectiveOp::reduce_scatter);
+  for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,
+                          CollectiveOp::send_recv, CollectiveOp::all_to_all}) {
+    EXPECT_EQ(op_from_name(nccl_tests_binary(nccl_tests_op(op))), op) << to_string(op);
+    EXPECT_EQ(op_from_name(to_string(op)), op) << to_string(op);
+  }
   EXPECT_EQ(op_from_name("logs/s4_vp_4node_ag.txt"), CollectiveOp::all_gather);
-  EXPECT_EQ(op_from_name("run_rs.log"), CollectiveOp::reduce_scatter);
-  EXPECT_EQ(op_from_name("alltoall_perf"), CollectiveOp::all_to_all);
   EXPECT_EQ(op_from_name("h100_a2a_2node.txt"), CollectiveOp::all_to_all);
   EXPECT_EQ(op_from_name("s2a_309_2node_qoofyk.txt"), std::nullopt);
+}
+
+// A file of `text` in the test's temporary folder; its path.
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = std::filesystem::path(::testing::TempDir()) / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(NcclTestsLogs, ReadsEveryLogOfTheShippedManifest) {
+  // calibration/fabric/logs/logs.toml: eight logs without their headers, 14 rows each (1 MiB .. 8
+  // GiB), what the header would say written in the manifest.
+  auto logs = read_nccl_tests_logs({"calibration/fabric/logs/logs.toml"}, {});
+  ASSERT_TRUE(logs) << logs.error().message;
+  ASSERT_EQ(logs->size(), 8u);
+  for (const NcclTestsLog& log : *logs) {
+    EXPECT_EQ(log.rows.size(), 14u) << log.path;
+    EXPECT_EQ(log.gpus_per_node(), 8) << log.path;
+  }
+  const NcclTestsLog& first = logs->front();
+  EXPECT_EQ(first.path, "calibration/fabric/logs/s1_dgxc_1node_ar.txt");  // relative to the manifest
+  EXPECT_EQ(first.op, CollectiveOp::all_reduce);
+  EXPECT_EQ(first.nodes, 1);
+  EXPECT_EQ(first.nccl_version, "");
+  EXPECT_EQ(first.algorithm, std::nullopt);
+  EXPECT_EQ((*logs)[1].nccl_version, "2.26.2");
+  EXPECT_EQ((*logs)[5].path, "calibration/fabric/logs/s2g_309_2node_gjaion_ring_ctas24.txt");
+  EXPECT_EQ((*logs)[5].algorithm, Algorithm::ring);  // algorithm = "ring": NCCL_ALGO=Ring
+  EXPECT_EQ((*logs)[6].op, CollectiveOp::all_gather);
+  EXPECT_EQ((*logs)[6].ranks, 32);
+}
+
+TEST(NcclTestsLogs, ReadsLogsAndManifestsInTheirOrder) {
+  // A plain log (the facts given apply to it) after a manifest naming another (its own facts).
+  const std::string ag = temp_file("logs_ag_2node.txt", printed_row(1 << 20, 50.0, 15.0 / 16.0, true, true));
+  const std::string manifest = temp_file("logs_manifest.toml", "[[log]]\nfile = \"logs_ag_2node.txt\"\n"
+                                                               "op = \"all_gather\"\nnodes = 2\ngpus_per_node = 8\n");
+  const std::string ar = temp_file("logs_plain.log", printed_row(1 << 20, 20.0, 14.0 / 8.0, true, true));
+  auto logs = read_nccl_tests_logs({manifest, ar}, {.op = CollectiveOp::all_reduce, .nodes = 1, .gpus_per_node = 8});
+  ASSERT_TRUE(logs) << logs.error().message;
+  ASSERT_EQ(logs->size(), 2u);
+  EXPECT_EQ((*logs)[0].path, ag);
+  EXPECT_EQ((*logs)[0].op, CollectiveOp::all_gather);
+  EXPECT_EQ((*logs)[0].ranks, 16);
+  EXPECT_EQ((*logs)[1].path, ar);
+  EXPECT_EQ((*logs)[1].op, CollectiveOp::all_reduce);
+  EXPECT_EQ((*logs)[1].ranks, 8);
+}
+
+struct BadManifest {
+  const char* what;
+  std::string text;
+  std::vector<const char*> says;  // each somewhere in the error
+};
+
+TEST(NcclTestsLogs, ManifestErrorsNameTheFileTheTableAndTheKey) {
+  temp_file("bad_manifest_log.txt", printed_row(1 << 20, 20.0, 14.0 / 8.0, true, true));
+  const std::string entry = "[[log]]\nfile = \"bad_manifest_log.txt\"\nnodes = 1\ngpus_per_node = 8\n";
+  const std::vector<BadManifest> cases = {
+      {"no [[log]]", "title = \"logs\"\n", {"bad_manifest.toml:1:", "log: missing"}},
+      {"an op we do not model", entry + "op = \"broadcast\"\n", {"bad_manifest.toml:", "log[0].op", "broadcast"}},
+      {"a typo", entry + "op = \"all_reduce\"\nsorce = \"x\"\n", {"bad_manifest.toml:", "log[0].sorce", "unknown key"}},
+      {"no such algorithm", entry + "op = \"all_reduce\"\nalgorithm = \"butterfly\"\n",
+       {"bad_manifest.toml:", "log[0].algorithm", "butterfly"}},
+      {"a missing file", "[[log]]\nfile = \"absent.txt\"\nop = \"all_reduce\"\nnodes = 1\ngpus_per_node = 8\n",
+       {"absent.txt: cannot be read"}},
+  };
+  for (const BadManifest& c : cases) {
+    auto logs = read_nccl_tests_logs({temp_file("bad_manifest.toml", c.text)}, {});
+    ASSERT_FALSE(logs) << c.what;
+    for (const char* part : c.says) {
+      EXPECT_NE(logs.error().message.find(part), std::string::npos) << c.what << ": " << logs.error().message;
+    }
+  }
+  auto none = read_nccl_tests_logs({}, {});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "no nccl-tests log given");
 }
 
 }  // namespace
