@@ -295,8 +295,8 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_logs(const std::vector<std::
       r.string("source", "");
       r.string("trust", "");
       f.op = op_from_name(op);
-      if (!r.failed() && !f.op) r.fail("op", "\"" + op + "\": expected all_reduce, all_gather, reduce_scatter or sendrecv");
-      if (Status s = r.finish(); !s) return Error{path + ": " + s.error().message};
+      if (!r.failed() && !f.op) r.fail("op", "expected all_reduce, all_gather, reduce_scatter, sendrecv or alltoall");
+      if (Status s = r.finish(); !s) return s.error();  // the reader names the file and line
       if (algo != "auto") f.algorithm = parse_algorithm(algo);
       const std::string at = (std::filesystem::path(path).parent_path() / file).string();
       if (Status s = append(at, f); !s) return s.error();

@@ -277,6 +277,9 @@ TEST(NcclTestsLogs, ManifestErrorsNameTheFileTheTableAndTheKey) {
     for (const char* part : c.says) {
       EXPECT_NE(logs.error().message.find(part), std::string::npos) << c.what << ": " << logs.error().message;
     }
+    // One line that names the file once.
+    const std::string& m = logs.error().message;
+    EXPECT_EQ(m.find("bad_manifest.toml"), m.rfind("bad_manifest.toml")) << c.what << ": " << m;
   }
   auto none = read_nccl_tests_logs({}, {});
   ASSERT_FALSE(none);
