@@ -87,7 +87,8 @@ NcclTuner::SearchedGraph NcclTuner::ring_graph() const {
   for (double s : speeds) {
     if (s > link) continue;
     if (best.channels > 0 && s / best.intra_bytes_per_s <= kSlowerSpeedMinRatio) break;
-    const int channels = std::min(static_cast<int>(link / s), nccl_.ring_max_channels);
+    // Clamped before the cast: an ideal link (a test's) holds more rings than an int counts.
+    const int channels = static_cast<int>(std::min(link / s, static_cast<double>(nccl_.ring_max_channels)));
     if (channels * s > best.channels * best.intra_bytes_per_s) best = {channels, s, s};
     if (best.channels * best.intra_bytes_per_s >= link) break;
   }

@@ -330,7 +330,8 @@ TEST(Plot, DrawsOneLinePerSeriesOfASweepOverNodesAndAnotherKey) {
 // run again, it simulates only the others and leaves the kept files as they were.
 TEST(Sweep, ResumesAfterSigintWithoutRecomputingFinishedPoints) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "sweep_resume";
+  // Its own folder: two test runs on one machine (a build and a sanitizer build) share TempDir().
+  const fs::path dir = fs::path(::testing::TempDir()) / ("sweep_resume." + std::to_string(getpid()));
   fs::remove_all(dir);
   const std::string args = "sweep scenarios/paper/weak_scaling_7b.toml -j 1 --out-dir " + dir.string();
   std::vector<std::string> argv_text = {COMMBOUND_BIN, "sweep", "scenarios/paper/weak_scaling_7b.toml", "-j", "1",
@@ -372,6 +373,8 @@ TEST(Sweep, ResumesAfterSigintWithoutRecomputingFinishedPoints) {
 
   std::ifstream results(dir / "results.csv");
   EXPECT_EQ(std::count(std::istreambuf_iterator<char>(results), std::istreambuf_iterator<char>(), '\n'), 10);
+  results.close();
+  fs::remove_all(dir);
 }
 
 TEST(Validation, H100WithinFifteenPercentAtOneGibAndAbove) { expect_validated(kExample); }
