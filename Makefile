@@ -3,7 +3,8 @@
 #               (Llama-2 7B FSDP weak scaling; AllGather and AllReduce on DGX H100 + IB NDR)
 #   make test   the same set-up, then every test (GPU tests skip themselves without a GPU)
 # For developers (clang, docs/fuzzing.md), in a second build folder instrumented with ASan + UBSan:
-#   make sanitize  every test but the GPU ones; fails on any sanitizer report
+#   make sanitize  every test but the GPU ones (SANITIZE_LABELS=unit: the unit tests only, as CI
+#                  runs it); fails on any sanitizer report
 #   make fuzz      the readers' libFuzzer targets, FUZZ_SECONDS each; fails on any crash
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -15,6 +16,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := scenario nccl_tests_log kineto_trace csv_table
 FUZZ_DEBS := clang libclang-rt-14-dev
+SANITIZE_LABELS ?=
 # Sanitizer reports go to files (SimGrid's stack switching makes ASan print a warning that would
 # land in the output the CLI tests compare); a report of an error in any of them fails the run.
 SANITIZER_REPORT := ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:
@@ -87,7 +89,7 @@ sanitize: fuzz-configure
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	@reports=$(abspath $(FUZZ_BUILD))/sanitizer; rm -rf $$reports; mkdir -p $$reports; \
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=log_path=$$reports/asan UBSAN_OPTIONS=log_path=$$reports/ubsan:print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -LE gpu; status=$$?; \
+	  ctest --output-on-failure -j $(JOBS) -LE gpu $(if $(SANITIZE_LABELS),-L $(SANITIZE_LABELS)); status=$$?; \
 	if grep -l "$(SANITIZER_REPORT)" $$reports/* 2>/dev/null; then \
 	  echo "sanitizer reports above (first of them):"; grep -l "$(SANITIZER_REPORT)" $$reports/* | head -n 1 | xargs head -n 60; exit 1; \
 	fi; exit $$status
