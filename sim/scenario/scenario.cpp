@@ -701,6 +701,11 @@ private:
     // gradient accumulation and all-reduce to be done in fp32"); PyTorch FSDP's default reduce_dtype
     // is the parameters' dtype.
     if (!v.has("grad_reduce_dtype")) sc_.training->grad_reduce_fp32 = sc_.training->zero_stage == 1;
+    if (!tr.failed() && sc_.training->optimizer_state_bf16 &&
+        !(sc_.training->sharded() && sc_.training->zero_stage == 1)) {
+      tr.fail("optimizer_dtype", "bf16 state is Apex's distributed optimizer: it needs a sharded strategy at "
+                                 "parallel.zero_stage = 1");
+    }
     check_batches(tr, v);
     return tr.finish();
   }

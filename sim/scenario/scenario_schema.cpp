@@ -279,6 +279,11 @@ std::vector<Key> training_keys() {
               "`grad_reduce_in_fp32` (fp32: twice the bytes and the ZeRO-1 buffer); PyTorch FSDP's `reduce_dtype`",
        .set = [](Scenario& s, const KeyValue& v, double) { s.training->grad_reduce_fp32 = text_of(v) == "fp32"; },
        .get = [](const Scenario& s, double) -> Got { return text(s.training->grad_reduce_fp32 ? "fp32" : "bf16"); }},
+      {.key = "optimizer_dtype", .type = KeyType::choice, .fallback = text("fp32"), .names = {"fp32", "bf16"},
+       .doc = "the optimizer's state: fp32 master weights and Adam moments, or bf16 moments and no master copy "
+              "(Apex's distributed_fused_adam with dtype=bf16, NeMo 1.0's Megatron recipes; `zero_stage` 1 only)",
+       .set = [](Scenario& s, const KeyValue& v, double) { s.training->optimizer_state_bf16 = text_of(v) == "bf16"; },
+       .get = [](const Scenario& s, double) -> Got { return text(s.training->optimizer_state_bf16 ? "bf16" : "fp32"); }},
       {.key = "attention_kernel", .type = KeyType::choice, .derived = "`cudnn` under `megatron-te`; `flash2` under `pytorch-eager` and `pytorch-compile` where the "
                    "table has such rows; else `commbound`",
        .names = {"commbound", "cudnn", "flash2"},

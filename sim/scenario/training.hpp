@@ -111,6 +111,13 @@ struct TrainingSpec {
   // told otherwise (Megatron-Core's grad_reduce_in_fp32, NeMo's ddp.grad_reduce_in_fp32); PyTorch
   // FSDP reduces in the parameters' dtype unless its MixedPrecision says reduce_dtype=float32.
   bool grad_reduce_fp32 = false;
+  // The optimizer's state ([training] optimizer_dtype): false keeps fp32 master weights and fp32
+  // Adam moments (PyTorch's and Megatron-Core's distributed optimizer); true is Apex's
+  // distributed_fused_adam with dtype=bf16 under bf16 parameters, as NeMo 1.0's Megatron recipes
+  // ran it (apex/contrib/optimizers/distributed_fused_adam.py: `dtype` is the state's; NeMo's
+  // megatron_base_model.py keeps no fp32 copy, store_params=False, when it equals the parameters'):
+  // no master weights, bf16 moments. Sharded ZeRO-1 only.
+  bool optimizer_state_bf16 = false;
   int hsdp_shard = 8;         // HSDP: data-parallel ranks that shard the model (one node's worth)
   int diloco_islands = 8;     // DiLoCo: islands (the paper's k workers), each an FSDP group of replicas() / islands
   int diloco_sync_every = 500;  // DiLoCo: inner steps per outer step (the paper's H = 500)

@@ -61,8 +61,12 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   if (t.sharded()) {
     const double shard = (dense + root) / t.shard_ranks() + experts / (experts > 0 ? t.expert_shard_ranks() : 1);
     add("params_bf16", t.zero_stage <= 2 ? kBf16 * P : kBf16 * (shard + root + (t.max_inflight_allgathers + 1) * layer));
-    add("master_fp32", kFp32 * shard);
-    add("adam_moments_fp32", 2 * kFp32 * shard);
+    if (t.optimizer_state_bf16) {
+      add("adam_moments_bf16", 2 * kBf16 * shard);  // no master copy: the bf16 parameters are the weights
+    } else {
+      add("master_fp32", kFp32 * shard);
+      add("adam_moments_fp32", 2 * kFp32 * shard);
+    }
     if (t.zero_stage == 1) {
       // Megatron's main_grad buffer: every parameter's gradient, in the reduction's dtype.
       if (t.grad_reduce_fp32) {

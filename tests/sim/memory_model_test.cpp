@@ -75,6 +75,22 @@ TEST(MemoryModel, Llama7bZero2ByHand) {
   EXPECT_TRUE(u.fits());
 }
 
+// Apex's distributed_fused_adam with bf16 state and a bf16 gradient buffer (NeMo 1.0's Megatron
+// recipes): 2 P of parameters, 2 P of gradients and 2 x 2 P / 64 of moments, no master copy: 6 + 4/d
+// bytes a parameter. Llama-2 7B over 64 GPUs: moments 4 x 6,738,415,616 / 64 = 421,150,976.
+TEST(MemoryModel, Bf16OptimizerStateKeepsNoMasterCopy) {
+  TrainingSpec t = llama("llama2-7b", 64);
+  t.zero_stage = 1;
+  t.grad_reduce_fp32 = false;
+  t.optimizer_state_bf16 = true;
+  const auto m = by_category(memory_per_gpu(t, 16));
+  EXPECT_DOUBLE_EQ(m.at("params_bf16"), 13476831232.0);
+  EXPECT_DOUBLE_EQ(m.at("grads_bf16"), 13476831232.0);
+  EXPECT_DOUBLE_EQ(m.at("adam_moments_bf16"), 421150976.0);
+  EXPECT_EQ(m.count("master_fp32"), 0u);
+  EXPECT_EQ(m.count("adam_moments_fp32"), 0u);
+}
+
 // ZeRO-1, Megatron-LM's distributed optimizer (dist_optimizer.md): bf16 parameters and fp32
 // gradients whole on every rank, the fp32 master copy and both moments sharded: 6 + 12/d bytes per
 // parameter. Llama-2 7B over 64 GPUs (P = 6,738,415,616, as above): 2 P + 4 P = 40,430,493,696 of

@@ -365,6 +365,9 @@ INSTANTIATE_TEST_SUITE_P(
                 {"moe.dispatcher=hierarchical"}, {"moe.shared_expert_overlap = true", "needs dispatcher = \"nccl\""}},
         BadCase{"padding_without_capacity", std::string(kMoe) + "[moe]\npad_to_capacity = true\n", {},
                 {"$FILE", "moe.pad_to_capacity = true", "needs capacity_factor > 0"}},
+        // Apex's bf16 optimizer state is a distributed (ZeRO-1) optimizer's.
+        BadCase{"bf16_optimizer_state_without_zero1", std::string(kUneven), {"training.optimizer_dtype=bf16"},
+                {"--set training.optimizer_dtype=bf16", "parallel.zero_stage = 1"}},
         BadCase{"histogram_without_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\n", {},
                 {"moe.routing", "needs moe.histogram"}},
         BadCase{"histogram_missing_file", std::string(kMoe) + "[moe]\nrouting = \"histogram\"\nhistogram = \"no-such.txt\"\n",
