@@ -1,6 +1,7 @@
 #include "calibration/table/kernel_table.hpp"
 
 #include "calibration/base/check.hpp"
+#include "calibration/table/attention_tiling.hpp"
 #include "calibration/table/table_reader.hpp"
 
 #include <toml++/toml.h>
@@ -421,25 +422,45 @@ bool KernelTable::has_attention(const std::string& implementation) const {
 }
 
 // A framework's elementwise kernel: no row measures it, but the rows of the measured kernel that
-// moves bytes the same way do. Their times against their bytes fit a line t = t0 + bytes / rate
-// by least squares: t0 the fixed cost of a kernel (launch to completion on an idle GPU, what a
-// tiny kernel takes), rate the streaming bandwidth a large one reaches. On H100 (residual_add
-// rows) the fit is within a few per cent of every row from 25 MB to 800 MB. Fewer than two rows
-// (or a fit without a positive rate): the roofline.
+// moves bytes the same way do. Their times against their bytes fit a line t = t0 + bytes / rate:
+// t0 the fixed cost of a kernel (launch to completion on an idle GPU, what a tiny kernel takes),
+// rate the streaming bandwidth a large one reaches. The rows span two orders of magnitude of bytes
+// and a framework's kernels sit at the small end, so the fit minimises each row's relative error
+// (least squares weighted by 1 / t^2), not its absolute error: unweighted, the largest rows set
+// the line, and one of them slower than the rest (H100's 1.6 GB residual_add, 15% above the line
+// of the others) turned t0 negative and priced the 25 MB row 28% fast. Weighted, the H100 fit is
+// t0 = 4.0 us and 3.06 TB/s (rmsnorm_forward: 3.7 us and 2.75 TB/s), within 1% of every
+// residual_add row from 25 MB to 1.2 GB and within 3% of every rmsnorm_forward row but one.
+// Fewer than two rows (or a fit without a positive rate): the roofline.
 Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
   const char* reference = s.kind == ElementwiseKind::streaming ? "residual_add" : "rmsnorm_forward";
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, spreads = 0;
+  double n = 0, w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, spreads = 0;
   for (const MemoryBoundRow& r : memory_bounds_) {
     if (r.shape.op != reference) continue;
     const double x = r.shape.bytes(), y = timed(r.time).p50_s;
-    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y, spreads += spread(r.time);
+    if (y <= 0) continue;
+    const double weight = 1 / (y * y);
+    n += 1, spreads += spread(r.time);
+    w += weight, sx += weight * x, sy += weight * y, sxx += weight * x * x, sxy += weight * x * y;
   }
-  const double det = n * sxx - sx * sx;
+  const double det = w * sxx - sx * sx;
   if (n < 2 || det <= 0) return roofline(0, s.bytes);
-  const double seconds_per_byte = (n * sxy - sx * sy) / det;
+  const double seconds_per_byte = (w * sxy - sx * sy) / det;
   if (seconds_per_byte <= 0) return roofline(0, s.bytes);
-  const double fixed_s = std::max(0.0, (sy - seconds_per_byte * sx) / n);
+  const double fixed_s = std::max(0.0, (sy - seconds_per_byte * sx) / w);
   return {fixed_s + s.bytes * seconds_per_byte, Match::nearest, spreads / n};
+}
+
+// A nearest attention row's time carried to `s`: by the ratio of the two grids' drain times where
+// the implementation's tiling is known and the table names its SM count (attention_tiling.hpp),
+// else by the ratio of their FLOPs.
+double KernelTable::attention_scale(const AttentionShape& s, const AttentionShape& row,
+                                    const std::string& implementation) const {
+  const auto tiling = implementation == "flash2" ? flash2_tiling(s.head_dim, s.direction) : std::nullopt;
+  const std::optional<long> sms = provenance_ ? provenance_->sm_count : std::nullopt;
+  if (!tiling || !sms) return s.flops() / row.flops();
+  const long slots = *sms * tiling->ctas_per_sm;
+  return attention_drain_tiles(s, *tiling, slots) / attention_drain_tiles(row, *tiling, slots);
 }
 
 Priced KernelTable::roofline(double flops, double bytes) const {
@@ -475,7 +496,8 @@ Priced KernelTable::price(const KernelShape& shape, const std::string& attention
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(s->flops(), s->bytes());
-    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest, spread(best->time)};
+    return {timed(best->time).p50_s * attention_scale(*s, best->shape, attention_implementation), Match::nearest,
+            spread(best->time)};
   }
   if (const auto* s = std::get_if<MemoryBoundShape>(&shape)) {
     const MemoryBoundRow* best = nullptr;

@@ -17,13 +17,15 @@
 //            batch, heads, kv_heads, seq, a row of the other causality only when none of the same
 //            exists; memory-bound tokens, width; ties to the earlier row) lends its achieved rate
 //            (FLOP/s for GEMM and attention, bytes/s for memory-bound ops) to this shape's FLOPs or
-//            bytes, both counted by kernel_shape.hpp's formulas;
+//            bytes, both counted by kernel_shape.hpp's formulas; except FlashAttention-2's rows
+//            ("flash2"), whose time is carried by the ratio of the two grids' drain times on the
+//            table's SMs (attention_tiling.hpp), when the table's [provenance] has sm_count;
 //   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
 // An ElementwiseShape (a framework's small elementwise, reduction or copy kernel) has no rows of
 // its own: it is priced `nearest` from the rows of the measured kernel that moves bytes as it does
 // (streaming: residual_add; reduction: rmsnorm_forward), by the line t = fixed + bytes / rate
-// fitted to their times by least squares, so a tiny kernel costs the fixed launch-to-finish time
-// and a large one streams at the measured rate.
+// fitted to their times by least squares on relative error, so a tiny kernel costs the fixed
+// launch-to-finish time and a large one streams at the measured rate.
 //
 // Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table.cpp only.
 #pragma once
@@ -191,6 +193,7 @@ public:
 private:
   Priced roofline(double flops, double bytes) const;
   Priced price_elementwise(const ElementwiseShape& s) const;
+  double attention_scale(const AttentionShape& s, const AttentionShape& row, const std::string& implementation) const;
 
   std::string display_path_;
   std::optional<TableProvenance> provenance_;

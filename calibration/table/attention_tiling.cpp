@@ -1,0 +1,71 @@
+#include "calibration/table/attention_tiling.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <vector>
+
+namespace commbound::calibration {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Above this many CTAs the grid is taken as fluid (attention_tiling.hpp).
+constexpr std::int64_t kMaxSimulatedCtas = std::int64_t{1} << 18;
+
+// The score tiles each CTA of one (batch, head) computes, in launch order.
+std::vector<double> tiles_per_cta(const AttentionShape& s, const AttentionTiling& t) {
+  const std::int64_t m_tiles = ceil_div(s.seq, t.block_m), n_tiles = ceil_div(s.seq, t.block_n);
+  std::vector<double> tiles;
+  if (s.direction == Direction::forward) {
+    // Query tile m reads key tiles up to the diagonal: those below (m + 1) block_m rows.
+    for (std::int64_t m = 0; m < m_tiles; ++m) {
+      const std::int64_t keys = s.causal ? std::min((m + 1) * t.block_m, s.seq) : s.seq;
+      tiles.push_back(static_cast<double>(ceil_div(keys, t.block_n)));
+    }
+  } else {
+    // Key tile n meets the query tiles from the one holding its first row to the last.
+    for (std::int64_t n = 0; n < n_tiles; ++n) {
+      const std::int64_t first = s.causal ? n * t.block_n / t.block_m : 0;
+      tiles.push_back(static_cast<double>(m_tiles - first));
+    }
+  }
+  return tiles;
+}
+
+}  // namespace
+
+std::optional<AttentionTiling> flash2_tiling(std::int64_t head_dim, Direction direction) {
+  const bool forward = direction == Direction::forward;
+  if (head_dim == 128) return forward ? AttentionTiling{128, 64, 2} : AttentionTiling{64, 128, 1};
+  if (head_dim == 64) return forward ? AttentionTiling{128, 128, 2} : AttentionTiling{128, 128, 1};
+  return std::nullopt;
+}
+
+double attention_drain_tiles(const AttentionShape& s, const AttentionTiling& tiling, long slots) {
+  const std::vector<double> group = tiles_per_cta(s, tiling);
+  const std::int64_t groups = s.batch * s.heads;
+  const auto ctas = groups * static_cast<std::int64_t>(group.size());
+  if (ctas > kMaxSimulatedCtas || ctas <= slots) {
+    double per_group = 0;
+    for (double t : group) per_group += t;
+    // Fluid, or every CTA at once: the longest one.
+    if (ctas > kMaxSimulatedCtas) return per_group * static_cast<double>(groups) / static_cast<double>(slots);
+    return group.empty() ? 0 : *std::max_element(group.begin(), group.end());
+  }
+  // Each slot's finishing time; the next CTA goes to the slot free first.
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
+  for (long i = 0; i < slots; ++i) free_at.push(0);
+  double last = 0;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    for (double tiles : group) {
+      const double done = free_at.top() + tiles;
+      free_at.pop();
+      free_at.push(done);
+      last = std::max(last, done);
+    }
+  }
+  return last;
+}
+
+}  // namespace commbound::calibration
