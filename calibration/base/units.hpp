@@ -6,6 +6,8 @@
 namespace commbound {
 
 inline constexpr double kSecondsPerUs = 1e-6;
+inline constexpr double kSecondsPerMs = 1e-3;
+inline constexpr double kUsPerS = 1e6;
 inline constexpr double kBytesPerGB = 1e9;  // decimal gigabytes, as datasheets and nccl-tests count
 inline constexpr double kBytesPerMB = 1e6;
 

@@ -1,6 +1,7 @@
 #include "calibration/table/kernel_table.hpp"
 
 #include "calibration/base/check.hpp"
+#include "calibration/base/units.hpp"
 #include "calibration/table/attention_tiling.hpp"
 #include "calibration/table/table_reader.hpp"
 
@@ -16,7 +17,6 @@
 namespace commbound::calibration {
 namespace {
 
-constexpr double kSecondsPerMs = 1e-3;
 constexpr double kBytesPerGB = 1e9;
 constexpr double kFlopsPerTFLOP = 1e12;
 constexpr double kHzPerMHz = 1e6;

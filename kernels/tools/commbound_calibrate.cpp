@@ -4,6 +4,7 @@
 // sum of its ops timed one by one. CUDA only; never links SimGrid.
 #include "calibration/base/atomic_write.hpp"
 #include "calibration/base/file_type.hpp"
+#include "calibration/base/units.hpp"
 #include "calibration/table/kernel_table.hpp"
 #include "calibration/table/model_zoo.hpp"
 #include "kernels/calibrator.hpp"
@@ -283,7 +284,6 @@ std::string fmt(double x) {
   return s;
 }
 
-constexpr double kSecondsPerMs = 1e-3;
 
 KernelTiming seconds_of(const Percentiles& p) {
   return {p.p10_ms * kSecondsPerMs, p.p50_ms * kSecondsPerMs, p.p90_ms * kSecondsPerMs};

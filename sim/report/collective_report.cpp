@@ -1,5 +1,7 @@
 #include "sim/report/collective_report.hpp"
 
+#include "calibration/base/units.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -12,7 +14,6 @@ namespace commbound::sim {
 namespace {
 
 constexpr double kBytesPerGB = 1e9;
-constexpr double kUsPerSecond = 1e6;
 
 }  // namespace
 
@@ -34,7 +35,7 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
     out << "\n";
     for (const auto& r : rows) {
       out << fmt::format("{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{},{}\n", to_string(r.op), r.nodes, r.ranks, r.size_bytes,
-                         r.result.time_s * kUsPerSecond, r.alg_bw_bytes_per_s / kBytesPerGB,
+                         r.result.time_s * kUsPerS, r.alg_bw_bytes_per_s / kBytesPerGB,
                          r.bus_bw_bytes_per_s / kBytesPerGB, network::algorithm_label(r.op, r.result.choice.algorithm),
                          to_string(r.result.choice.protocol), to_string(r.result.fidelity));
     }
@@ -47,14 +48,14 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
                            {"nodes", r.nodes},
                            {"ranks", r.ranks},
                            {"bytes", r.size_bytes},
-                           {"time_us", r.result.time_s * kUsPerSecond},
+                           {"time_us", r.result.time_s * kUsPerS},
                            {"algbw_GBps", r.alg_bw_bytes_per_s / kBytesPerGB},
                            {"busbw_GBps", r.bus_bw_bytes_per_s / kBytesPerGB},
                            {"algorithm", network::algorithm_label(r.op, r.result.choice.algorithm)},
                            {"protocol", to_string(r.result.choice.protocol)},
                            {"fidelity", to_string(r.result.fidelity)},
-                           {"latency_us", r.result.latency_s * kUsPerSecond},
-                           {"bandwidth_time_us", r.result.bandwidth_s * kUsPerSecond},
+                           {"latency_us", r.result.latency_s * kUsPerS},
+                           {"bandwidth_time_us", r.result.bandwidth_s * kUsPerS},
                            {"flows", r.result.flows}});
     }
     out << nlohmann::json{{"title", title}, {"rows", rows_json}}.dump(2) << "\n";
@@ -66,7 +67,7 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
   out << fmt::format("{:<14} {:>6} {:>6} {:>12} {:>12} {:>10} {:>10}\n", "", "", "", "", "", "(GB/s)", "(GB/s)");
   for (const auto& r : rows) {
     out << fmt::format("{:<14} {:>6} {:>6} {:>12} {:>12.1f} {:>10.2f} {:>10.2f}  {:<5} {:<7} {}\n", to_string(r.op), r.nodes,
-                       r.ranks, size_label(r.size_bytes), r.result.time_s * kUsPerSecond,
+                       r.ranks, size_label(r.size_bytes), r.result.time_s * kUsPerS,
                        r.alg_bw_bytes_per_s / kBytesPerGB, r.bus_bw_bytes_per_s / kBytesPerGB,
                        network::algorithm_label(r.op, r.result.choice.algorithm),
                        to_string(r.result.choice.protocol), to_string(r.result.fidelity));

@@ -1,5 +1,6 @@
 #include "sim/report/profile_report.hpp"
 
+#include "calibration/base/units.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
@@ -8,7 +9,6 @@
 namespace commbound::sim {
 namespace {
 
-constexpr double kUsPerS = 1e6;
 constexpr double kMsPerS = 1e3;
 constexpr double kMBPerByte = 1e-6;
 constexpr double kGFLOPPerFLOP = 1e-9;
