@@ -347,7 +347,8 @@ TEST(Price, ElementwiseLineFollowsTheSmallRowsDespiteASlowLargeOne) {
   }
   const double bytes = MemoryBoundShape{"residual_add", 4096, 1024}.bytes();  // 25.2 MB
   const double line_s = 4e-6 + bytes / 3e12;
-  const double priced_s = t.price(ElementwiseShape{"add", bytes / 6, bytes, ElementwiseKind::streaming}).seconds;
+  const auto elements = static_cast<std::int64_t>(bytes / 6);  // residual_add: 3 bf16 operands
+  const double priced_s = t.price(ElementwiseShape{"add", elements, bytes, ElementwiseKind::streaming}).seconds;
   EXPECT_NEAR(priced_s / line_s, 1, 0.025);
   EXPECT_LT(priced_s / line_s, 1);  // the slow row still pulls a little
   const double tiny_s = t.price(ElementwiseShape{"rsqrt", 1, 4, ElementwiseKind::streaming}).seconds;
