@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <queue>
 #include <vector>
 
@@ -46,12 +47,10 @@ double attention_drain_tiles(const AttentionShape& s, const AttentionTiling& til
   const std::vector<double> group = tiles_per_cta(s, tiling);
   const std::int64_t groups = s.batch * s.heads;
   const auto ctas = groups * static_cast<std::int64_t>(group.size());
-  if (ctas > kMaxSimulatedCtas || ctas <= slots) {
-    double per_group = 0;
-    for (double t : group) per_group += t;
-    // Fluid, or every CTA at once: the longest one.
-    if (ctas > kMaxSimulatedCtas) return per_group * static_cast<double>(groups) / static_cast<double>(slots);
-    return group.empty() ? 0 : *std::max_element(group.begin(), group.end());
+  if (ctas <= slots) return group.empty() ? 0 : *std::max_element(group.begin(), group.end());  // all at once
+  if (ctas > kMaxSimulatedCtas) {
+    const double per_group = std::accumulate(group.begin(), group.end(), 0.0);
+    return per_group * static_cast<double>(groups) / static_cast<double>(slots);
   }
   // Each slot's finishing time; the next CTA goes to the slot free first.
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
