@@ -7,7 +7,7 @@ profiled with [training] framework = "pytorch-eager" at the same shape, each par
 GPU as the measurement ran it, and printed beside the real time with the error. The row marked
 'host' is the one the eager host cost was derived from (calibration/frameworks.toml).
 
-    bench/compute_accuracy.py [build dir, default build] [--framework NAME]
+    bench/compute_accuracy.py [build dir, default build] [--framework NAME] [--set KEY=VALUE ...]
 """
 import argparse
 import csv
@@ -23,8 +23,8 @@ SCENARIO = "scenarios/examples/dgx-h100-ib-ndr.toml"  # one DGX H100 node: tp up
 HOST_ROW = ("7b", "8", "1", "2048")  # the row frameworks.toml's eager host cost comes from
 
 
-def profile(binary, framework, row):
-    sets = [f"model.name={MODELS[row['model']]}", f"training.framework={framework}", f"parallel.tp={row['tp']}",
+def profile(binary, framework, row, extra_sets):
+    sets = [*extra_sets, f"model.name={MODELS[row['model']]}", f"training.framework={framework}", f"parallel.tp={row['tp']}",
             f"training.local_batch={row['batch']}", f"training.seq_len={row['seq']}"]
     cmd = [str(binary), "profile", SCENARIO, "--format", "json"]
     for s in sets:
@@ -39,6 +39,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build", nargs="?", default="build")
     parser.add_argument("--framework", default="pytorch-eager")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a scenario key for every row, as `commbound profile --set` takes it")
     args = parser.parse_args()
     binary = ROOT / args.build / "bin" / "commbound"
     rows = list(csv.DictReader(open(ROOT / "docs/reference/pytorch-h100/layer_fwd_bwd.csv")))
@@ -47,7 +49,7 @@ def main():
           f"{'f+b real':>8} {'sim':>7} {'err':>7} {'bound':>5}")
     errors = []
     for r in rows:
-        parts = profile(binary, args.framework, r)
+        parts = profile(binary, args.framework, r, args.set)
         line = f"{r['model']:5} {r['tp']:>2} {r['batch']:>2} {r['seq']:>5}"
         for column, part in (("fwd_ms", "layer.forward"), ("fwd_bwd_ms", "layer.forward+backward")):
             real, p = float(r[column]), parts[part]

@@ -26,6 +26,10 @@ public:
   void reduction(const std::string& op, double elements, double bytes, int host_ops = 1) {
     elementwise(op, elements, bytes, host_ops, ElementwiseKind::reduction);
   }
+  // An elementwise kernel with a strided or broadcast operand: TensorIterator's indexed path.
+  void indexed(const std::string& op, double elements, double bytes, int host_ops = 1) {
+    elementwise(op, elements, bytes, host_ops, ElementwiseKind::indexed);
+  }
   // F.linear without bias, `in` -> `out` features on T tokens: forward one GEMM (aten::linear,
   // its transpose view and matmul); backward autograd's MmBackward: dgrad then wgrad.
   void linear(const std::string& name, double tokens, double out, double in, Direction direction,
@@ -64,6 +68,7 @@ private:
 
 // RMSNorm over [T x h] bf16 as the reference code writes it:
 //   x.float().pow(2).mean(-1, keepdim=True); x.float() * rsqrt(v + eps); .type_as(x) * weight.
+// The products with rsqrt ([T, 1]) and with the weight ([h]) broadcast an operand: indexed.
 void rmsnorm_forward(Kernels& k, const std::string& part, double T, double h) {
   const Kernels::Part named(k, part);
   const double th = T * h;
@@ -73,29 +78,30 @@ void rmsnorm_forward(Kernels& k, const std::string& part, double T, double h) {
   k.elementwise("add_eps", T, 2 * kFp32 * T);
   k.elementwise("rsqrt", T, 2 * kFp32 * T);
   k.elementwise("to_fp32", th, (kBf16 + kFp32) * th);
-  k.elementwise("mul", th, 2 * kFp32 * th + kFp32 * T);
+  k.indexed("mul", th, 2 * kFp32 * th + kFp32 * T);
   k.elementwise("to_bf16", th, (kFp32 + kBf16) * th);
-  k.elementwise("mul_weight", th, 2 * kBf16 * th + kBf16 * h);
+  k.indexed("mul_weight", th, 2 * kBf16 * th + kBf16 * h);
 }
 
 // Autograd through the same ops, last first (derivatives.yaml): the weight's product (input and
 // weight gradients, the weight's summed over tokens), the casts, the product with rsqrt (both
 // operands, rsqrt's summed over the row), rsqrt's and mean's backward, pow's (x.pow(1) * 2 *
-// grad), and the sum of the two paths that reach x.
+// grad), and the sum of the two paths that reach x. Products with the broadcast weight or rsqrt and
+// mean's backward (a [T, 1] gradient expanded over the row) are indexed.
 void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
   const Kernels::Part named(k, part);
   const double th = T * h;
-  k.elementwise("mul_weight.grad_input", th, 2 * kBf16 * th + kBf16 * h);
+  k.indexed("mul_weight.grad_input", th, 2 * kBf16 * th + kBf16 * h);
   k.elementwise("mul_weight.grad_weight", th, 3 * kBf16 * th);
   k.reduction("sum_weight_grad", th, kBf16 * th + kBf16 * h);
   k.elementwise("to_bf16.backward", th, (kBf16 + kFp32) * th);
-  k.elementwise("mul.grad_x", th, 2 * kFp32 * th + kFp32 * T);
+  k.indexed("mul.grad_x", th, 2 * kFp32 * th + kFp32 * T);
   k.elementwise("mul.grad_rsqrt", th, 3 * kFp32 * th);
   k.reduction("sum_rsqrt_grad", th, kFp32 * th + kFp32 * T);
   k.elementwise("to_fp32.backward", th, (kFp32 + kBf16) * th);
   k.elementwise("rsqrt.backward", T, 3 * kFp32 * T);
   k.elementwise("rsqrt.backward_mul", T, 3 * kFp32 * T);
-  k.elementwise("mean.backward", th, kFp32 * th + kFp32 * T);
+  k.indexed("mean.backward", th, kFp32 * th + kFp32 * T);
   k.elementwise("pow.backward_pow", th, 2 * kFp32 * th);
   k.elementwise("pow.backward_mul", th, 2 * kFp32 * th);
   k.elementwise("pow.backward_grad", th, 3 * kFp32 * th);
@@ -106,36 +112,39 @@ void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
 // Interleaved rotary embedding of one tensor of E bf16 elements: x1 = x[..., ::2], x2 =
 // x[..., 1::2] (strided: each read moves the whole tensor, 2E bytes), x1*cos, x2*sin, x1*sin,
 // x2*cos (E / 2 elements out each), the subtraction and the addition, then stack(..., -1) writes
-// the interleaved result (flatten is a view).
+// the interleaved result (flatten is a view). The products read a strided slice beside a broadcast
+// cos or sin and stack interleaves two inputs: indexed; the sum and difference of two outputs laid
+// out alike stream.
 void rope_forward(Kernels& k, const std::string& part, double E) {
   const Kernels::Part named(k, part);
   const double e = kBf16 * E;  // bytes of the whole tensor
   k.view(2);                    // the two slices
-  k.elementwise("mul_x1_cos", E / 2, e + e / 2);
-  k.elementwise("mul_x2_sin", E / 2, e + e / 2);
+  k.indexed("mul_x1_cos", E / 2, e + e / 2);
+  k.indexed("mul_x2_sin", E / 2, e + e / 2);
   k.elementwise("sub", E / 2, 3 * e / 2);
-  k.elementwise("mul_x1_sin", E / 2, e + e / 2);
-  k.elementwise("mul_x2_cos", E / 2, e + e / 2);
+  k.indexed("mul_x1_sin", E / 2, e + e / 2);
+  k.indexed("mul_x2_cos", E / 2, e + e / 2);
   k.elementwise("add", E / 2, 3 * e / 2);
-  k.elementwise("stack", E, 2 * e, 2);  // and flatten
+  k.indexed("stack", E, 2 * e, 2);  // and flatten
 }
 
 // Its backward: stack's gradient unbinds into two strided halves g0, g1 (each read moves the whole
 // gradient); sub's gives -g0; the four products' gradients; the two gradients of x1 and of x2
 // summed; each slice's backward (zeros of x's size, then a strided copy into them); their sum.
+// Everything that reads a strided half, a broadcast cos or sin, or writes a strided slice is indexed.
 void rope_backward(Kernels& k, const std::string& part, double E) {
   const Kernels::Part named(k, part);
   const double e = kBf16 * E;
-  k.elementwise("neg", E / 2, e + e / 2);
-  k.elementwise("mul_cos.grad_x1", E / 2, e + e / 2);
-  k.elementwise("mul_sin.grad_x2", E / 2, e);
-  k.elementwise("mul_sin.grad_x1", E / 2, e + e / 2);
-  k.elementwise("mul_cos.grad_x2", E / 2, e + e / 2);
+  k.indexed("neg", E / 2, e + e / 2);
+  k.indexed("mul_cos.grad_x1", E / 2, e + e / 2);
+  k.indexed("mul_sin.grad_x2", E / 2, e);
+  k.indexed("mul_sin.grad_x1", E / 2, e + e / 2);
+  k.indexed("mul_cos.grad_x2", E / 2, e + e / 2);
   k.elementwise("add.grad_x1", E / 2, 3 * e / 2);
   k.elementwise("add.grad_x2", E / 2, 3 * e / 2);
   for (const char* half : {"x1", "x2"}) {
     k.elementwise(std::string("slice_backward.zeros_") + half, E, e);
-    k.elementwise(std::string("slice_backward.copy_") + half, E / 2, e / 2 + e);
+    k.indexed(std::string("slice_backward.copy_") + half, E / 2, e / 2 + e);
   }
   k.elementwise("add_halves", E, 3 * e);
 }
@@ -152,8 +161,11 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   const double f = m.ffn / tp;
   const double th = T * h;
   // F.scaled_dot_product_attention(is_causal=True): its dispatch (backend checks, the transposes
-  // into FlashAttention's layout, allocations) is several host ops; one kernel forward, the
-  // backward's three (dot(dO, O), the main kernel, dQ's conversion) priced as the one measured.
+  // into the kernel's layout, allocations) is several host ops; one kernel forward, the backward's
+  // few (FlashAttention-2: dot(dO, O), the main kernel, dQ's conversion) priced as the one
+  // measured. Its output is laid out like q (flash_api.cpp's empty_like(q); cuDNN's
+  // alloc_with_matching_layout(q, o)), and q leaves the rotary embedding's stack as [b, h, s, d]:
+  // the transpose back to [b, s, h * d] is a copy.
   const RecipeKernel attention = core_attention(layout, direction, dim(m.heads / tp), dim(m.kv_heads / tp), m.head_dim());
   constexpr int kSdpaHostOps = 4;
   Kernels k;
@@ -164,23 +176,24 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
     rope_forward(k, "rope_q", T * q_dim);
     rope_forward(k, "rope_k", T * kv_dim);
     k.push("attention", attention.shape, kSdpaHostOps, "", attention.runs);
-    k.view(2);  // transpose back and reshape: a view of FlashAttention's [b, s, h, d] output
+    k.view();  // transpose
+    k.indexed("attention.reshape_copy", T * q_dim, 2 * kBf16 * T * q_dim);
     k.linear("o_proj", T, h, q_dim, direction, "attn");
     k.elementwise("residual", th, 3 * kBf16 * th);
     rmsnorm_forward(k, "rmsnorm2", T, h);
     k.linear("gate_up", T, 2 * f, h, direction);
     k.view();  // chunk(2)
-    k.elementwise("swiglu.silu", T * f, 2 * kBf16 * T * f);
-    k.elementwise("swiglu.mul", T * f, 3 * kBf16 * T * f);
+    k.indexed("swiglu.silu", T * f, 2 * kBf16 * T * f);  // of a chunk: strided rows
+    k.indexed("swiglu.mul", T * f, 3 * kBf16 * T * f);
     k.linear("down", T, h, f, direction, "mlp");
     k.elementwise("residual2", th, 3 * kBf16 * th);
     return k.take();
   }
   k.linear("down", T, h, f, direction);
   k.elementwise("swiglu.mul.grad_up", T * f, 3 * kBf16 * T * f);
-  k.elementwise("swiglu.mul.grad_silu", T * f, 3 * kBf16 * T * f);
-  k.elementwise("swiglu.silu_backward", T * f, 3 * kBf16 * T * f);
-  k.elementwise("swiglu.chunk_backward_cat", 2 * T * f, 4 * kBf16 * T * f);
+  k.indexed("swiglu.mul.grad_silu", T * f, 3 * kBf16 * T * f);
+  k.indexed("swiglu.silu_backward", T * f, 3 * kBf16 * T * f);
+  k.indexed("swiglu.chunk_backward_cat", 2 * T * f, 4 * kBf16 * T * f);
   k.linear("gate_up", T, 2 * f, h, direction, "mlp");
   rmsnorm_backward(k, "rmsnorm2", T, h);
   k.elementwise("residual2.add_grads", th, 3 * kBf16 * th);
@@ -188,7 +201,7 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   k.push("attention", attention.shape, kSdpaHostOps, "", attention.runs);
   rope_backward(k, "rope_q", T * q_dim);
   rope_backward(k, "rope_k", T * kv_dim);
-  k.elementwise("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);
+  k.indexed("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);
   k.linear("qkv", T, qkv, h, direction, "attn");
   rmsnorm_backward(k, "rmsnorm", T, h);
   k.elementwise("residual.add_grads", th, 3 * kBf16 * th);

@@ -73,7 +73,14 @@ double MemoryBoundShape::bytes() const {
       memory_bound_min_bytes(*kind, static_cast<std::size_t>(tokens), static_cast<std::size_t>(width)));
 }
 
-const char* to_string(ElementwiseKind k) { return k == ElementwiseKind::streaming ? "streaming" : "reduction"; }
+const char* to_string(ElementwiseKind k) {
+  switch (k) {
+    case ElementwiseKind::streaming: return "streaming";
+    case ElementwiseKind::reduction: return "reduction";
+    case ElementwiseKind::indexed: return "indexed";
+  }
+  return "streaming";
+}
 
 bool is_memory_bound(const KernelShape& shape) {
   return std::holds_alternative<MemoryBoundShape>(shape) || std::holds_alternative<ElementwiseShape>(shape);

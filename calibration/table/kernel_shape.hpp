@@ -86,8 +86,12 @@ struct MemoryBoundShape {
 
 // How an ElementwiseShape moves its bytes, and so which measured kernel's rate prices it:
 //   streaming  elementwise and copies: every element read and written once (residual_add's rate);
-//   reduction  a reduction over each row (mean, sum, norm): RMSNorm's rate, a row reduction.
-enum class ElementwiseKind { streaming, reduction };
+//   reduction  a reduction over each row (mean, sum, norm): RMSNorm's rate, a row reduction;
+//   indexed    streaming, but an operand is strided or broadcast: PyTorch's TensorIterator then
+//              leaves its vectorized kernel for the one that computes every operand's offset
+//              per element (ATen's Loops.cuh, launch_legacy_kernel), bound by the SMs' issue
+//              rate below HBM bandwidth (KernelTable::price).
+enum class ElementwiseKind { streaming, reduction, indexed };
 const char* to_string(ElementwiseKind k);
 
 struct ElementwiseShape {

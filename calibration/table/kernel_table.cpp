@@ -21,6 +21,16 @@ constexpr double kBytesPerGB = 1e9;
 constexpr double kFlopsPerTFLOP = 1e12;
 constexpr double kHzPerMHz = 1e6;
 constexpr long kMaxDim = 1L << 40;
+// PyTorch's indexed elementwise kernel (ATen Loops.cuh's launch_legacy_kernel: every operand's
+// offset computed per element, scalar loads) is bound by the SMs' instruction issue, not by HBM.
+// Its rate per SM per clock, from a public measurement on H200 (the same GH100 SMs as H100): the
+// tile-ai/TileOPs pull request 500 benchmark (PyTorch 2.9.1, CUDA 12.8) times F.prelu on
+// (1024 x 10240) fp16 with one weight per channel (a broadcast operand: the indexed path) at
+// 1.18 TB/s, its input read and output written (41.9 MB): 35.5 us for 10,485,760 elements,
+// 2.95e11 elements/s over 132 SMs at 1980 MHz (DERIVED: assumes the kernel ran at the maximum SM
+// clock, as a memory-bound kernel far below the power limit does). The same benchmark's
+// same-shape ops (leaky_relu) reach 2.57 TB/s.
+constexpr double kIndexedElementsPerSmCycle = 10485760 / 35.5e-6 / (132 * 1980e6);
 // A row whose causality differs from the shape's is used only when no row of the same causality
 // exists: its distance gets this penalty (larger than any log-distance between real shapes).
 constexpr double kCausalMismatchPenalty = 1e3;
@@ -433,7 +443,7 @@ bool KernelTable::has_attention(const std::string& implementation) const {
 // residual_add row from 25 MB to 1.2 GB and within 3% of every rmsnorm_forward row but one.
 // Fewer than two rows (or a fit without a positive rate): the roofline.
 Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
-  const char* reference = s.kind == ElementwiseKind::streaming ? "residual_add" : "rmsnorm_forward";
+  const char* reference = s.kind == ElementwiseKind::reduction ? "rmsnorm_forward" : "residual_add";
   double n = 0, w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, spreads = 0;
   for (const MemoryBoundRow& r : memory_bounds_) {
     if (r.shape.op != reference) continue;
@@ -448,7 +458,19 @@ Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
   const double seconds_per_byte = (w * sxy - sx * sy) / det;
   if (seconds_per_byte <= 0) return roofline(0, s.bytes);
   const double fixed_s = std::max(0.0, (sy - seconds_per_byte * sx) / w);
-  return {fixed_s + s.bytes * seconds_per_byte, Match::nearest, spreads / n};
+  const double streamed_s = fixed_s + s.bytes * seconds_per_byte;
+  return {std::max(streamed_s, indexed_issue_s(s)), Match::nearest, spreads / n};
+}
+
+// An indexed kernel's time at its SMs' issue rate: 0 for the other kinds, and where the table
+// does not name its SMs and clock (derived tables), which leaves it on the streaming line.
+double KernelTable::indexed_issue_s(const ElementwiseShape& s) const {
+  if (s.kind != ElementwiseKind::indexed || !provenance_ || !provenance_->sm_count || !provenance_->sm_clock_max_hz) {
+    return 0;
+  }
+  const double elements_per_s =
+      kIndexedElementsPerSmCycle * static_cast<double>(*provenance_->sm_count) * *provenance_->sm_clock_max_hz;
+  return static_cast<double>(s.elements) / elements_per_s;
 }
 
 // A nearest attention row's time carried to `s`: by the ratio of the two grids' drain times where
@@ -563,6 +585,8 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
   p.tool_commit = source.tool_commit;
   p.derived = true;
   p.derived_from = source_path + " (" + source.gpu + ", " + source.date + ")";
+  if (to.sm_count > 0) p.sm_count = to.sm_count;  // the target's datasheet: what SM-bound kernels scale by
+  if (to.sm_clock_max_hz > 0) p.sm_clock_max_hz = to.sm_clock_max_hz;
   const std::string dtype_note =
       from.peak_dtype == to.peak_dtype ? "" : " (" + to.name + " has no " + from.peak_dtype + ": its " + to.peak_dtype + " tensor peak)";
   const std::string compute_why =

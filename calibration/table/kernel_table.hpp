@@ -23,9 +23,11 @@
 //   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
 // An ElementwiseShape (a framework's small elementwise, reduction or copy kernel) has no rows of
 // its own: it is priced `nearest` from the rows of the measured kernel that moves bytes as it does
-// (streaming: residual_add; reduction: rmsnorm_forward), by the line t = fixed + bytes / rate
-// fitted to their times by least squares on relative error, so a tiny kernel costs the fixed
-// launch-to-finish time and a large one streams at the measured rate.
+// (streaming and indexed: residual_add; reduction: rmsnorm_forward), by the line t = fixed +
+// bytes / rate fitted to their times by least squares on relative error, so a tiny kernel costs
+// the fixed launch-to-finish time and a large one streams at the measured rate. An indexed kernel
+// (an operand strided or broadcast) takes at least its elements at PyTorch's indexed-path issue
+// rate per SM and clock (kernel_table.cpp), where [provenance] names sm_count and the clock.
 //
 // Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table.cpp only.
 #pragma once
@@ -186,6 +188,8 @@ public:
     double peak_flops_per_s = 0, hbm_bytes_per_s = 0, memory_bytes = 0, tdp_w = 0;
     double achievable_gemm_flops_per_s = 0, achievable_copy_bytes_per_s = 0;  // 0: unknown (datasheet ratios)
     std::string achievable_source;
+    long sm_count = 0;             // 0: unknown (the derived table names no SMs)
+    double sm_clock_max_hz = 0;    // 0: unknown
   };
   KernelTable derive(const Datasheet& from, const Datasheet& to, const std::string& source_path,
                      const std::string& date) const;
@@ -193,6 +197,7 @@ public:
 private:
   Priced roofline(double flops, double bytes) const;
   Priced price_elementwise(const ElementwiseShape& s) const;
+  double indexed_issue_s(const ElementwiseShape& s) const;
   double attention_scale(const AttentionShape& s, const AttentionShape& row, const std::string& implementation) const;
 
   std::string display_path_;

@@ -123,7 +123,9 @@ int run_derive_table(DeriveArgs a) {
                                                // unknown unless --achievable gives them (read_achievable)
                                                .achievable_gemm_flops_per_s = 0,
                                                .achievable_copy_bytes_per_s = 0,
-                                               .achievable_source = {}};
+                                               .achievable_source = {},
+                                               .sm_count = g.sm_count,
+                                               .sm_clock_max_hz = g.sm_clock_max_hz};
   };
   calibration::KernelTable::Datasheet to = datasheet(*to_spec);
   if (!a.achievable.empty()) {

@@ -766,14 +766,22 @@ private:
     return Ok{};
   }
 
-  // The attention the framework runs: Transformer Engine's cuDNN fused attention; PyTorch's SDPA
-  // picks its flash backend (FlashAttention-2) first for these shapes (eager and compiled alike:
-  // Inductor calls the same SDPA kernels), priced from rows of it where the table has them, else
-  // from our kernel of the same algorithm.
-  static std::string default_attention_kernel(calibration::Framework f, const calibration::KernelTable* table) {
+  // The attention the framework runs: Transformer Engine's cuDNN fused attention. PyTorch's SDPA
+  // (eager and compiled alike: Inductor calls the same SDPA kernels) tries cuDNN's attention first
+  // on compute capability 9.0, 10.0 and 10.3 GPUs once its cuDNN is newer than 9.15.0, and its flash
+  // backend (FlashAttention-2) first elsewhere (aten/src/ATen/native/transformers/cuda/
+  // sdp_utils.cpp, check_prefer_cudnn_attention, PyTorch 2.10 on; the 2.11 wheels bundle such a
+  // cuDNN); releases before that ran FlashAttention-2 (a scenario of one says so:
+  // attention_kernel = "flash2"). Priced from the table's rows of that kernel where it has them,
+  // else from our kernel of the same algorithm.
+  static std::string default_attention_kernel(calibration::Framework f, const calibration::KernelTable* table,
+                                              double compute_capability) {
     if (f == calibration::Framework::megatron_te) return "cudnn";
     const bool pytorch = f == calibration::Framework::pytorch_eager || f == calibration::Framework::pytorch_compile;
-    if (pytorch && table != nullptr && table->has_attention("flash2")) return "flash2";
+    if (!pytorch || table == nullptr) return "commbound";
+    const bool prefers_cudnn = compute_capability == 9.0 || compute_capability == 10.0 || compute_capability == 10.3;
+    if (prefers_cudnn && table->has_attention("cudnn")) return "cudnn";
+    if (table->has_attention("flash2")) return "flash2";
     return "commbound";
   }
 
@@ -782,7 +790,9 @@ private:
   Status check_attention_kernel(TableReader& tr, const KeyValues& v) {
     TrainingSpec& t = *sc_.training;
     const auto& table = sc_.kernel_table;
-    if (!v.has("attention_kernel")) t.attention_kernel = default_attention_kernel(t.framework, table.get());
+    if (!v.has("attention_kernel")) {
+      t.attention_kernel = default_attention_kernel(t.framework, table.get(), t.gpu.compute_capability);
+    }
     if (!table || table->attentions().empty() || table->has_attention(t.attention_kernel)) return Ok{};
     if (v.has("attention_kernel")) {
       tr.fail("attention_kernel", table->display_path() + " has no [[attention]] rows of implementation \"" +

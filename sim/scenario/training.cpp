@@ -98,6 +98,9 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   g.name = name;
   g.description = r.string("description", name);
   g.device_name = r.string("device_name", "");
+  g.compute_capability = r.number("compute_capability", 0, 1, 99);
+  g.sm_count = r.integer("sm_count", 0, 1, 100000);
+  g.sm_clock_max_hz = r.number("sm_clock_max_MHz", 0, 1, 1e5) * 1e6;
   g.peak_dtype = r.choice("peak_dtype", "bf16", {"bf16", "fp16"});
   g.peak_flops_per_s = r.required_number("dense_bf16_TFLOPs", 1, 1e6) * 1e12;
   g.peak_fp8_flops_per_s = r.number("dense_fp8_TFLOPs", 0, 0, 1e6) * 1e12;

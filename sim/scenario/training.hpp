@@ -19,6 +19,9 @@ struct GpuSpec {
   std::string name;
   std::string description;
   std::string device_name;  // the name CUDA reports (cudaGetDeviceProperties), e.g. "NVIDIA H100 80GB HBM3"
+  double compute_capability = 0;  // CUDA's major.minor (9.0 for H100); 0: not stated
+  long sm_count = 0;               // streaming multiprocessors; 0: not stated
+  double sm_clock_max_hz = 0;      // maximum SM (boost) clock; 0: not stated
   std::string peak_dtype = "bf16";  // the precision of peak_flops_per_s ("fp16" for GPUs without bf16)
   double peak_flops_per_s = 0;   // dense bf16 tensor throughput
   double peak_fp8_flops_per_s = 0;  // dense fp8 tensor throughput; 0: no FP8 tensor cores

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 
 namespace {
 
@@ -61,8 +62,27 @@ TEST(EagerRecipe, SameMatrixProductsAsTheFusedLayerAndManyMoreKernels) {
     EXPECT_DOUBLE_EQ(flops_of(eager), flops_of(fused));
     EXPECT_GT(eager.size(), 3 * fused.size());
   }
-  // Forward: 9 + 9 norm kernels, 7 + 7 rope kernels, 4 GEMMs, attention, 2 swiglu, 2 residuals.
-  EXPECT_EQ(LlamaRecipe(kLlama7b, layout, Framework::pytorch_eager).layer(Direction::forward).size(), 41u);
+  // Forward: 9 + 9 norm kernels, 7 + 7 rope kernels, 4 GEMMs, attention and the copy of its
+  // output, 2 swiglu, 2 residuals.
+  EXPECT_EQ(LlamaRecipe(kLlama7b, layout, Framework::pytorch_eager).layer(Direction::forward).size(), 42u);
+}
+
+// SDPA's output is laid out like q, which the rotary embedding's stack leaves as [b, h, s, d]:
+// transposing it back to [b, s, h * d] copies it, 2 B read and 2 B written an element (T = 8192
+// tokens x 4096: 134 MB). Which kernels take PyTorch's indexed path (an operand strided or
+// broadcast): per RMSNorm the products with rsqrt and with the weight (2); per rotary embedding
+// the four products with cos or sin and the stack (5); that copy; silu of the gate chunk and its
+// product with the up chunk: 2 x 2 + 2 x 5 + 1 + 2 = 17 of the 42 forward kernels.
+TEST(EagerRecipe, AttentionOutputIsCopiedAndStridedOperandsTakeTheIndexedPath) {
+  const StepLayout layout{2, 4096, 1, 1};
+  const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "attention.reshape_copy"), 4.0 * 8192 * 4096);
+  int indexed = 0;
+  for (const RecipeKernel& k : forward) {
+    const auto* e = std::get_if<ElementwiseShape>(&k.shape);
+    indexed += e != nullptr && e->kind == ElementwiseKind::indexed;
+  }
+  EXPECT_EQ(indexed, 17);
 }
 
 TEST(EagerRecipe, ForeachAdamWMovesEightyBytesAParameter) {

@@ -356,5 +356,36 @@ TEST(Price, ElementwiseLineFollowsTheSmallRowsDespiteASlowLargeOne) {
   EXPECT_LT(tiny_s, 4e-6);
 }
 
+// An indexed kernel (an operand strided or broadcast: PyTorch's per-element offset path) costs at
+// least its elements at the SMs' issue rate: 10,485,760 elements in 35.5 us over H200's 132 SMs at
+// 1980 MHz (kernel_table.cpp's source), i.e. 1.128 elements per SM per cycle. On a table that
+// names 132 SMs at 1980 MHz, 33,554,432 elements (one [8192 x 4096] product) take 33,554,432 /
+// 10,485,760 x 35.5 us = 113.6 us, where the streaming line (4 us + 201 MB / 3000 GB/s) says
+// 71.1 us; a 1000-element kernel stays on the line (4 us); the same kernel marked streaming, or
+// on a table that does not name its SMs, stays on the line too.
+TEST(Price, IndexedElementwiseKernelsRunAtTheSmIssueRate) {
+  KernelTable t = small_table();
+  const double fixed_ms = 0.004, ms_per_byte = 1.0 / 3e9;
+  for (std::int64_t width : {1024, 4096, 16384}) {
+    const MemoryBoundShape s{"residual_add", 1024, width};
+    const double p50 = fixed_ms + s.bytes() * ms_per_byte;
+    t.add(MemoryBoundRow{s, s.bytes(), ms(p50, p50, p50)});
+  }
+  const std::int64_t elements = 8192L * 4096;
+  const double bytes = 6.0 * elements;  // an fp32 operand, a broadcast one and a bf16 output: 201 MB
+  const ElementwiseShape indexed{"mul", elements, bytes, ElementwiseKind::indexed};
+  const ElementwiseShape streaming{"mul", elements, bytes, ElementwiseKind::streaming};
+  const double line_s = 4e-6 + bytes / 3e12;
+  EXPECT_NEAR(t.price(indexed).seconds, line_s, 1e-11);  // small_table names no SMs
+  TableProvenance p = t.provenance();
+  p.sm_count = 132;
+  p.sm_clock_max_hz = 1980e6;
+  t.set_provenance(p);
+  EXPECT_NEAR(t.price(indexed).seconds, 35.5e-6 * elements / 10485760.0, 1e-10);
+  EXPECT_NEAR(t.price(streaming).seconds, line_s, 1e-11);
+  EXPECT_NEAR(t.price(ElementwiseShape{"mul", 1000, 6000, ElementwiseKind::indexed}).seconds, 4e-6 + 6000 / 3e12, 1e-11);
+  EXPECT_EQ(describe(indexed), "indexed mul 33554432 elements 201.3 MB");
+}
+
 }  // namespace
 }  // namespace commbound::calibration

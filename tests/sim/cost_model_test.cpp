@@ -339,23 +339,29 @@ TEST(Selection, ExplicitTableAndAttentionKernel) {
       << bad.error().message;
 }
 
-// The attention a framework runs prices its attention ops: PyTorch's SDPA (eager and compiled)
-// its flash backend, FlashAttention-2, where the table has rows of it (the shipped H100 table
-// does: PyTorch's own timings); Transformer Engine cuDNN's; our fused step our kernel. A table
-// without FlashAttention-2 rows prices PyTorch's attention by our kernel of the same algorithm.
+// The attention a framework runs prices its attention ops. PyTorch's SDPA (eager and compiled)
+// tries cuDNN's attention first on compute capability 9.0 (H100) and FlashAttention-2 first on
+// 8.0 (A100), priced from rows of that kernel where the table has them; Transformer Engine runs
+// cuDNN's; our fused step our kernel. A table with neither prices PyTorch's attention by our
+// kernel of the same algorithm.
 TEST(Selection, EachFrameworkPricesTheAttentionItRuns) {
   const std::string path = temp_file("frameworks.toml", kTrainingScenario);
-  auto kernel_of = [&](const std::string& framework, const std::string& table) {
-    auto sc = load_scenario(path, {"training.framework=" + framework, "cluster.kernel_table=" + table}, kPresets);
+  auto kernel_of = [&](const std::string& framework, const std::string& table, const std::string& node = "dgx-h100") {
+    auto sc = load_scenario(
+        path, {"training.framework=" + framework, "cluster.kernel_table=" + table, "cluster.node_type=" + node}, kPresets);
     EXPECT_TRUE(sc) << sc.error().message;
     return sc ? sc->training->attention_kernel : std::string();
   };
-  const std::string h100 = "calibration/h100-sxm5.toml";
-  EXPECT_EQ(kernel_of("pytorch-eager", h100), "flash2");
-  EXPECT_EQ(kernel_of("pytorch-compile", h100), "flash2");
+  const std::string h100 = "calibration/h100-sxm5.toml", a100 = "calibration/a100-sxm4-80gb.toml";
+  EXPECT_EQ(kernel_of("pytorch-eager", h100), "cudnn");
+  EXPECT_EQ(kernel_of("pytorch-compile", h100), "cudnn");
+  EXPECT_EQ(kernel_of("pytorch-eager", a100, "dgx-a100"), "flash2");
   EXPECT_EQ(kernel_of("megatron-te", h100), "cudnn");
   EXPECT_EQ(kernel_of("fused", h100), "commbound");
-  EXPECT_EQ(kernel_of("pytorch-eager", kTiny), "commbound");
+  // The tiny table has our kernel's rows and one cuDNN row, no FlashAttention-2: an H100 picks
+  // cuDNN, an A100 finds no FlashAttention-2 and falls back to our kernel.
+  EXPECT_EQ(kernel_of("pytorch-eager", kTiny), "cudnn");
+  EXPECT_EQ(kernel_of("pytorch-eager", kTiny, "dgx-a100"), "commbound");
   auto asked = load_scenario(path, {std::string("cluster.kernel_table=") + kTiny, "training.attention_kernel=flash2"}, kPresets);
   ASSERT_FALSE(asked);
   EXPECT_NE(asked.error().message.find("has no [[attention]] rows of implementation \"flash2\""), std::string::npos)
