@@ -307,10 +307,8 @@ TEST(TableName, ShippedPresetNamesTheTableElseTheDeviceName) {
 namespace commbound::calibration {
 namespace {
 
-// A framework's elementwise kernel is priced on the line t = fixed + bytes / rate through the
-// measured residual_add rows. Rows placed exactly on t = 4 us + bytes / (3000 GB/s) give that
-// line back: 6 MB cost 4 + 2 = 6 us; a 4-byte kernel costs the 4 us fixed time.
-TEST(Price, ElementwiseKernelsFollowTheMeasuredStreamingLine) {
+// small_table() with three residual_add rows exactly on t = 4 us + bytes / (3000 GB/s).
+KernelTable table_on_the_streaming_line() {
   KernelTable t = small_table();
   const double fixed_ms = 0.004, ms_per_byte = 1.0 / 3e9;
   for (std::int64_t width : {1024, 4096, 16384}) {
@@ -318,6 +316,14 @@ TEST(Price, ElementwiseKernelsFollowTheMeasuredStreamingLine) {
     const double p50 = fixed_ms + s.bytes() * ms_per_byte;
     t.add(MemoryBoundRow{s, s.bytes(), ms(p50, p50, p50)});
   }
+  return t;
+}
+
+// A framework's elementwise kernel is priced on the line t = fixed + bytes / rate through the
+// measured residual_add rows. Rows placed exactly on t = 4 us + bytes / (3000 GB/s) give that
+// line back: 6 MB cost 4 + 2 = 6 us; a 4-byte kernel costs the 4 us fixed time.
+TEST(Price, ElementwiseKernelsFollowTheMeasuredStreamingLine) {
+  KernelTable t = table_on_the_streaming_line();
   const Priced six_mb = t.price(ElementwiseShape{"mul", 1000000, 6e6, ElementwiseKind::streaming});
   EXPECT_EQ(six_mb.match, Match::nearest);
   EXPECT_NEAR(six_mb.seconds, 6e-6, 1e-12);
@@ -364,13 +370,7 @@ TEST(Price, ElementwiseLineFollowsTheSmallRowsDespiteASlowLargeOne) {
 // 71.1 us; a 1000-element kernel stays on the line (4 us); the same kernel marked streaming, or
 // on a table that does not name its SMs, stays on the line too.
 TEST(Price, IndexedElementwiseKernelsRunAtTheSmIssueRate) {
-  KernelTable t = small_table();
-  const double fixed_ms = 0.004, ms_per_byte = 1.0 / 3e9;
-  for (std::int64_t width : {1024, 4096, 16384}) {
-    const MemoryBoundShape s{"residual_add", 1024, width};
-    const double p50 = fixed_ms + s.bytes() * ms_per_byte;
-    t.add(MemoryBoundRow{s, s.bytes(), ms(p50, p50, p50)});
-  }
+  KernelTable t = table_on_the_streaming_line();
   const std::int64_t elements = 8192L * 4096;
   const double bytes = 6.0 * elements;  // an fp32 operand, a broadcast one and a bf16 output: 201 MB
   const ElementwiseShape indexed{"mul", elements, bytes, ElementwiseKind::indexed};
