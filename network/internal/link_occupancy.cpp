@@ -7,8 +7,11 @@ namespace commbound::network::internal {
 
 std::vector<LinkOccupancy::Job*> LinkOccupancy::add(Job& job) {
   std::vector<Job*> met;
+  job.user_lists.clear();
+  job.user_lists.reserve(job.links->size());
   for (LinkId link : *job.links) {
     std::vector<Job*>& users = users_[link];
+    job.user_lists.push_back(&users);
     for (Job* other : users) {
       if (std::find(met.begin(), met.end(), other) == met.end()) met.push_back(other);
     }
@@ -22,10 +25,8 @@ std::vector<LinkOccupancy::Job*> LinkOccupancy::add(Job& job) {
 
 void LinkOccupancy::remove(Job& job) {
   // A link's entry stays when it empties: the next job on it reuses it without allocating.
-  for (LinkId link : *job.links) {
-    std::vector<Job*>& users = users_.find(link)->second;
-    users.erase(std::find(users.begin(), users.end(), &job));
-  }
+  for (std::vector<Job*>* users : job.user_lists) users->erase(std::find(users->begin(), users->end(), &job));
+  job.user_lists.clear();
   jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
 }
 

@@ -34,6 +34,9 @@ public:
     // Set while the job is replayed: turns its unfinished segments into simulated flows now. Called
     // at most once, by whoever meets the job first; may make simcalls.
     std::function<void()> materialize;
+    // Set by add(): each of its links' user lists (an unordered_map's elements stay put), so that
+    // remove() finds them without hashing every link again.
+    std::vector<std::vector<Job*>*> user_lists;
   };
 
   // Registers `job` on its links (before its first simcall) and returns the other jobs on any of
