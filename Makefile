@@ -9,7 +9,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 DEBS := cmake g++ make pkg-config libsimgrid-dev libtomlplusplus-dev libboost-dev \
-        libcli11-dev libfmt-dev libgtest-dev nlohmann-json3-dev libgsl-dev gnuplot-nox zlib1g-dev \
+        libcli11-dev libfmt-dev libgtest-dev nlohmann-json3-dev libgsl-dev gnuplot-nox zlib1g-dev libjemalloc-dev \
         slurm-wlm munge
 DEMO_SCENARIO := scenarios/examples/dgx-h100-ib-ndr.toml
 FUZZ_BUILD ?= build-fuzz

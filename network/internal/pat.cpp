@@ -30,11 +30,19 @@ AlgorithmResult run_pat(const AlgorithmParams& params) {
     const double step_bytes = blocks[k] * block_bytes;
     const double hop_s = fit != nullptr ? fit->net_hop_s + params.net_messages_s(1, step_bytes)
                                         : params.nccl.hop(Algorithm::pat, HopClass::net, params.choice.protocol) / 3.5;
-    std::vector<Edge> edges;  // rank i sends to rank i - distance
-    for (int i = 0; i < n; ++i) edges.emplace_back(platform.gpu(ranks[i]), platform.gpu(ranks[(i - distance + n) % n]));
+    // Rank i sends to rank i - distance: the step's edges and their routes, kept for later calls.
+    RouteCache::Routes& step = params.routes.routes({Algorithm::pat, params.merge_channels, ranks, distance}, [&] {
+      RouteCache::Groups groups;
+      std::vector<Edge> edges;
+      for (int i = 0; i < n; ++i) edges.emplace_back(platform.gpu(ranks[i]), platform.gpu(ranks[(i - distance + n) % n]));
+      groups.members.push_back(ranks);
+      groups.channels.push_back(1);
+      groups.edges.push_back(std::move(edges));
+      return groups;
+    });
     sg4::this_actor::sleep_for(hop_s);
     const double wire_bytes = step_bytes / params.efficiency() / params.nccl.pat_bw_factor;
-    const FluidRun run = run_fluid(platform, {{edges, wire_bytes, -1}});
+    const FluidRun run = run_fluid(platform, {{step.edges().front(), wire_bytes, -1}}, &step.segment_routes());
     result.latency_s += hop_s;
     result.bandwidth_s += run.bandwidth_s;
     result.flows += run.flows;

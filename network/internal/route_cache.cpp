@@ -35,7 +35,7 @@ AllToAllPlan& RouteCache::all_to_all_plan(const AllToAllKey& key, const std::fun
 }
 
 std::size_t RouteCache::KeyHash::operator()(const Key& k) const {
-  // FNV-1a over the algorithm, the merge flag and the ranks.
+  // FNV-1a over the algorithm, the merge flag, the ranks and the part.
   std::uint64_t h = 14695981039346656037ULL;
   auto add = [&h](std::uint64_t v) {
     h ^= v;
@@ -44,6 +44,7 @@ std::size_t RouteCache::KeyHash::operator()(const Key& k) const {
   add(static_cast<std::uint64_t>(k.algorithm));
   add(k.merge ? 1 : 0);
   for (int r : k.ranks) add(static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)));
+  add(static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.part)));
   return static_cast<std::size_t>(h);
 }
 

@@ -7,7 +7,8 @@
 // crosses, took most of a training run's wall time, each call redoing the last one's work.
 //
 // What a memo is keyed on. A group's members, channels and edges follow from the algorithm's group
-// construction, the call's ranks in order and whether channels are merged (the platform and NCCL's
+// construction, the call's ranks in order, whether channels are merged and, for an algorithm whose
+// steps move over different edges, which step's (the platform and NCCL's
 // constants are fixed for the cache's life); routes follow from the edges; the links' bandwidths
 // never change during a run (only the segment cap links do, and no edge crosses one). The coupled
 // rates follow from the links and the groups' caps, so they are memoized per distinct caps; other
@@ -56,6 +57,7 @@ public:
     Algorithm algorithm = Algorithm::ring;
     bool merge = true;
     std::vector<int> ranks;
+    int part = 0;  // which of the call's edge sets, where its steps move over different ones (PAT: the distance)
     bool operator==(const Key&) const = default;
   };
 
