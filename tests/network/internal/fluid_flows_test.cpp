@@ -1,8 +1,14 @@
 // segments_of against the worked numbers of fluid_flows.hpp (only edge counts matter: the hosts
-// are never touched, so null ones do).
+// are never touched, so null ones do), and run_fluid() on a real platform.
 #include "network/internal/fluid_flows.hpp"
 
+#include "network/platform.hpp"
+#include "tests/network/test_support.hpp"
+
 #include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
 
 namespace commbound::network::internal {
 namespace {
@@ -32,6 +38,45 @@ TEST(SegmentsOf, KeepsOneSegmentPerGroup) {
   const auto segments = segments_of(rails_of_64_nodes(), {.free = 10, .reserved = 8});
   ASSERT_EQ(segments.size(), 8u);
   for (const Segment& s : segments) EXPECT_EQ(s.edges.size(), 512u);
+}
+
+// A PAT step (every rank sends to the rank `distance` before it) over 8 one-GPU nodes on a fat
+// tree of radix 4 at oversubscription 3: leaves of 3 nodes (0-2, 3-5, 6-7) behind one up-port each.
+// At distance 1 one edge leaves and one enters each leaf: every edge at the NIC's rate r. At
+// distance 2 two leave leaf 0-2 (0 -> 6, 1 -> 7) and share its up-port, r / 2, while 2 -> 0 stays in
+// the leaf at r; at distance 4 three leave it, r / 3. Run uncapped, the in-leaf edges finish first
+// and the step ends with the slowest; with every edge capped at the rate they reach together
+// (coupled_group_rates, as run_pat runs its steps) it ends at the same instant: bytes / (r / k).
+TEST(RunFluid, EdgesCappedAtTheirCoupledRateEndWhenUncappedOnesDo) {
+  network::ClusterSpec spec = testing::dgx_h100(8, network::Topology::fat_tree);
+  spec.node.gpus = 1;
+  spec.node.nics = 1;
+  spec.node.nccl_channels = 1;
+  spec.node.nvls = false;
+  spec.fabric.switch_radix = 4;
+  spec.fabric.oversubscription = 3;
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const double r = spec.fabric.nic_bw_bytes_per_s();
+  const double bytes = 64e6;
+  const std::vector<std::pair<int, double>> sharing = {{1, 1}, {2, 2}, {4, 3}};  // distance, edges per up-port
+  std::vector<double> coupled, uncapped_s, capped_s;
+  (*platform)->run([&] {
+    for (const auto& [distance, k] : sharing) {
+      std::vector<Edge> edges;
+      for (int i = 0; i < 8; ++i) edges.emplace_back((*platform)->gpu(i), (*platform)->gpu((i - distance + 8) % 8));
+      coupled.push_back(coupled_group_rates(group_links({edges}), {-1}).front());
+      uncapped_s.push_back(run_fluid(**platform, {{edges, bytes, -1}}).bandwidth_s);
+      capped_s.push_back(run_fluid(**platform, {{edges, bytes, coupled.back()}}).bandwidth_s);
+    }
+  });
+  ASSERT_EQ(coupled.size(), sharing.size());
+  for (std::size_t i = 0; i < sharing.size(); ++i) {
+    const double expected_s = bytes / (r / sharing[i].second);
+    EXPECT_NEAR(coupled[i], r / sharing[i].second, 1e-9 * r) << "distance " << sharing[i].first;
+    EXPECT_NEAR(uncapped_s[i], expected_s, 1e-9 * expected_s) << "distance " << sharing[i].first;
+    EXPECT_NEAR(capped_s[i], expected_s, 1e-9 * expected_s) << "distance " << sharing[i].first;
+  }
 }
 
 }  // namespace
