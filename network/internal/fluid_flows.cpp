@@ -188,8 +188,13 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
     if (memo != nullptr) memo->by_cut.push_back({per, routed, {}});
   }
   const std::vector<std::shared_ptr<const SegmentRoute>>& routes = routed->segments;
+  LinkOccupancy& occupancy = platform.occupancy();
   LinkOccupancy::Job job;
   job.links = &routed->links;
+  if (SegmentRouteMemo::Cut* cut = find_cut(memo, per)) {  // its links' user lists, hashed once per cut
+    if (cut->user_lists.size() != routed->links.size()) cut->user_lists = occupancy.user_lists(routed->links);
+    job.user_lists = cut->user_lists;
+  }
   COMMBOUND_CHECK(routes.size() == segments.size(), "a memo sees the same groups' edges on every call");
   const double start_s = sg4::Engine::get_clock();
   // Take every slot before the first simcall (routing a slot sets its cap link's bandwidth, and a
@@ -201,7 +206,6 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   }
   // Register on the links, also before the first simcall; a call that meets no other job and has
   // run alone before replays that run (link_occupancy.hpp); the replays it meets turn into flows.
-  LinkOccupancy& occupancy = platform.occupancy();
   const std::vector<LinkOccupancy::Job*> met = occupancy.add(job);
   const bool replayed = replay != nullptr && met.empty() && occupancy.enabled();
   std::vector<double> latency_s(segments.size());

@@ -95,6 +95,8 @@ struct SegmentRouteMemo {
     std::size_t edges_per_segment = 0;
     std::shared_ptr<const Routes> routes;
     std::vector<std::shared_ptr<const Replay>> replays;
+    // The platform's LinkOccupancy::user_lists(routes->links), resolved on the first call.
+    std::vector<std::vector<LinkOccupancy::Job*>*> user_lists;
   };
   std::vector<Cut> by_cut;
 };

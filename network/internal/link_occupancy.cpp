@@ -5,17 +5,21 @@
 
 namespace commbound::network::internal {
 
+std::vector<std::vector<LinkOccupancy::Job*>*> LinkOccupancy::user_lists(const std::vector<LinkId>& links) {
+  std::vector<std::vector<Job*>*> lists;
+  lists.reserve(links.size());
+  for (LinkId link : links) lists.push_back(&users_[link]);
+  return lists;
+}
+
 std::vector<LinkOccupancy::Job*> LinkOccupancy::add(Job& job) {
   std::vector<Job*> met;
-  job.user_lists.clear();
-  job.user_lists.reserve(job.links->size());
-  for (LinkId link : *job.links) {
-    std::vector<Job*>& users = users_[link];
-    job.user_lists.push_back(&users);
-    for (Job* other : users) {
+  if (job.user_lists.size() != job.links->size()) job.user_lists = user_lists(*job.links);
+  for (std::vector<Job*>* users : job.user_lists) {
+    for (Job* other : *users) {
       if (std::find(met.begin(), met.end(), other) == met.end()) met.push_back(other);
     }
-    users.push_back(&job);
+    users->push_back(&job);
   }
   for (Job* other : met) other->shared = true;
   if (!met.empty()) job.shared = true;

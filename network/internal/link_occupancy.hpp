@@ -34,11 +34,15 @@ public:
     // Set while the job is replayed: turns its unfinished segments into simulated flows now. Called
     // at most once, by whoever meets the job first; may make simcalls.
     std::function<void()> materialize;
-    // Set by add(): each of its links' user lists (an unordered_map's elements stay put), so that
-    // remove() finds them without hashing every link again.
+    // Each of its links' user lists (an unordered_map's elements stay put, and a link's entry is
+    // never removed), so that remove() finds them without hashing every link again. Set by add(),
+    // or before it by the caller from user_lists() kept for the same links.
     std::vector<std::vector<Job*>*> user_lists;
   };
 
+  // The user lists of `links`, each link's entry made if new: what add() walks. They stay valid for
+  // the occupancy's life, so a caller may keep them for every later job over the same links.
+  std::vector<std::vector<Job*>*> user_lists(const std::vector<LinkId>& links);
   // Registers `job` on its links (before its first simcall) and returns the other jobs on any of
   // them, each once; those and `job` are marked shared. The caller materializes any of them that is
   // being replayed (take_materialize) after registering.
