@@ -177,7 +177,8 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
                           });
   const std::vector<double> key = replayable ? replay_key(groups) : std::vector<double>{};
   std::shared_ptr<const SegmentRouteMemo::Replay> replay;
-  if (const SegmentRouteMemo::Cut* cut = find_cut(memo, per)) {
+  SegmentRouteMemo::Cut* cut = find_cut(memo, per);  // valid until the first simcall
+  if (cut != nullptr) {
     routed = cut->routes;
     for (const auto& r : cut->replays) {
       if (replayable && r->key == key) replay = r;
@@ -185,13 +186,13 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   }
   if (routed == nullptr) {  // a cut not seen before
     routed = route_segments(platform, segments);
-    if (memo != nullptr) memo->by_cut.push_back({per, routed, {}});
+    if (memo != nullptr) cut = &memo->by_cut.emplace_back(SegmentRouteMemo::Cut{per, routed, {}, {}});
   }
   const std::vector<std::shared_ptr<const SegmentRoute>>& routes = routed->segments;
   LinkOccupancy& occupancy = platform.occupancy();
   LinkOccupancy::Job job;
   job.links = &routed->links;
-  if (SegmentRouteMemo::Cut* cut = find_cut(memo, per)) {  // its links' user lists, hashed once per cut
+  if (cut != nullptr) {  // its links' user lists, hashed once per cut
     if (cut->user_lists.size() != routed->links.size()) cut->user_lists = occupancy.user_lists(routed->links);
     job.user_lists = cut->user_lists;
   }
@@ -274,8 +275,9 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
     }
   }
   for (int slot : slots) platform.release_segment(slot);
-  // A simulated run that met no other job ran alone: the next identical call may replay it.
-  SegmentRouteMemo::Cut* cut = find_cut(memo, per);
+  // A simulated run that met no other job ran alone: the next identical call may replay it. (The
+  // cut is looked up again: other collectives may have added to the memo meanwhile.)
+  cut = find_cut(memo, per);
   if (replayable && !replayed && !job.shared && occupancy.enabled() && cut != nullptr) {
     const bool known = std::any_of(cut->replays.begin(), cut->replays.end(), [&](const auto& r) { return r->key == key; });
     if (!known) {

@@ -14,14 +14,7 @@ namespace {
 
 // One GPU and one NIC per node, every node on one switch: a ring over n nodes is uniform, every
 // hop crossing PCIe (51.84 GB/s), the NIC (48 GB/s) and one switch (0.13 us).
-ClusterSpec uniform_ring_cluster(int nodes) {
-  ClusterSpec spec = testing::dgx_h100(nodes, Topology::single_switch);
-  spec.node.gpus = 1;
-  spec.node.nics = 1;
-  spec.node.nccl_channels = 1;
-  spec.node.nvls = false;
-  return spec;
-}
+ClusterSpec uniform_ring_cluster(int nodes) { return testing::one_gpu_nodes(nodes, Topology::single_switch); }
 
 std::vector<int> first(int n) {
   std::vector<int> r(n);

@@ -44,6 +44,17 @@ inline network::ClusterSpec dgx_h100(int nodes, network::Topology topology = net
   return preset_cluster("dgx-h100", nodes, topology, routing);
 }
 
+// `nodes` one-GPU nodes (one NIC, one NCCL channel, no NVLink SHARP) of a DGX H100's parts on an IB
+// NDR fabric of the given shape: every rank's traffic goes over the fabric.
+inline network::ClusterSpec one_gpu_nodes(int nodes, network::Topology topology) {
+  network::ClusterSpec spec = dgx_h100(nodes, topology);
+  spec.node.gpus = 1;
+  spec.node.nics = 1;
+  spec.node.nccl_channels = 1;
+  spec.node.nvls = false;
+  return spec;
+}
+
 // `nodes` HGX H100 4-GPU nodes (a direct NVLink mesh, no NVSwitch) on an IB NDR fabric.
 inline network::ClusterSpec hgx_h100_4gpu(int nodes, network::Topology topology = network::Topology::rail_optimized) {
   return preset_cluster("hgx-h100-4gpu", nodes, topology);

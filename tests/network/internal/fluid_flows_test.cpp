@@ -48,11 +48,7 @@ TEST(SegmentsOf, KeepsOneSegmentPerGroup) {
 // and the step ends with the slowest; with every edge capped at the rate they reach together
 // (coupled_group_rates, as run_pat runs its steps) it ends at the same instant: bytes / (r / k).
 TEST(RunFluid, EdgesCappedAtTheirCoupledRateEndWhenUncappedOnesDo) {
-  network::ClusterSpec spec = testing::dgx_h100(8, network::Topology::fat_tree);
-  spec.node.gpus = 1;
-  spec.node.nics = 1;
-  spec.node.nccl_channels = 1;
-  spec.node.nvls = false;
+  network::ClusterSpec spec = testing::one_gpu_nodes(8, network::Topology::fat_tree);
   spec.fabric.switch_radix = 4;
   spec.fabric.oversubscription = 3;
   auto platform = Platform::create(spec);
@@ -62,7 +58,8 @@ TEST(RunFluid, EdgesCappedAtTheirCoupledRateEndWhenUncappedOnesDo) {
   const std::vector<std::pair<int, double>> sharing = {{1, 1}, {2, 2}, {4, 3}};  // distance, edges per up-port
   std::vector<double> coupled, uncapped_s, capped_s;
   (*platform)->run([&] {
-    for (const auto& [distance, k] : sharing) {
+    for (const auto& step : sharing) {
+      const int distance = step.first;
       std::vector<Edge> edges;
       for (int i = 0; i < 8; ++i) edges.emplace_back((*platform)->gpu(i), (*platform)->gpu((i - distance + 8) % 8));
       coupled.push_back(coupled_group_rates(group_links({edges}), {-1}).front());
