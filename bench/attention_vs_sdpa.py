@@ -8,12 +8,16 @@ by this script). Prints, per shape, forward and backward milliseconds and TFLOP/
 backend's speed, forward and forward + backward, at batch 2, 32 heads, seq 4096, head dim 128,
 causal.
 
-With --shapes FILE --rows-out FILE it also times the cuDNN backend at every [[attention]] row of
-a shapes file (commbound-calibrate --list-shapes) and writes them as calibration rows
-(implementation = "cudnn") for `commbound-calibrate --add-rows`.
+With --shapes FILE --rows-out FILE it also times the cuDNN backend (or, with --rows-backend flash,
+the flash backend) at every causal [[attention]] row of a shapes file (commbound-calibrate
+--list-shapes, or a calibration table) and writes them as calibration rows (implementation =
+"cudnn" or "flash2") for `commbound-calibrate --add-rows`.
 
   python3 bench/attention_vs_sdpa.py --bench build/bin/bench_attention
   python3 bench/attention_vs_sdpa.py --bench build/bin/bench_attention --shapes grid.toml --rows-out cudnn.toml
+  python3 bench/attention_vs_sdpa.py --shapes grid.toml --rows-out cudnn.toml     (the rows alone)
+
+Times are GPU time only: the host's dispatch is held out of them (time_ms).
 
 FLOPs: forward 4 b h s^2 d, halved under a causal mask; backward 2.5x forward (5 matrix products
 to the forward's 2, Dao 2023). Needs a CUDA GPU and PyTorch >= 2.5.
@@ -51,19 +55,33 @@ def percentiles(samples):
     return at(0.1), at(0.5), at(0.9)
 
 
+HOLD_CYCLES = 2_000_000  # about 1 ms at H100's 1980 MHz: longer than the host takes to issue one SDPA call
+
+
 def time_ms(fn, warmup=3, runs=20):
-    """Per-run milliseconds by CUDA events (each run bracketed on the GPU)."""
+    """Per-run milliseconds of GPU time by CUDA events. Before each run a sleep kernel holds the GPU
+    while the host issues the start event, the call and the stop event, so that the events bracket
+    the kernels and not the host's dispatch (cuDNN SDPA spends 50-150 us of CPU before its first
+    kernel, which an idle GPU would count; commbound prices the host side separately). Runs where
+    the sleep ended before the host had issued everything are dropped (counted on stderr)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    out = []
+    out, late = [], 0
     for _ in range(runs):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(HOLD_CYCLES)
+        held = torch.cuda.Event()
+        held.record()
         start.record()
         fn()
         stop.record()
+        if held.query():
+            late += 1
         stop.synchronize()
         out.append(start.elapsed_time(stop))
+    if late:
+        print(f"  time_ms: {late} of {runs} runs issued after the GPU hold ended (host time included)", file=sys.stderr)
     return out
 
 
@@ -124,27 +142,32 @@ def compare(bench):
             print(f"{label:>20} {name:>8} {cell(f_ms, False):>16} {cell(b_ms, True):>16} {fb:12.3f} {ratio_f:>9} {ratio_fb:>9}")
 
 
-def cudnn_rows(shapes_path, rows_out):
+ROW_BACKENDS = {"cudnn": (SDPBackend.CUDNN_ATTENTION, "cudnn", "cuDNN fused attention"),
+                "flash": (SDPBackend.FLASH_ATTENTION, "flash2", "FlashAttention-2")}
+
+
+def sdpa_rows(shapes_path, rows_out, backend_name):
     with open(shapes_path, "rb") as f:
         shapes = tomllib.load(f).get("attention", [])
     seen, text = set(), io.StringIO()
-    text.write(f"# cuDNN fused attention through PyTorch {torch.__version__} SDPA (cuDNN {torch.backends.cudnn.version()}),\n")
+    backend, implementation, what = ROW_BACKENDS[backend_name]
+    text.write(f"# {what} through PyTorch {torch.__version__} SDPA (cuDNN {torch.backends.cudnn.version()}), GPU time only,\n")
     text.write(f"# {torch.cuda.get_device_name()}: written by bench/attention_vs_sdpa.py for commbound-calibrate --add-rows\n")
     for row in shapes:
         key = (row["batch"], row["heads"], row["kv_heads"], row["seq"], row["head_dim"])
         if key in seen or not row.get("causal", True):
             continue
         seen.add(key)
-        t = sdpa_times(SDPBackend.CUDNN_ATTENTION, *key, runs=10)
+        t = sdpa_times(backend, *key, runs=10)
         if t is None:
             continue
         for direction, samples in (("forward", t[0]), ("backward", t[1])):
             p10, p50, p90 = percentiles(samples)
             b, h, kv, s, d = key
-            text.write(f'\n[[attention]]\nimplementation = "cudnn"\ndirection = "{direction}"\nbatch = {b}\n'
+            text.write(f'\n[[attention]]\nimplementation = "{implementation}"\ndirection = "{direction}"\nbatch = {b}\n'
                        f"heads = {h}\nkv_heads = {kv}\nseq = {s}\nhead_dim = {d}\ncausal = true\n"
                        f"p10_ms = {p10!r}\np50_ms = {p50!r}\np90_ms = {p90!r}\n")
-        print(f"cudnn b{key[0]} h{key[1]}/{key[2]} s{key[3]} d{key[4]}: fwd {statistics.median(t[0]):.3f} ms, "
+        print(f"{implementation} b{key[0]} h{key[1]}/{key[2]} s{key[3]} d{key[4]}: fwd {statistics.median(t[0]):.3f} ms, "
               f"bwd {statistics.median(t[1]):.3f} ms", file=sys.stderr)
     tmp = rows_out + ".tmp"
     with open(tmp, "w") as f:
@@ -154,18 +177,21 @@ def cudnn_rows(shapes_path, rows_out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bench", required=True, help="path of our bench_attention binary")
+    p.add_argument("--bench", help="path of our bench_attention binary (the comparison; left out without it)")
     p.add_argument("--shapes", help="shapes file whose [[attention]] rows get cuDNN timings")
-    p.add_argument("--rows-out", help="where to write the cuDNN rows (with --shapes)")
+    p.add_argument("--rows-out", help="where to write the rows (with --shapes)")
+    p.add_argument("--rows-backend", choices=sorted(ROW_BACKENDS), default="cudnn",
+                   help="the SDPA backend the rows time (default cudnn; flash: implementation flash2)")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("attention_vs_sdpa: no CUDA device, nothing measured")
         return 0
-    compare(a.bench)
+    if a.bench:
+        compare(a.bench)
     if a.shapes:
         if not a.rows_out:
             p.error("--shapes needs --rows-out")
-        cudnn_rows(a.shapes, a.rows_out)
+        sdpa_rows(a.shapes, a.rows_out, a.rows_backend)
     return 0
 
 
