@@ -528,7 +528,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--deadline-s", type=float, default=420)
-    p.add_argument("--sections", default="layers,hostops,sdpa,fp8")
+    p.add_argument("--sections", default="layers,hostops,sdpa,fp8,gemm")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     start = time.time()

@@ -77,18 +77,13 @@ def main():
             start = time.time()
             gev, cev = [], []
             while time.time() - start < a.seconds:
-                for _ in range(n_g):
-                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    gemm()
-                    e1.record()
-                    gev.append((time.time(), e0, e1))
-                for _ in range(n_c):
-                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    copy()
-                    e1.record()
-                    cev.append((time.time(), e0, e1))
+                for fn, n, events in ((gemm, n_g, gev), (copy, n_c, cev)):
+                    for _ in range(n):
+                        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        e0.record()
+                        fn()
+                        e1.record()
+                        events.append((time.time(), e0, e1))
             torch.cuda.synchronize()
             stop.set()
             t.join()

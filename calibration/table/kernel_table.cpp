@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <tuple>
 
 namespace commbound::calibration {
 namespace {
@@ -111,6 +112,20 @@ Status read_power(const toml::table& table, TablePower& p) {
   if (r.has("power_limit_W")) p.power_limit_w = r.number("power_limit_W", 0, 1, 1e5);
   if (r.has("sample_period_ms")) p.sample_period_s = r.number("sample_period_ms", 0, 1e-3, 1e6) * kSecondsPerMs;
   if (r.has("phase_s")) p.phase_s = r.number("phase_s", 0, 1e-3, 1e6);
+  if (r.has("limit_gemm_share") || r.has("limit_gemm_slowdown")) {
+    const toml::array* shares = r.required_array("limit_gemm_share");
+    const std::size_t n = shares != nullptr ? shares->size() : 0;
+    p.limit_gemm_share = r.numbers("limit_gemm_share", n, 1e-6, 1);
+    p.limit_gemm_slowdown = r.numbers("limit_gemm_slowdown", n, 1, 10);
+    for (std::size_t i = 1; i < n && !r.failed(); ++i) {
+      if (!(p.limit_gemm_share[i] > p.limit_gemm_share[i - 1])) {
+        char why[160];
+        std::snprintf(why, sizeof why, "must increase, element by element (element %zu is %g after %g)", i,
+                      p.limit_gemm_share[i], p.limit_gemm_share[i - 1]);
+        r.fail("limit_gemm_share", why);
+      }
+    }
+  }
   return r.finish();
 }
 
@@ -172,6 +187,20 @@ Expected<MemoryBoundRow> read_memory_bound(const toml::table& row, TableContent 
   return x;
 }
 
+Expected<Fp8GemmRow> read_fp8_gemm(const toml::table& row) {
+  TableReader r(row, "gemm_fp8");
+  Fp8GemmRow x;
+  x.m = r.required_integer("m", 1, kMaxDim);
+  x.n = r.required_integer("n", 1, kMaxDim);
+  x.k = r.required_integer("k", 1, kMaxDim);
+  x.scaling = r.choice("scaling", "tensorwise", {"tensorwise", "rowwise"});
+  if (!r.has("scaling") && !r.failed()) r.fail("scaling", "missing (required)");
+  x.bf16_s = r.required_number("bf16_ms", 1e-9, 1e9) * kSecondsPerMs;
+  x.fp8_s = r.required_number("fp8_ms", 1e-9, 1e9) * kSecondsPerMs;
+  if (Status s = r.finish(); !s) return s.error();
+  return x;
+}
+
 // --- writing ------------------------------------------------------------------------------------
 
 // toml++'s formatter with basic (double-quoted) strings, the format's documented style.
@@ -215,6 +244,13 @@ toml::table power_table(const TablePower& w) {
   if (w.power_limit_w) t.insert("power_limit_W", *w.power_limit_w);
   if (w.sample_period_s) t.insert("sample_period_ms", *w.sample_period_s / kSecondsPerMs);
   if (w.phase_s) t.insert("phase_s", *w.phase_s);
+  if (!w.limit_gemm_share.empty()) {
+    toml::array share, slowdown;
+    for (double v : w.limit_gemm_share) share.push_back(v);
+    for (double v : w.limit_gemm_slowdown) slowdown.push_back(v);
+    t.insert("limit_gemm_share", std::move(share));
+    t.insert("limit_gemm_slowdown", std::move(slowdown));
+  }
   return t;
 }
 
@@ -251,6 +287,17 @@ toml::table row_table(const AttentionRow& r) {
   t.insert("head_dim", r.shape.head_dim);
   t.insert("causal", r.shape.causal);
   put_timing(t, r.time);
+  return t;
+}
+
+toml::table row_table(const Fp8GemmRow& r) {
+  toml::table t;
+  t.insert("m", r.m);
+  t.insert("n", r.n);
+  t.insert("k", r.k);
+  t.insert("scaling", r.scaling);
+  t.insert("bf16_ms", r.bf16_s / kSecondsPerMs);
+  t.insert("fp8_ms", r.fp8_s / kSecondsPerMs);
   return t;
 }
 
@@ -318,6 +365,19 @@ Status read_rows(KernelTable& table, const std::vector<const toml::table*>& rows
 
 }  // namespace
 
+double TablePower::limit_slowdown(double share) const {
+  if (limit_gemm_share.empty()) return 1;
+  share = std::clamp(share, 0.0, 1.0);
+  double x0 = 0, y0 = 1;  // no compute-bound work: nothing to slow down
+  for (std::size_t i = 0; i < limit_gemm_share.size(); ++i) {
+    const double x1 = limit_gemm_share[i], y1 = limit_gemm_slowdown[i];
+    if (share <= x1) return y0 + (y1 - y0) * (share - x0) / (x1 - x0);
+    x0 = x1;
+    y0 = y1;
+  }
+  return y0;
+}
+
 const char* to_string(Match m) {
   switch (m) {
     case Match::exact: return "exact";
@@ -344,6 +404,8 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
   if (!attention_rows) return attention_rows.error();
   auto memory_rows = rows_of(top, "memory_bound");
   if (!memory_rows) return memory_rows.error();
+  auto fp8_rows = rows_of(top, "gemm_fp8");
+  if (!fp8_rows) return fp8_rows.error();
   if (content == TableContent::calibration) {
     if (!top.failed() && prov_t == nullptr) top.fail("provenance", "missing table [provenance]");
     if (!top.failed() && device_t == nullptr) top.fail("device", "missing table [device]");
@@ -372,6 +434,15 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
                            [](const MemoryBoundRow& r) { return r.shape; });
       !s) {
     return s.error();
+  }
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::string>, std::string> fp8_seen;
+  for (const toml::table* row : *fp8_rows) {
+    auto x = read_fp8_gemm(*row);
+    if (!x) return x.error();
+    if (auto [it, fresh] = fp8_seen.emplace(std::tuple{x->m, x->n, x->k, x->scaling}, where(*row)); !fresh) {
+      return Error{where(*row) + ": [[gemm_fp8]]: the same shape and scaling as the row at " + it->second};
+    }
+    g.add(std::move(*x));
   }
   if (power_t != nullptr) {
     TablePower p;
@@ -404,10 +475,23 @@ bool KernelTable::add(MemoryBoundRow row) {
   return true;
 }
 
+std::optional<double> KernelTable::fp8_ratio(const GemmShape& shape, const std::string& scaling) const {
+  const Fp8GemmRow* best = nullptr;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (const Fp8GemmRow& r : fp8_gemms_) {
+    if (r.scaling != scaling) continue;
+    const double d = log_gap(r.m, shape.m) + log_gap(r.n, shape.n) + log_gap(r.k, shape.k);
+    if (d < best_d) best_d = d, best = &r;
+  }
+  if (best == nullptr) return std::nullopt;
+  return best->fp8_s / best->bf16_s;
+}
+
 void KernelTable::add_rows(const KernelTable& other) {
   for (const GemmRow& r : other.gemms_) add(r);
   for (const AttentionRow& r : other.attentions_) add(r);
   for (const MemoryBoundRow& r : other.memory_bounds_) add(r);
+  for (const Fp8GemmRow& r : other.fp8_gemms_) add(r);
 }
 
 const TableProvenance& KernelTable::provenance() const {
@@ -554,6 +638,7 @@ void KernelTable::write(std::ostream& out, const std::vector<std::string>& comme
   write_rows(out, first, "gemm", gemms_);
   write_rows(out, first, "attention", attentions_);
   write_rows(out, first, "memory_bound", memory_bounds_);
+  write_rows(out, first, "gemm_fp8", fp8_gemms_);
   if (!first) out << "\n";
 }
 

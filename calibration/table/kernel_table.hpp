@@ -70,6 +70,15 @@ struct MemoryBoundRow {
   std::optional<KernelTiming> time;
 };
 
+// An FP8 GEMM beside the bf16 one of the same shape, timed in the same run (torch._scaled_mm in
+// float8_e4m3fn, forward layout: bench/eager_measure.py): their ratio prices an FP8 product as its
+// bf16 row times the ratio of the nearest measured shape (KernelTable::fp8_ratio).
+struct Fp8GemmRow {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string scaling = "tensorwise";  // "tensorwise" (one scale per tensor) or "rowwise"
+  double bf16_s = 0, fp8_s = 0;
+};
+
 // [provenance]: empty strings and unset optionals are keys the file does not have.
 struct TableProvenance {
   std::string gpu;  // cudaGetDeviceProperties name (derived tables: the target's description)
@@ -90,6 +99,15 @@ struct TableDevice {
 struct TablePower {
   double idle_w = 0, gemm_w = 0, memory_bound_w = 0;
   std::optional<double> gemm_sm_clock_hz, mixed_w, mixed_compute_fraction, power_limit_w, sample_period_s, phase_s;
+  // How much slower a GEMM runs when the board holds its power limit, measured with sustained mixes
+  // of a GEMM and memory copies (bench/power_mix.py): at limit_gemm_share[i] of the GPU's time in
+  // GEMMs, a GEMM takes limit_gemm_slowdown[i] x its time in a short burst. Shares increase; empty
+  // when not measured.
+  std::vector<double> limit_gemm_share, limit_gemm_slowdown;
+
+  // The slowdown at `share` (0..1) of the GPU's time in compute-bound kernels: linear between the
+  // measured points, from 1 at share 0 to the first, and the last beyond it; 1 when not measured.
+  double limit_slowdown(double share) const;
 };
 
 // [contention]: slowdown factors of compute while a communication-like copy runs on comm_sms SMs,
@@ -151,6 +169,11 @@ public:
   const std::vector<GemmRow>& gemms() const { return gemms_; }
   const std::vector<AttentionRow>& attentions() const { return attentions_; }
   const std::vector<MemoryBoundRow>& memory_bounds() const { return memory_bounds_; }
+  const std::vector<Fp8GemmRow>& fp8_gemms() const { return fp8_gemms_; }
+  void add(Fp8GemmRow row) { fp8_gemms_.push_back(std::move(row)); }
+  // FP8 time / bf16 time of the [[gemm_fp8]] row of `scaling` nearest to `shape` (log-distance over
+  // m, n, k; any layout: only forward products were measured), or nullopt without such rows.
+  std::optional<double> fp8_ratio(const GemmShape& shape, const std::string& scaling = "tensorwise") const;
   std::size_t size() const { return gemms_.size() + attentions_.size() + memory_bounds_.size(); }
   const std::optional<TablePower>& power() const { return power_; }
   const std::optional<TableContention>& contention() const { return contention_; }
@@ -206,6 +229,7 @@ private:
   std::vector<GemmRow> gemms_;
   std::vector<AttentionRow> attentions_;
   std::vector<MemoryBoundRow> memory_bounds_;
+  std::vector<Fp8GemmRow> fp8_gemms_;
   std::optional<TablePower> power_;
   std::optional<TableContention> contention_;
   // The shapes held, for add()'s one-row-per-shape rule.

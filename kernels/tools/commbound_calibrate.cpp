@@ -81,6 +81,11 @@ CUDA and cuBLASLt versions, date, tool commit). Progress goes to stderr.
   --models FILE       model zoo for the grid and the replay (default: calibration/models.toml)
   --skip-power        leave out the [power] phases (4 x 3 s)
   --skip-contention   leave out the [contention] measurement
+  --gemm-duty D       the share of the GPU's time GEMMs take while they are measured (0 < D <= 1,
+                      default 1: back to back). Below 1, each GEMM shape is followed by memory
+                      copies for (1 - D) / D of its time, so that the board stays under its power
+                      limit as in a training step; back to back, a long grid holds it at the limit
+                      and its clock down (docs/calibration.md)
   --list-shapes       print the rows that would be measured (shapes-file format) and exit
 
 Replay (--replay MODEL, e.g. llama2-7b): builds the kernel sequence of --layers transformer layers
@@ -106,6 +111,7 @@ struct Args {
   bool power = true;
   bool contention = true;
   bool list_shapes = false;
+  double gemm_duty = 1;
   std::string replay_model;
   ReplayOptions replay;
   std::filesystem::path replay_table;
@@ -192,6 +198,15 @@ Expected<Args> parse_args(int argc, char** argv, bool& help) {
       a.contention = false;
     } else if (opt == "--list-shapes") {
       a.list_shapes = true;
+    } else if (opt == "--gemm-duty") {
+      auto v = value();
+      if (!v) return v.error();
+      char* end = nullptr;
+      const double d = std::strtod(v->c_str(), &end);
+      if (end == v->c_str() || *end != '\0' || !(d > 0 && d <= 1)) {
+        return Error{"--gemm-duty " + *v + ": need a share of time in (0, 1]"};
+      }
+      a.gemm_duty = d;
     } else if (opt == "--replay") {
       auto v = value();
       if (!v) return v.error();
@@ -455,6 +470,7 @@ int main(int argc, char** argv) {
                static_cast<int>(prov->sm_count.value_or(0)), table.size(), args->out.string().c_str());
 
   CalibratorOptions options;
+  options.gemm_duty = args->gemm_duty;
   auto cal = Calibrator::create(options);
   if (!cal) {
     std::fprintf(stderr, "commbound-calibrate: %s\n", cal.error().message.c_str());
@@ -582,6 +598,10 @@ int main(int argc, char** argv) {
   p.timed_runs = "adaptive: >= " + std::to_string(options.min_timed_runs) + " and about " + fmt(options.min_total_ms) +
                  " ms of timed work, <= " + std::to_string(options.max_timed_runs) + " runs, after " +
                  std::to_string(options.warmup_runs) + " warm-ups";
+  if (options.gemm_duty < 1) {
+    p.timed_runs += "; each GEMM shape followed by memory copies for " + fmt((1 - options.gemm_duty) / options.gemm_duty) +
+                    "x its time (GEMMs " + fmt(100 * options.gemm_duty) + "% of the GPU's time, under the power limit)";
+  }
   p.input_rotation = "inputs rotated over enough buffer sets to span " + fmt(options.l2_multiple) + " x L2 (" +
                      std::to_string(cal->l2_bytes() >> 20) + " MiB)";
   p.measurement_s = seconds;

@@ -33,8 +33,10 @@ Compute times come from a calibration table when one is in use ([cluster] kernel
 file): each op costs the table's measured time for its kernel shape; a shape the table lacks takes
 the achieved rate of the nearest measured shape, or the table's [device] roofline. Without a table,
 compute is the datasheet roofline (a lower bound: MFU is then an upper bound). [training]
-attention_kernel = "commbound" | "cudnn" | "flash2" picks the table's attention rows. Every report states its
-sources and counts the ops priced by fallback (docs/metrics.md).
+attention_kernel = "commbound" | "cudnn" | "flash2" picks the table's attention rows. A table with a
+[power] limit_gemm_* curve slows GEMM and attention kernels as a board held at its power limit
+does, by the curve at the step's share of them in its compute (the title says by how much). Every
+report states its sources and counts the ops priced by fallback (docs/metrics.md).
 
 With [workload] trace = "FILE" the iteration is a PyTorch profiler trace's step replayed instead
 of the model's program: kernels at their measured durations, collectives re-simulated on this

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace commbound::sim {
@@ -34,7 +35,31 @@ CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::Kern
 Priced CostModel::price(const Op& op) const {
   Priced p = price_once(op);
   p.seconds *= op.runs;
+  if (limit_slowdown_ != 1 && compute_bound(op)) p.seconds *= limit_slowdown_;
   return p;
+}
+
+bool CostModel::compute_bound(const Op& op) {
+  return !op.fixed_s && !std::holds_alternative<std::monostate>(op.kernel) && !calibration::is_memory_bound(op.kernel);
+}
+
+double CostModel::limit_slowdown_for(const std::vector<Program>& stages, int micro_batches, double* share) const {
+  double bound_s = 0, all_s = 0;
+  for (const Program& p : stages) {
+    for (const Op& op : p.ops) {
+      if (std::holds_alternative<std::monostate>(op.kernel) || op.fixed_s) continue;
+      const double s = price_once(op).seconds * op.runs * (op.kind == OpKind::optimizer ? 1 : micro_batches);
+      all_s += s;
+      if (compute_bound(op)) bound_s += s;
+    }
+  }
+  const double f = all_s > 0 ? bound_s / all_s : 0;
+  if (share != nullptr) *share = f;
+  return table_ && table_->power() ? table_->power()->limit_slowdown(f) : 1;
+}
+
+void CostModel::hold_at_power_limit(const std::vector<Program>& stages) {
+  limit_slowdown_ = limit_slowdown_for(stages, 1, &compute_bound_share_);
 }
 
 Priced CostModel::price_once(const Op& op) const {
@@ -48,12 +73,15 @@ Priced CostModel::price_once(const Op& op) const {
     if (m.kernel == op.kernel) return m.priced;
   }
   // A synchronisation point (no kernel): 0, exact. An FP8 matrix product: the bf16 one's price
-  // times the datasheet's bf16 / fp8 peak ratio (derived until an FP8 row is measured).
+  // times the FP8 / bf16 time ratio the table measured at the nearest shape ([[gemm_fp8]],
+  // tensorwise scaling as Transformer Engine's recipes run it), else the datasheet's bf16 / fp8
+  // peak ratio (derived).
   calibration::KernelShape priced_as = op.kernel;
   double factor = 1;
   if (auto* g = std::get_if<calibration::GemmShape>(&priced_as); g && g->precision == calibration::Precision::fp8) {
     g->precision = calibration::Precision::bf16;
-    factor = gpu_.peak_flops_per_s / gpu_.peak_fp8_flops_per_s;
+    const std::optional<double> measured = table_->fp8_ratio(*g);
+    factor = measured ? *measured : gpu_.peak_flops_per_s / gpu_.peak_fp8_flops_per_s;
   }
   Priced p = table_->price(priced_as, attention_kernel_);
   p.seconds *= factor;
@@ -67,7 +95,16 @@ std::string CostModel::source() const {
 }
 
 std::string CostModel::describe() const {
-  if (table_) return table_->describe() + (attention_kernel_ == "commbound" ? "" : ", attention " + attention_kernel_);
+  if (table_) {
+    std::string d = table_->describe() + (attention_kernel_ == "commbound" ? "" : ", attention " + attention_kernel_);
+    if (limit_slowdown_ != 1) {
+      char limit[160];
+      std::snprintf(limit, sizeof limit, "; at the power limit GEMMs and attention x%.3f (%.0f%% of compute)",
+                    limit_slowdown_, 100 * compute_bound_share_);
+      d += limit;
+    }
+    return d;
+  }
   return "roofline: datasheet peaks (calibration/gpus.toml), not measured" + (why_.empty() ? "" : " (" + why_ + ")");
 }
 
@@ -80,7 +117,7 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
       const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);
       if (table_ && g && g->precision == calibration::Precision::fp8) {
         ++s.fallback_ops;
-        ++s.fallbacks["gemm_fp8_derived"];
+        ++s.fallbacks[table_->fp8_gemms().empty() ? "gemm_fp8_derived" : "gemm_fp8_ratio"];
         continue;
       }
       if (table_ && priced.match == Match::exact) {

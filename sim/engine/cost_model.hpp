@@ -27,8 +27,10 @@ namespace commbound::sim {
 // How the compute ops of a set of programs were priced: `exact` ops by their own table row,
 // `fallback` ops otherwise (without a table: every op), with the fallbacks by "<kind>_<how>"
 // (gemm_nearest, attention_roofline, memory_bound_nearest, elementwise_nearest (a framework's
-// elementwise kernels, priced from the measured rows of their kind), gemm_fp8_derived (an FP8
-// matrix product: its bf16 price x bf16 / fp8 datasheet peak), ..., or "roofline" without a table).
+// elementwise kernels, priced from the measured rows of their kind), gemm_fp8_ratio (an FP8
+// matrix product: its bf16 price x the table's measured FP8 / bf16 ratio at the nearest shape),
+// gemm_fp8_derived (the same without [[gemm_fp8]] rows: x bf16 / fp8 datasheet peak), ..., or
+// "roofline" without a table).
 struct CostSummary {
   int exact_ops = 0;
   int fallback_ops = 0;
@@ -43,8 +45,29 @@ public:
   CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::KernelTable> table, std::string attention_kernel);
 
   double seconds(const Op& op) const { return price(op).seconds; }
-  // The op's kernel priced, times its back-to-back runs (Op::runs).
+  // The op's kernel priced, times its back-to-back runs (Op::runs), times the power limit's
+  // slowdown for a compute-bound kernel (hold_at_power_limit).
   calibration::Priced price(const Op& op) const;
+
+  // A training step run back to back holds the board at its power limit when its compute-bound
+  // kernels (GEMM, attention) take enough of its time: the board lowers its clock and they slow
+  // down; memory-bound kernels do not (their speed is HBM's). The table's [power] limit_gemm_*
+  // curve, measured with sustained mixes of a GEMM and memory copies, gives the slowdown at the
+  // programs' share of compute-bound time in their compute (every compute op at its table price).
+  // Attention is slowed like a GEMM (derived: the curve was measured on GEMMs). Without the curve,
+  // or not called (`commbound profile`: each part alone from an idle GPU, as the real layer
+  // timings ran), compute runs at the table's prices. Idle and communication-only time, which
+  // lowers the real board's mean power, is not counted: an upper bound on the slowdown.
+  void hold_at_power_limit(const std::vector<Program>& stages);
+  double compute_bound_share() const { return compute_bound_share_; }
+  double power_limit_slowdown() const { return limit_slowdown_; }
+  // What hold_at_power_limit would set for `stages` (their compute-bound share into `share` when
+  // given), each op but the optimizer's counted `micro_batches` times (programs of one micro-batch
+  // standing for all: the iteration bounds), without holding.
+  double limit_slowdown_for(const std::vector<Program>& stages, int micro_batches = 1, double* share = nullptr) const;
+  // A GEMM or attention kernel priced by this model (not measured: no Op::fixed_s): what the power
+  // limit slows.
+  static bool compute_bound(const Op& op);
   // How much the collectives running beside a compute op slow it (contention.hpp): from the
   // table's [contention], else calibration/gpus.toml's comm_contention_factor. A measured op
   // (Op::fixed_s) already holds whatever ran beside it: 1.
@@ -93,6 +116,8 @@ private:
     calibration::Priced priced;
   };
   mutable std::vector<PricedKernel> memo_;
+  double compute_bound_share_ = 0;
+  double limit_slowdown_ = 1;
 };
 
 }  // namespace commbound::sim

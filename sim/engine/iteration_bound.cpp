@@ -60,9 +60,22 @@ void add_compute(IterationBound& b, const Op& op, double seconds, double times, 
   (calibration::is_memory_bound(op.kernel) ? b.memory_bound_s : b.compute_bound_s) += mean_s;
 }
 
+// An op's price as `commbound run` charges it: a model not yet held at the power limit
+// (CostModel::hold_at_power_limit; the search's) gets the slowdown the run would apply, `limit`.
+struct LimitedPrice {
+  const CostModel& cost;
+  double limit;
+  double operator()(const Op& op) const { return cost.seconds(op) * (CostModel::compute_bound(op) ? limit : 1); }
+};
+
+LimitedPrice limited(const CostModel& cost, const std::vector<Program>& stages, int micro_batches) {
+  return {cost, cost.power_limit_slowdown() != 1 ? 1.0 : cost.limit_slowdown_for(stages, micro_batches)};
+}
+
 }  // namespace
 
 IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost) {
+  const LimitedPrice seconds = limited(cost, stages, 1);
   const std::vector<int> ranks = representative_ranks(t);
   COMMBOUND_CHECK(ranks.size() == stages.size(), "one program per pipeline stage");
   const std::set<int> simulated(ranks.begin(), ranks.end());
@@ -85,7 +98,7 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
       groups[s][static_cast<std::size_t>(k)] = {g.front(), members};
     }
     const double before_s = bound.compute_s;
-    for (const Op& op : ops) add_compute(bound, op, cost.seconds(op), 1, t.pp);
+    for (const Op& op : ops) add_compute(bound, op, seconds(op), 1, t.pp);
     bound.busiest_compute_s = std::max(bound.busiest_compute_s, (bound.compute_s - before_s) * t.pp);
     for (int stream = 0; stream < kStreams; ++stream) {
       Cursor c;
@@ -141,7 +154,7 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
           }
           finish[s][static_cast<std::size_t>(i)] = ready_s;  // communication at no cost
         } else {
-          finish[s][static_cast<std::size_t>(i)] = ready_s + cost.seconds(op);
+          finish[s][static_cast<std::size_t>(i)] = ready_s + seconds(op);
         }
         c.free_s = finish[s][static_cast<std::size_t>(i)];
         ++c.next;
@@ -162,9 +175,14 @@ IterationBound compute_only_bound(const TrainingSpec& t, const CostModel& cost) 
   one.micro_batches = 1;
   one.virtual_stages = 1;
   IterationBound bound;
-  for (const Program& stage : build_programs(one)) {
+  const std::vector<Program> stages = build_programs(one);
+  // The power limit's slowdown at the compute-bound share of these programs with every op but the
+  // optimizer's counted micro_batches times: no more than the run's (what the full programs run
+  // once an iteration and these count per micro-batch, FSDP's copies, is memory-bound).
+  const LimitedPrice seconds = limited(cost, stages, t.micro_batches);
+  for (const Program& stage : stages) {
     const double before_s = bound.compute_s;
-    for (const Op& op : stage.ops) add_compute(bound, op, cost.seconds(op), op.kind == OpKind::optimizer ? 1 : t.micro_batches, t.pp);
+    for (const Op& op : stage.ops) add_compute(bound, op, seconds(op), op.kind == OpKind::optimizer ? 1 : t.micro_batches, t.pp);
     bound.busiest_compute_s = std::max(bound.busiest_compute_s, (bound.compute_s - before_s) * t.pp);
   }
   bound.iteration_s = bound.busiest_compute_s;

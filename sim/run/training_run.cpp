@@ -28,7 +28,8 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
   const Layout layout(t.dp, t.tp, t.pp, t.cp);
   for (int r = 0; r < layout.world(); ++r) run.stage_of.push_back(layout.coords(r).pp);
   const MemoryUse memory = memory_per_gpu(t, sc.cluster.node.nccl_channels);
-  const CostModel cost = cost_model(sc);
+  CostModel cost = cost_model(sc);
+  cost.hold_at_power_limit(run.stages);
   if (!memory.fits()) {
     run.metrics.gpus = t.world();
     run.metrics.memory = memory;

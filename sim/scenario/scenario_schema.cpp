@@ -270,7 +270,8 @@ std::vector<Key> training_keys() {
        .get = KeyEnum<calibration::parse_framework, &Scenario::training, &TrainingSpec::framework>::get},
       {.key = "precision", .type = KeyType::choice, .fallback = text("bf16"), .names = {"bf16", "fp8"},
        .doc = "the layers' matrix products in bf16 or fp8 (Transformer Engine's casts added; FP8 GEMMs priced as the "
-              "bf16 rows x the datasheet's bf16 / fp8 peak, derived)",
+              "bf16 rows x the table's FP8 / bf16 time ratio measured at the nearest shape, `[[gemm_fp8]]`, else x "
+              "the datasheet's bf16 / fp8 peak, derived)",
        .set = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::set,
        .get = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::get},
       {.key = "grad_reduce_dtype", .type = KeyType::choice, .derived = "`fp32` at `zero_stage` 1, else `bf16`",

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace commbound::calibration {
 namespace {
@@ -180,6 +181,15 @@ void expect_same_table(const KernelTable& a, const KernelTable& b) {
       EXPECT_DOUBLE_EQ(*p.sample_period_s, *q.sample_period_s);
     }
     EXPECT_EQ(p.phase_s, q.phase_s);
+    EXPECT_EQ(p.limit_gemm_share, q.limit_gemm_share);
+    EXPECT_EQ(p.limit_gemm_slowdown, q.limit_gemm_slowdown);
+  }
+  ASSERT_EQ(a.fp8_gemms().size(), b.fp8_gemms().size());
+  for (std::size_t i = 0; i < a.fp8_gemms().size(); ++i) {
+    const Fp8GemmRow &x = a.fp8_gemms()[i], &y = b.fp8_gemms()[i];
+    EXPECT_EQ(std::tie(x.m, x.n, x.k, x.scaling), std::tie(y.m, y.n, y.k, y.scaling));
+    EXPECT_DOUBLE_EQ(x.bf16_s, y.bf16_s);
+    EXPECT_DOUBLE_EQ(x.fp8_s, y.fp8_s);
   }
   ASSERT_EQ(a.contention().has_value(), b.contention().has_value());
   if (a.contention()) {
@@ -215,8 +225,12 @@ TEST(KernelTableFile, EverySectionRoundTrips) {
   w.power_limit_w = 700;
   w.sample_period_s = 0.02;
   w.phase_s = 3;
+  w.limit_gemm_share = {0.255, 0.581, 1.0};
+  w.limit_gemm_slowdown = {1.0097, 1.0641, 1.1475};
   t.set_power(w);
   t.set_contention({24, 100.06e9, 1.23638, 1.01287});
+  t.add(Fp8GemmRow{8192, 1280, 8192, "tensorwise", 0.2633e-3, 0.1736e-3});
+  t.add(Fp8GemmRow{8192, 1280, 8192, "rowwise", 0.2633e-3, 0.183e-3});
   std::ostringstream text;
   t.write(text, {"a comment", "another"});
   EXPECT_EQ(text.str().rfind("# a comment\n# another\n\n[provenance]\n", 0), 0u) << text.str();
@@ -224,6 +238,24 @@ TEST(KernelTableFile, EverySectionRoundTrips) {
   auto back = KernelTable::load(path, path);
   ASSERT_TRUE(back) << back.error().message << "\n" << text.str();
   expect_same_table(t, *back);
+}
+
+// The power limit's slowdown, between the measured points of a curve (share, slowdown) = (0.2,
+// 1.0), (0.6, 1.1), (1.0, 1.2): linear from (0, 1) to the first point, between points, and flat
+// at the last: at 0.4, halfway from 1.0 to 1.1; at 0.8, halfway from 1.1 to 1.2; at 0.1 and below
+// the first point, 1; without a curve, 1 everywhere.
+TEST(KernelTablePower, LimitSlowdownInterpolatesTheMeasuredCurve) {
+  TablePower p;
+  EXPECT_EQ(p.limit_slowdown(0.9), 1.0);
+  p.limit_gemm_share = {0.2, 0.6, 1.0};
+  p.limit_gemm_slowdown = {1.0, 1.1, 1.2};
+  EXPECT_DOUBLE_EQ(p.limit_slowdown(0.0), 1.0);
+  EXPECT_DOUBLE_EQ(p.limit_slowdown(0.1), 1.0);
+  EXPECT_DOUBLE_EQ(p.limit_slowdown(0.4), 1.05);
+  EXPECT_DOUBLE_EQ(p.limit_slowdown(0.8), 1.15);
+  EXPECT_DOUBLE_EQ(p.limit_slowdown(1.0), 1.2);
+  p.limit_gemm_slowdown = {1.02, 1.1, 1.2};  // a first point above 1: from (0, 1) up to it
+  EXPECT_DOUBLE_EQ(p.limit_slowdown(0.1), 1.01);
 }
 
 TEST(KernelTableFile, TheShippedH100TableRoundTrips) {

@@ -199,6 +199,46 @@ TEST(CostModel, CommunicationPhasesDrawTheirShareOfTheSms) {
   EXPECT_DOUBLE_EQ(without.comm_w(), 100);
 }
 
+// At the power limit: the tiny table's [power] with a curve (share, slowdown) = (0.5, 1.1), (1.0,
+// 1.2). A program of a GEMM (0.04 ms), an attention kernel (0.1 ms) and two RMSNorms (0.01 and
+// 0.05 ms) spends 0.14 of its 0.2 ms of compute in compute-bound kernels: share 0.7, slowdown
+// 1.1 + (1.2 - 1.1) x (0.7 - 0.5) / (1.0 - 0.5) = 1.14 on the GEMM and the attention kernel, none
+// on the memory-bound ones, none on a measured op (fixed_s). Before the call, or without a
+// curve, the table's prices.
+TEST(CostModel, ComputeBoundKernelsSlowDownAtThePowerLimitByTheirShare) {
+  std::string text = read_all(kTiny);
+  text.replace(text.find("memory_bound_W = 300.0\n"), 23,
+               "memory_bound_W = 300.0\nlimit_gemm_share = [0.5, 1.0]\nlimit_gemm_slowdown = [1.1, 1.2]\n");
+  const std::string path = temp_file("power_limit.toml", text);
+  auto table = calibration::KernelTable::load(path, path);
+  ASSERT_TRUE(table) << table.error().message;
+  const GpuSpec gpu = *load_gpu(kPresets, "h100-sxm5");
+  CostModel cost(gpu, std::make_shared<const calibration::KernelTable>(*table), "commbound");
+  Op gemm, attention, norm, norm8k, sync, measured;
+  gemm.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward};
+  attention.kernel = AttentionShape{Direction::forward, 1, 8, 8, 1024, 128, true};
+  norm.kernel = MemoryBoundShape{"rmsnorm_forward", 1024, 1024};
+  norm8k.kernel = MemoryBoundShape{"rmsnorm_forward", 8192, 1024};
+  measured.kernel = GemmShape{4096, 4096, 4096, GemmLayout::forward};
+  measured.fixed_s = 1.0;
+  Program p;
+  p.ops = {gemm, attention, norm, sync, norm8k, measured};
+  EXPECT_DOUBLE_EQ(cost.seconds(gemm), 0.04 * kMs);
+  cost.hold_at_power_limit({p});
+  EXPECT_DOUBLE_EQ(cost.compute_bound_share(), 0.7);
+  EXPECT_DOUBLE_EQ(cost.power_limit_slowdown(), 1.14);
+  EXPECT_DOUBLE_EQ(cost.seconds(gemm), 0.04 * kMs * 1.14);
+  EXPECT_DOUBLE_EQ(cost.seconds(attention), 0.1 * kMs * 1.14);
+  EXPECT_DOUBLE_EQ(cost.seconds(norm), 0.01 * kMs);
+  EXPECT_DOUBLE_EQ(cost.seconds(measured), 1.0);
+  EXPECT_NE(cost.describe().find("at the power limit GEMMs and attention x1.140 (70% of compute)"), std::string::npos)
+      << cost.describe();
+  CostModel plain(gpu, std::make_shared<const calibration::KernelTable>(tiny()), "commbound");
+  plain.hold_at_power_limit({p});
+  EXPECT_DOUBLE_EQ(plain.power_limit_slowdown(), 1.0);
+  EXPECT_DOUBLE_EQ(plain.seconds(gemm), 0.04 * kMs);
+}
+
 // An FP8 matrix product costs its bf16 row's time times the datasheet's bf16 / fp8 peak ratio
 // (989.4 / 1978.9 on H100), and is counted as derived; without a table, the fp8 peak's roofline.
 TEST(CostModel, Fp8GemmsAreTheBf16RowScaledByThePeakRatio) {
@@ -217,6 +257,34 @@ TEST(CostModel, Fp8GemmsAreTheBf16RowScaledByThePeakRatio) {
   EXPECT_EQ(s.fallbacks.at("gemm_fp8_derived"), 1);
   fp8.flops = calibration::flops(fp8.kernel);
   EXPECT_DOUBLE_EQ(CostModel(gpu).seconds(fp8), fp8.flops / 1978.9e12);
+}
+
+// With [[gemm_fp8]] rows an FP8 product is its bf16 row x the measured FP8 / bf16 ratio of the
+// nearest measured shape of its scaling (tensorwise): rows at 1024^3 (0.06 / 0.1 = 0.6) and 8192^3
+// (1 / 2 = 0.5), and a rowwise one at 1024^3 (0.08 / 0.1) that tensorwise pricing ignores. 1024^3
+// costs 0.04 ms x 0.6; 4096^3 is nearer 8192^3 (3 x ln(2)^2 against 3 x ln(4)^2): 2.0 ms x 0.5.
+// Both counted as gemm_fp8_ratio.
+TEST(CostModel, Fp8GemmsTakeTheMeasuredRatioOfTheNearestShape) {
+  std::string text = read_all(kTiny);
+  for (const char* row : {"m = 1024\nn = 1024\nk = 1024\nscaling = \"tensorwise\"\nbf16_ms = 0.1\nfp8_ms = 0.06\n",
+                          "m = 8192\nn = 8192\nk = 8192\nscaling = \"tensorwise\"\nbf16_ms = 2.0\nfp8_ms = 1.0\n",
+                          "m = 1024\nn = 1024\nk = 1024\nscaling = \"rowwise\"\nbf16_ms = 0.1\nfp8_ms = 0.08\n"}) {
+    text += std::string("\n[[gemm_fp8]]\n") + row;
+  }
+  const std::string path = temp_file("fp8_rows.toml", text);
+  auto table = calibration::KernelTable::load(path, path);
+  ASSERT_TRUE(table) << table.error().message;
+  ASSERT_EQ(table->fp8_gemms().size(), 3u);
+  EXPECT_DOUBLE_EQ(*table->fp8_ratio(GemmShape{1024, 1024, 1024, GemmLayout::forward}, "rowwise"), 0.8);
+  const CostModel cost(*load_gpu(kPresets, "h100-sxm5"), std::make_shared<const calibration::KernelTable>(*table), "commbound");
+  Op small, large;
+  small.kernel = GemmShape{1024, 1024, 1024, GemmLayout::forward, calibration::Precision::fp8};
+  large.kernel = GemmShape{4096, 4096, 4096, GemmLayout::forward, calibration::Precision::fp8};
+  EXPECT_DOUBLE_EQ(cost.seconds(small), 0.04 * kMs * 0.6);
+  EXPECT_DOUBLE_EQ(cost.seconds(large), 2.0 * kMs * 0.5);
+  Program p;
+  p.ops = {small, large};
+  EXPECT_EQ(cost.summarize({p}).fallbacks.at("gemm_fp8_ratio"), 2);
 }
 
 // The example of docs/calibration.md's format section, every key of the format, reads cleanly.
@@ -272,7 +340,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadTable{"provenance_key", "derived = false", "derived = false\nhost = \"x\"", "provenance.host = \"x\": unknown key"},
         BadTable{"section", "[contention]", "[contentions]", "contentions = (a table): unknown key"},
         BadTable{"factor", "gemm_factor = 1.2", "gemm_factor = 0.5", "contention.gemm_factor = 0.5: must be between 1 and 10"},
-        BadTable{"date", "date = \"2026-01-02\"", "date = 2026-01-02", "provenance.date = 2026-01-02: expected a string"}));
+        BadTable{"date", "date = \"2026-01-02\"", "date = 2026-01-02", "provenance.date = 2026-01-02: expected a string"},
+        BadTable{"fp8_scaling", "memory_bound_W = 300.0", "memory_bound_W = 300.0\n\n[[gemm_fp8]]\nm = 8\nn = 8\nk = 8\nscaling = \"blockwise\"\nbf16_ms = 1.0\nfp8_ms = 0.5",
+                 "gemm_fp8.scaling = \"blockwise\": must be one of"},
+        BadTable{"limit_order", "memory_bound_W = 300.0", "memory_bound_W = 300.0\nlimit_gemm_share = [0.5, 0.25]\nlimit_gemm_slowdown = [1.5, 2.0]",
+                 ":91: power.limit_gemm_share = [ 0.5, 0.25 ]: must increase, element by element (element 1 is 0.25 after 0.5)"},
+        BadTable{"limit_length", "memory_bound_W = 300.0", "memory_bound_W = 300.0\nlimit_gemm_share = [0.5, 1.0]\nlimit_gemm_slowdown = [1.5]",
+                 ":92: power.limit_gemm_slowdown = [ 1.5 ]: expected an array of 2 numbers"},
+        BadTable{"limit_speedup", "memory_bound_W = 300.0", "memory_bound_W = 300.0\nlimit_gemm_share = [1.0]\nlimit_gemm_slowdown = [0.5]",
+                 ":92: power.limit_gemm_slowdown = [ 0.5 ]: element 0 must be a number between 1 and 10"}));
 
 // --- selection ----------------------------------------------------------------------------------
 
