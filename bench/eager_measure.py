@@ -28,6 +28,8 @@ results; every file is written as soon as its section ends):
            the host's dispatch out), median of 7 after 2 warm-ups. -> sdpa.csv
   gemm     bf16 F.linear timed cold back to back, L2-warm, and rested (idle GPU before each run),
            with the SM clock: why in-layer GEMMs beat the table's rows. -> gemm_regimes.csv
+  sustained  the layer's forward+backward from an idle GPU and back to back for 4 s, with NVML's
+           power and SM clock: the power limit on a sustained eager step. -> sustained.csv
   fp8      torch._scaled_mm in float8_e4m3fn with tensorwise and rowwise scales beside the bf16
            product of the same shape, the forward GEMMs of Llama layers. -> fp8.csv
 """
@@ -511,6 +513,65 @@ def measure_gemm(args, deadline, log):
     write_csv(os.path.join(args.out, "gemm_regimes.csv"), rows)
 
 
+def measure_sustained(args, deadline, log):
+    """The eager layer's forward+backward from an idle GPU (as the reference timed it) and run back
+    to back for several seconds (as a training loop runs it), with NVML's board power and SM clock:
+    how much the power limit slows a sustained eager step."""
+    import pynvml
+    import threading
+    pynvml.nvmlInit()
+    nv = pynvml.nvmlDeviceGetHandleByIndex(0)
+    rows = []
+    for model, tp, b, s in (("7b", 1, 2, 4096), ("13b", 1, 2, 4096), ("7b", 1, 1, 8192)):
+        if time.time() > deadline - 15:
+            break
+        hidden, heads, kv, ffn = MODELS[model]
+        layer = Layer(hidden, heads // tp, kv // tp, ffn // tp, hidden // heads)
+        x = torch.randn(b, s, hidden, device=DEV, dtype=BF16, requires_grad=True)
+        grad = torch.randn(b, s, hidden, device=DEV, dtype=BF16)
+        cos, sin = rope_tables(s, hidden // heads)
+
+        def step():
+            x.grad = None
+            for p in layer.parameters():
+                p.grad = None
+            layer(x, cos, sin).backward(grad)
+
+        time.sleep(1.0)
+        idle = events_ms(step, 10, 3)
+        samples, stop = [], threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                samples.append((time.time(), pynvml.nvmlDeviceGetPowerUsage(nv) / 1e3,
+                                pynvml.nvmlDeviceGetClockInfo(nv, pynvml.NVML_CLOCK_SM)))
+                time.sleep(0.02)
+
+        t = threading.Thread(target=sample)
+        t.start()
+        start = time.time()
+        marks = []
+        while time.time() - start < 4.0:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            marks.append(e)
+            step()
+        torch.cuda.synchronize()
+        stop.set()
+        t.join()
+        tail = marks[len(marks) // 2:]
+        sustained = tail[0].elapsed_time(tail[-1]) / (len(tail) - 1)
+        late = [x for x in samples if x[0] > start + 2.0]
+        rows.append(dict(model=model, tp=tp, batch=b, seq=s, idle_fwd_bwd_ms=round(idle, 4),
+                         sustained_fwd_bwd_ms=round(sustained, 4), ratio=round(sustained / idle, 4),
+                         power_W=round(statistics.mean(p for _, p, _ in late), 1),
+                         sm_clock_MHz=round(statistics.mean(c for _, _, c in late))))
+        log(f"sustained {rows[-1]}")
+        del layer, x, grad
+        torch.cuda.empty_cache()
+    write_csv(os.path.join(args.out, "sustained.csv"), rows)
+
+
 def write_csv(path, rows):
     if not rows:
         return
@@ -553,7 +614,7 @@ def main():
         env["nvidia_smi"] = str(e)
     log(f"env {json.dumps(env)}")
     deadline = start + args.deadline_s
-    budgets = {"layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0}  # cumulative share of the time
+    budgets = {"layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
     for name in args.sections.split(","):
         section_deadline = min(deadline, start + budgets[name] * args.deadline_s)
         try:
