@@ -120,6 +120,26 @@ class Layer(nn.Module):
         return x + self.down(F.silu(g) * u)
 
 
+def layer_at(model, tp, b, s):
+    """The layer of `model` sharded `tp` ways (seeded), its input [b, s, hidden] requiring grad, an
+    output gradient and the rotary tables."""
+    hidden, heads, kv, ffn = MODELS[model]
+    torch.manual_seed(0)
+    layer = Layer(hidden, heads // tp, kv // tp, ffn // tp, hidden // heads)
+    for p in layer.parameters():
+        nn.init.normal_(p, std=0.02) if p.dim() > 1 else nn.init.ones_(p)
+    x = torch.randn(b, s, hidden, device=DEV, dtype=BF16, requires_grad=True)
+    grad = torch.randn(b, s, hidden, device=DEV, dtype=BF16)
+    cos, sin = rope_tables(s, hidden // heads)
+    return layer, x, grad, cos, sin
+
+
+def clear_grads(layer, x):
+    x.grad = None
+    for p in layer.parameters():
+        p.grad = None
+
+
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -236,18 +256,10 @@ def measure_layers(args, deadline, log):
             break
         hidden, heads, kv, ffn = MODELS[model]
         try:
-            torch.manual_seed(0)
-            layer = Layer(hidden, heads // tp, kv // tp, ffn // tp, hidden // heads)
-            for p in layer.parameters():
-                nn.init.normal_(p, std=0.02) if p.dim() > 1 else nn.init.ones_(p)
-            x = torch.randn(b, s, hidden, device=DEV, dtype=BF16, requires_grad=True)
-            grad = torch.randn(b, s, hidden, device=DEV, dtype=BF16)
-            cos, sin = rope_tables(s, hidden // heads)
+            layer, x, grad, cos, sin = layer_at(model, tp, b, s)
 
             def zero():
-                x.grad = None
-                for p in layer.parameters():
-                    p.grad = None
+                clear_grads(layer, x)
 
             def fwd():
                 layer(x, cos, sin)
@@ -517,55 +529,34 @@ def measure_sustained(args, deadline, log):
     """The eager layer's forward+backward from an idle GPU (as the reference timed it) and run back
     to back for several seconds (as a training loop runs it), with NVML's board power and SM clock:
     how much the power limit slows a sustained eager step."""
-    import pynvml
-    import threading
-    pynvml.nvmlInit()
-    nv = pynvml.nvmlDeviceGetHandleByIndex(0)
+    from power_mix import PowerSampler  # bench/power_mix.py, beside this script
     rows = []
     for model, tp, b, s in (("7b", 1, 2, 4096), ("13b", 1, 2, 4096), ("7b", 1, 1, 8192)):
         if time.time() > deadline - 15:
             break
-        hidden, heads, kv, ffn = MODELS[model]
-        layer = Layer(hidden, heads // tp, kv // tp, ffn // tp, hidden // heads)
-        x = torch.randn(b, s, hidden, device=DEV, dtype=BF16, requires_grad=True)
-        grad = torch.randn(b, s, hidden, device=DEV, dtype=BF16)
-        cos, sin = rope_tables(s, hidden // heads)
+        layer, x, grad, cos, sin = layer_at(model, tp, b, s)
 
         def step():
-            x.grad = None
-            for p in layer.parameters():
-                p.grad = None
+            clear_grads(layer, x)
             layer(x, cos, sin).backward(grad)
 
         time.sleep(1.0)
         idle = events_ms(step, 10, 3)
-        samples, stop = [], threading.Event()
-
-        def sample():
-            while not stop.is_set():
-                samples.append((time.time(), pynvml.nvmlDeviceGetPowerUsage(nv) / 1e3,
-                                pynvml.nvmlDeviceGetClockInfo(nv, pynvml.NVML_CLOCK_SM)))
-                time.sleep(0.02)
-
-        t = threading.Thread(target=sample)
-        t.start()
-        start = time.time()
-        marks = []
-        while time.time() - start < 4.0:
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            marks.append(e)
-            step()
-        torch.cuda.synchronize()
-        stop.set()
-        t.join()
+        with PowerSampler() as power:
+            start = time.time()
+            marks = []
+            while time.time() - start < 4.0:
+                e = torch.cuda.Event(enable_timing=True)
+                e.record()
+                marks.append(e)
+                step()
+            torch.cuda.synchronize()
         tail = marks[len(marks) // 2:]
         sustained = tail[0].elapsed_time(tail[-1]) / (len(tail) - 1)
-        late = [x for x in samples if x[0] > start + 2.0]
+        watts, mhz = power.mean_after(start + 2.0)
         rows.append(dict(model=model, tp=tp, batch=b, seq=s, idle_fwd_bwd_ms=round(idle, 4),
                          sustained_fwd_bwd_ms=round(sustained, 4), ratio=round(sustained / idle, 4),
-                         power_W=round(statistics.mean(p for _, p, _ in late), 1),
-                         sm_clock_MHz=round(statistics.mean(c for _, _, c in late))))
+                         power_W=round(watts, 1), sm_clock_MHz=round(mhz)))
         log(f"sustained {rows[-1]}")
         del layer, x, grad
         torch.cuda.empty_cache()
