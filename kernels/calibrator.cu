@@ -257,9 +257,8 @@ Status Calibrator::copy_for(double ms) {
     state_->copy_src = std::make_unique<DeviceBuffer<char>>(std::move(*src));
     state_->copy_dst = std::make_unique<DeviceBuffer<char>>(std::move(*dst));
   }
-  // At about 3 TB/s (read + write: the H100 table's measured [device] copy_GBps) one copy takes about
-  // 0.18 ms on an H100; a slower GPU only
-  // stays busy longer.
+  // At about 3 TB/s (read + write: the H100 table's measured [device] copy_GBps) one copy takes
+  // about 0.18 ms on an H100; a slower GPU only stays busy longer.
   constexpr double kCopyMsAt3TBps = 2.0 * static_cast<double>(kBytes) / 3e12 * 1e3;
   const int copies = std::max(1, static_cast<int>(std::ceil(ms / kCopyMsAt3TBps)));
   for (int i = 0; i < copies; ++i) {

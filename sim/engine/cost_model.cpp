@@ -117,7 +117,7 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
       const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);
       if (table_ && g && g->precision == calibration::Precision::fp8) {
         ++s.fallback_ops;
-        ++s.fallbacks[table_->fp8_gemms().empty() ? "gemm_fp8_derived" : "gemm_fp8_ratio"];
+        ++s.fallbacks[table_->fp8_ratio(*g) ? "gemm_fp8_ratio" : "gemm_fp8_derived"];  // as price_once decides
         continue;
       }
       if (table_ && priced.match == Match::exact) {

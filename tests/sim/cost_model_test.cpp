@@ -343,6 +343,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadTable{"date", "date = \"2026-01-02\"", "date = 2026-01-02", "provenance.date = 2026-01-02: expected a string"},
         BadTable{"fp8_scaling", "memory_bound_W = 300.0", "memory_bound_W = 300.0\n\n[[gemm_fp8]]\nm = 8\nn = 8\nk = 8\nscaling = \"blockwise\"\nbf16_ms = 1.0\nfp8_ms = 0.5",
                  "gemm_fp8.scaling = \"blockwise\": must be one of"},
+        BadTable{"fp8_duplicate", "memory_bound_W = 300.0",
+                 "memory_bound_W = 300.0\n\n[[gemm_fp8]]\nm = 8\nn = 8\nk = 8\nscaling = \"rowwise\"\nbf16_ms = 1.0\nfp8_ms = 0.5"
+                 "\n\n[[gemm_fp8]]\nm = 8\nn = 8\nk = 8\nscaling = \"rowwise\"\nbf16_ms = 1.0\nfp8_ms = 0.6",
+                 ": [[gemm_fp8]]: the same shape as the row at"},
         BadTable{"limit_order", "memory_bound_W = 300.0", "memory_bound_W = 300.0\nlimit_gemm_share = [0.5, 0.25]\nlimit_gemm_slowdown = [1.5, 2.0]",
                  ":91: power.limit_gemm_share = [ 0.5, 0.25 ]: must increase, element by element (element 1 is 0.25 after 0.5)"},
         BadTable{"limit_length", "memory_bound_W = 300.0", "memory_bound_W = 300.0\nlimit_gemm_share = [0.5, 1.0]\nlimit_gemm_slowdown = [1.5]",
