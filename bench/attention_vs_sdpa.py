@@ -9,8 +9,8 @@ backend's speed, forward and forward + backward, at batch 2, 32 heads, seq 4096,
 causal.
 
 With --shapes FILE --rows-out FILE it also times the cuDNN backend (or, with --rows-backend flash,
-the flash backend) at every causal [[attention]] row of a shapes file (commbound-calibrate
---list-shapes, or a calibration table) and writes them as calibration rows (implementation =
+the flash backend) at every [[attention]] row of a shapes file (commbound-calibrate
+--list-shapes, `commbound shapes`, or a calibration table), causal or not, and writes them as calibration rows (implementation =
 "cudnn" or "flash2") for `commbound-calibrate --add-rows`.
 
   python3 bench/attention_vs_sdpa.py --bench build/bin/bench_attention
@@ -85,7 +85,7 @@ def time_ms(fn, warmup=3, runs=20):
     return out
 
 
-def sdpa_times(backend, b, h, kv, s, d, runs=20):
+def sdpa_times(backend, b, h, kv, s, d, runs=20, causal=True):
     """(forward samples, backward samples) in ms for one backend, or None if it refuses the shape."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     mk = lambda heads: torch.randn(b, s, heads, d, device="cuda", dtype=torch.bfloat16, generator=gen).transpose(1, 2)
@@ -94,7 +94,7 @@ def sdpa_times(backend, b, h, kv, s, d, runs=20):
     gqa = {"enable_gqa": True} if kv != h else {}
     try:
         with sdpa_kernel([backend]):
-            fwd = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+            fwd = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
             out = fwd()
             fwd_ms = time_ms(lambda: fwd(), runs=runs)
             bwd_ms = time_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), runs=runs)
@@ -155,19 +155,20 @@ def sdpa_rows(shapes_path, rows_out, backend_name):
     text.write(f"# {torch.cuda.get_device_name()}: written by bench/attention_vs_sdpa.py for commbound-calibrate --add-rows\n")
     for row in shapes:
         key = (row["batch"], row["heads"], row["kv_heads"], row["seq"], row["head_dim"])
-        if key in seen or not row.get("causal", True):
+        causal = row.get("causal", True)
+        if (key, causal) in seen:
             continue
-        seen.add(key)
-        t = sdpa_times(backend, *key, runs=10)
+        seen.add((key, causal))
+        t = sdpa_times(backend, *key, runs=10, causal=causal)
         if t is None:
             continue
         for direction, samples in (("forward", t[0]), ("backward", t[1])):
             p10, p50, p90 = percentiles(samples)
             b, h, kv, s, d = key
             text.write(f'\n[[attention]]\nimplementation = "{implementation}"\ndirection = "{direction}"\nbatch = {b}\n'
-                       f"heads = {h}\nkv_heads = {kv}\nseq = {s}\nhead_dim = {d}\ncausal = true\n"
+                       f"heads = {h}\nkv_heads = {kv}\nseq = {s}\nhead_dim = {d}\ncausal = {str(causal).lower()}\n"
                        f"p10_ms = {p10!r}\np50_ms = {p50!r}\np90_ms = {p90!r}\n")
-        print(f"{implementation} b{key[0]} h{key[1]}/{key[2]} s{key[3]} d{key[4]}: fwd {statistics.median(t[0]):.3f} ms, "
+        print(f"{implementation} b{key[0]} h{key[1]}/{key[2]} s{key[3]} d{key[4]} causal={causal}: fwd {statistics.median(t[0]):.3f} ms, "
               f"bwd {statistics.median(t[1]):.3f} ms", file=sys.stderr)
     tmp = rows_out + ".tmp"
     with open(tmp, "w") as f:

@@ -19,6 +19,10 @@ results; every file is written as soon as its section ends):
                       and copy with its GPU time, the aten op or autograd node that launched it, and
                       the CPU time of every top-level op (profiler overhead included).
            -> layers.csv, layers.json.gz, traces.tar.gz (the raw Chrome traces of a few shapes)
+  held     The layer's forward and forward+backward in GPU time alone: as `layers` times them, but
+           behind a sleep kernel long enough for the host to issue the whole call first (median of
+           10 after 3 warm-ups), so the host's issue time and launch latency do not count; against
+           the wall time, what the host costs a layer. -> held.csv
   hostops  Host cost of single ops on tiny tensors while the GPU sleeps: forward ops with autograd
            recording (input requires grad), and the backward of a chain of the same op, per op.
            -> hostops.csv
@@ -30,6 +34,13 @@ results; every file is written as soon as its section ends):
            with the SM clock: why in-layer GEMMs beat the table's rows. -> gemm_regimes.csv
   sustained  the layer's forward+backward from an idle GPU and back to back for 4 s, with NVML's
            power and SM clock: the power limit on a sustained eager step. -> sustained.csv
+  elementwise  PyTorch's elementwise kernels on each of their paths (vectorized, unrolled
+           dtype-converting copies, the indexed kernel of a strided or broadcast operand, the
+           reductions), the ops a Llama layer launches, at 2^12 to 2^27 elements: per kernel
+           queued back to back behind a sleep kernel (CUDA events around N launches over input
+           sets rotated beyond L2, median of 5; the time a stream of such kernels takes, the gap
+           between them included) and each kernel's own CUPTI time and name (torch.profiler, one
+           pass). -> elementwise.csv
   fp8      torch._scaled_mm in float8_e4m3fn with tensorwise and rowwise scales beside the bf16
            product of the same shape, the forward GEMMs of Llama layers. -> fp8.csv
 """
@@ -144,16 +155,17 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def events_ms(fn, reps, warmups, hold=False):
+def events_ms(fn, reps, warmups, hold=False, hold_ms=1.0):
     """fn between two CUDA events, synchronised: median ms of reps after warm-ups. On an idle GPU
     (the host's issue time counts, as the reference layer timings were taken), or with `hold` a
-    sleep kernel first keeps the GPU busy while the host issues fn, so that only GPU time counts."""
+    sleep kernel of hold_ms first keeps the GPU busy while the host issues fn, so that only GPU time
+    counts (as long as the host issues fn within hold_ms)."""
     out = []
     for i in range(warmups + reps):
         torch.cuda.synchronize()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if hold:
-            torch.cuda._sleep(2_000_000)
+            torch.cuda._sleep(int(hold_ms * 1e-3 * CLOCK_HZ))
         a.record()
         fn()
         b.record()
@@ -317,6 +329,36 @@ def measure_layers(args, deadline, log):
         json.dump(detail, f)
 
 
+def measure_held(args, deadline, log):
+    """The layer's GPU time alone: the same calls as `layers`, with a sleep kernel holding the GPU
+    until the host has issued the whole call, so neither the host nor the launch latency counts."""
+    rows = []
+    for model, tp, b, s in REFERENCE_SHAPES + OTHER_SHAPES:
+        if time.time() > deadline - 5:
+            log(f"held: deadline, stopped before {model} tp{tp} b{b} s{s}")
+            break
+        try:
+            layer, x, grad, cos, sin = layer_at(model, tp, b, s)
+
+            def fwd():
+                layer(x, cos, sin)
+
+            def fwd_bwd():
+                clear_grads(layer, x)
+                layer(x, cos, sin).backward(grad)
+
+            wall_fb = events_ms(fwd_bwd, 3, 2)
+            hold = 2 * wall_fb + 15  # ms: more than the host's issue time of a forward+backward
+            rows.append(dict(model=model, tp=tp, batch=b, seq=s, wall_fwd_bwd_ms=round(wall_fb, 4),
+                             held_fwd_ms=round(events_ms(fwd, 10, 3, hold=True, hold_ms=hold), 4),
+                             held_fwd_bwd_ms=round(events_ms(fwd_bwd, 10, 3, hold=True, hold_ms=hold), 4)))
+            log(f"held {rows[-1]}")
+            del layer, x, grad
+        except Exception as e:
+            rows.append(dict(model=model, tp=tp, batch=b, seq=s, error=str(e).splitlines()[0][:120]))
+    write_csv(os.path.join(args.out, "held.csv"), rows)
+
+
 def measure_hostops(args, deadline, log):
     """Per-op host cost on tiny tensors while the GPU sleeps, forward (with autograd recording) and
     the backward of a chain of N of the same op."""
@@ -430,6 +472,116 @@ def measure_sdpa(args, deadline, log):
                                          error=str(e).splitlines()[0][:120]))
     log(f"sdpa: {len(rows)} rows")
     write_csv(os.path.join(args.out, "sdpa.csv"), rows)
+
+
+# The elementwise ops of the eager Llama layer, one kernel each, by PyTorch path. Each case gives,
+# for E output elements, a builder of one input set and the op; bytes follow the compute model's
+# rule (calibration/table/framework_recipe.hpp): every operand read once and the output written
+# once, a strided read of every other element moves the whole tensor, a small broadcast operand
+# counts once.
+def _rows(E, width=4096):
+    return max(1, E // width), min(E, width)
+
+
+ELEMENTWISE_CASES = {
+    # name: (path, bytes per output element, builder(E) -> inputs, op(inputs))
+    "add_bf16": ("vectorized", 6, lambda E: (torch.randn(E, device=DEV, dtype=BF16), torch.randn(E, device=DEV, dtype=BF16)),
+                 lambda t: t[0] + t[1]),
+    "mul_fp32": ("vectorized", 12, lambda E: (torch.randn(E, device=DEV), torch.randn(E, device=DEV)),
+                 lambda t: t[0] * t[1]),
+    "pow_fp32": ("vectorized", 8, lambda E: (torch.randn(E, device=DEV),), lambda t: t[0].pow(2)),
+    "add_scalar_fp32": ("vectorized", 8, lambda E: (torch.randn(E, device=DEV),), lambda t: t[0] + 1e-5),
+    "cast_fp32_to_bf16": ("vectorized", 6, lambda E: (torch.randn(E, device=DEV),), lambda t: t[0].to(BF16)),
+    "cast_bf16_to_fp32": ("unrolled", 6, lambda E: (torch.randn(E, device=DEV, dtype=BF16),), lambda t: t[0].float()),
+    "mul_fp32_row_broadcast": ("indexed", 8, lambda E: (torch.randn(*_rows(E), device=DEV),
+                                                        torch.randn(_rows(E)[0], 1, device=DEV)),
+                               lambda t: t[0] * t[1]),
+    "mul_bf16_weight_broadcast": ("indexed", 4, lambda E: (torch.randn(*_rows(E), device=DEV, dtype=BF16),
+                                                           torch.randn(_rows(E)[1], device=DEV, dtype=BF16)),
+                                  lambda t: t[0] * t[1]),
+    # RoPE: x[..., ::2] of [s, 32 heads, 128] times a broadcast cos [s, 1, 64]
+    "mul_strided_broadcast": ("indexed", 6, lambda E: (torch.randn(max(1, E // 2048), 32, 128, device=DEV, dtype=BF16),
+                                                       torch.randn(max(1, E // 2048), 1, 64, device=DEV, dtype=BF16)),
+                              lambda t: t[0][..., ::2] * t[1]),
+    "silu_chunk": ("indexed", 4, lambda E: (torch.randn(_rows(E)[0], 2 * _rows(E)[1], device=DEV, dtype=BF16),),
+                   lambda t: F.silu(t[0][:, : t[0].shape[1] // 2])),
+    "mul_chunks": ("indexed", 6, lambda E: (torch.randn(_rows(E)[0], 2 * _rows(E)[1], device=DEV, dtype=BF16),),
+                   lambda t: t[0][:, : t[0].shape[1] // 2] * t[0][:, t[0].shape[1] // 2:]),
+    "transpose_copy": ("indexed", 4, lambda E: (torch.randn(max(1, E // 4096), 32, 128, device=DEV, dtype=BF16),),
+                       lambda t: t[0].transpose(0, 1).contiguous()),
+    # RoPE's stack of the two rotated halves, each [b, heads, s, 64] laid out as the transposed q
+    "stack_rope": ("indexed", 4, lambda E: tuple(torch.randn(max(1, E // 4096), 32, 64, device=DEV, dtype=BF16).transpose(0, 1)
+                                                 for _ in range(2)),
+                   lambda t: torch.stack((t[0], t[1]), -1)),
+    # a reduction's elements and bytes are its input's
+    "mean_fp32": ("reduction", 4, lambda E: (torch.randn(*_rows(E), device=DEV),), lambda t: t[0].mean(-1, keepdim=True)),
+}
+ELEMENTWISE_SIZES = [1 << p for p in (12, 14, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27)]
+
+
+def queued_us(op, sets, n, reps=5):
+    """Per kernel: n launches of op over the rotated input sets, queued behind a sleep kernel long
+    enough for the host to issue them all, between two CUDA events; median of reps."""
+    out = []
+    for i in range(reps + 1):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int((2e-3 + n * 60e-6) * CLOCK_HZ))
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for j in range(n):
+            op(sets[j % len(sets)])
+        b.record()
+        torch.cuda.synchronize()
+        if i:
+            out.append(a.elapsed_time(b) * 1e3 / n)
+    return median(out)
+
+
+def cupti_kernels(op, sets, n):
+    """One pass of the same n queued launches under torch.profiler: each kernel's name and CUPTI
+    time, and the idle gap between consecutive kernels."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.cuda._sleep(int((3e-3 + n * 120e-6) * CLOCK_HZ))
+        for j in range(n):
+            op(sets[j % len(sets)])
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        ev = json.load(open(f.name))["traceEvents"]
+    ks = sorted((e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel" and "spin_kernel" not in e["name"]),
+                key=lambda e: e["ts"])
+    gaps = [b["ts"] - (a["ts"] + a["dur"]) for a, b in zip(ks, ks[1:])]
+    names = sorted({e["name"] for e in ks})
+    return median([e["dur"] for e in ks]), median(gaps), len(ks), "|".join(n[:90] for n in names)
+
+
+def measure_elementwise(args, deadline, log):
+    rows = []
+    for name, (path, bytes_per_element, build, op) in ELEMENTWISE_CASES.items():
+        for E in ELEMENTWISE_SIZES:
+            if time.time() > deadline - 5:
+                log("elementwise: deadline")
+                write_csv(os.path.join(args.out, "elementwise.csv"), rows)
+                return
+            try:
+                one = build(E)
+                set_bytes = sum(t.numel() * t.element_size() for t in one)
+                sets = [one] + [build(E) for _ in range(min(63, (256 << 20) // max(set_bytes, 1)))]
+                elements = one[0].numel() if path == "reduction" else op(one).numel()
+                probe = queued_us(op, sets, 3, reps=1)
+                n = int(min(100, max(3, 1000 / max(probe, 1e-3))))
+                q = queued_us(op, sets, n)
+                k_us, gap_us, k_count, names = cupti_kernels(op, sets, n)
+                rows.append(dict(case=name, path=path, elements=elements, bytes=bytes_per_element * elements,
+                                 sets=len(sets), launches=n, queued_us=round(q, 3), kernel_us=round(k_us, 3),
+                                 gap_us=round(gap_us, 3) if k_count > 1 else "", kernels=k_count, kernel=names))
+                del sets, one
+            except Exception as e:
+                rows.append(dict(case=name, path=path, elements=E, error=str(e).splitlines()[0][:120]))
+        log(f"elementwise {name}: {rows[-1]}")
+        torch.cuda.empty_cache()
+    write_csv(os.path.join(args.out, "elementwise.csv"), rows)
 
 
 def measure_fp8(args, deadline, log):
@@ -605,7 +757,7 @@ def main():
         env["nvidia_smi"] = str(e)
     log(f"env {json.dumps(env)}")
     deadline = start + args.deadline_s
-    budgets = {"layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
+    budgets = {"elementwise": 1.0, "held": 1.0, "layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
     for name in args.sections.split(","):
         section_deadline = min(deadline, start + budgets[name] * args.deadline_s)
         try:

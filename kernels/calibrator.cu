@@ -236,15 +236,20 @@ Expected<Percentiles> Calibrator::measure(const calibration::GemmShape& shape) {
                          reinterpret_cast<std::uint16_t*>(out + set * c_bytes));
       },
       timing);
-  const double duty = state_->options.gemm_duty;
-  if (t && duty < 1) {
-    // The GEMM time just spent: the warm-ups and the timed runs (time_kernel's adaptive count).
-    const double runs = timing.warmup_runs + std::clamp(timing.min_total_ms / std::max(t->p50_ms, 1e-6),
-                                                        static_cast<double>(timing.timed_runs),
-                                                        static_cast<double>(timing.max_timed_runs));
-    if (Status s = copy_for(runs * t->p50_ms * (1 - duty) / duty); !s) return s.error();
+  if (t) {
+    if (Status s = rest_after(*t, timing); !s) return s.error();
   }
   return t;
+}
+
+Status Calibrator::rest_after(const Percentiles& t, const TimingOptions& timing) {
+  const double duty = state_->options.gemm_duty;
+  if (duty >= 1) return Ok{};
+  // The kernel time just spent: the warm-ups and the timed runs (time_kernel's adaptive count).
+  const double runs = timing.warmup_runs + std::clamp(timing.min_total_ms / std::max(t.p50_ms, 1e-6),
+                                                      static_cast<double>(timing.timed_runs),
+                                                      static_cast<double>(timing.max_timed_runs));
+  return copy_for(runs * t.p50_ms * (1 - duty) / duty);
 }
 
 Status Calibrator::copy_for(double ms) {
@@ -316,14 +321,19 @@ Expected<Percentiles> Calibrator::measure(const calibration::AttentionShape& sha
     buffers.push_back(std::move(set));
   }
   if (Status s = cuda_check(cudaDeviceSynchronize(), "attention inputs"); !s) return s.error();
-  return time_kernel(
+  const TimingOptions timing = timing_options(sets);
+  auto t = time_kernel(
       [&](int i) {
         Set& s = buffers[static_cast<std::size_t>(i)];
         if (!backward) return attention_forward(shape, s.q.get(), s.k.get(), s.v.get(), s.o.get(), s.lse.get());
         return attention_backward(shape, s.q.get(), s.k.get(), s.v.get(), s.o.get(), s.dout.get(), s.lse.get(),
                                   s.dq.get(), s.dk.get(), s.dv.get(), s.workspace.get());
       },
-      timing_options(sets));
+      timing);
+  if (t) {
+    if (Status s = rest_after(*t, timing); !s) return s.error();
+  }
+  return t;
 }
 
 Expected<Percentiles> Calibrator::measure(const calibration::MemoryBoundShape& shape) {

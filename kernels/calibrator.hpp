@@ -20,10 +20,11 @@ struct CalibratorOptions {
   double min_total_ms = 20;                           // timed GPU time aimed at per shape
   std::size_t gemm_workspace_bytes = std::size_t{32} << 20;  // cuBLASLt workspace (NVIDIA recommends 32 MiB on Hopper)
   double l2_multiple = 3;                             // rotated inputs span at least this many L2 sizes
-  // Share of the GPU's time that GEMM shapes take while the grid is measured: after each GEMM shape
-  // the GPU copies memory for (1 - gemm_duty) / gemm_duty of that shape's time, so that the board
-  // stays under its power limit as it does in a training step, where memory-bound kernels and
-  // communication sit between the matrix products. 1: back to back (the board at its limit).
+  // Share of the GPU's time that compute-bound shapes (GEMMs and attention) take while they are
+  // measured: after each such shape the GPU copies memory for (1 - gemm_duty) / gemm_duty of that
+  // shape's time, so that the board stays under its power limit as it does in a training step,
+  // where memory-bound kernels and communication sit between the matrix products. 1: back to back
+  // (the board at its limit).
   double gemm_duty = 1;
 };
 
@@ -45,6 +46,9 @@ public:
   // Keeps the GPU busy with device-to-device copies (memory-bound, well under the power limit) for
   // about `ms`, then waits for them.
   Status copy_for(double ms);
+  // Follows a compute-bound shape's timed runs with copies for (1 - gemm_duty) / gemm_duty of their
+  // time (nothing at gemm_duty 1).
+  Status rest_after(const Percentiles& t, const TimingOptions& timing);
   // Device-to-device copy of `bytes`, in bytes read + written per second.
   Expected<double> copy_bytes_per_s(std::size_t bytes);
 

@@ -26,6 +26,10 @@ public:
   void reduction(const std::string& op, double elements, double bytes, int host_ops = 1) {
     elementwise(op, elements, bytes, host_ops, ElementwiseKind::reduction);
   }
+  // A dtype-converting copy other than float -> bfloat16: TensorIterator's unrolled path.
+  void cast(const std::string& op, double elements, double bytes, int host_ops = 1) {
+    elementwise(op, elements, bytes, host_ops, ElementwiseKind::cast);
+  }
   // An elementwise kernel with a strided or broadcast operand: TensorIterator's indexed path.
   void indexed(const std::string& op, double elements, double bytes, int host_ops = 1) {
     elementwise(op, elements, bytes, host_ops, ElementwiseKind::indexed);
@@ -72,12 +76,12 @@ private:
 void rmsnorm_forward(Kernels& k, const std::string& part, double T, double h) {
   const Kernels::Part named(k, part);
   const double th = T * h;
-  k.elementwise("to_fp32", th, (kBf16 + kFp32) * th);
+  k.cast("to_fp32", th, (kBf16 + kFp32) * th);
   k.elementwise("pow", th, 2 * kFp32 * th);
   k.reduction("mean", th, kFp32 * th + kFp32 * T);
   k.elementwise("add_eps", T, 2 * kFp32 * T);
   k.elementwise("rsqrt", T, 2 * kFp32 * T);
-  k.elementwise("to_fp32", th, (kBf16 + kFp32) * th);
+  k.cast("to_fp32", th, (kBf16 + kFp32) * th);
   k.indexed("mul", th, 2 * kFp32 * th + kFp32 * T);
   k.elementwise("to_bf16", th, (kFp32 + kBf16) * th);
   k.indexed("mul_weight", th, 2 * kBf16 * th + kBf16 * h);
@@ -94,7 +98,7 @@ void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
   k.indexed("mul_weight.grad_input", th, 2 * kBf16 * th + kBf16 * h);
   k.elementwise("mul_weight.grad_weight", th, 3 * kBf16 * th);
   k.reduction("sum_weight_grad", th, kBf16 * th + kBf16 * h);
-  k.elementwise("to_bf16.backward", th, (kBf16 + kFp32) * th);
+  k.cast("to_bf16.backward", th, (kBf16 + kFp32) * th);
   k.indexed("mul.grad_x", th, 2 * kFp32 * th + kFp32 * T);
   k.elementwise("mul.grad_rsqrt", th, 3 * kFp32 * th);
   k.reduction("sum_rsqrt_grad", th, kFp32 * th + kFp32 * T);
@@ -113,8 +117,10 @@ void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
 // x[..., 1::2] (strided: each read moves the whole tensor, 2E bytes), x1*cos, x2*sin, x1*sin,
 // x2*cos (E / 2 elements out each), the subtraction and the addition, then stack(..., -1) writes
 // the interleaved result (flatten is a view). The products read a strided slice beside a broadcast
-// cos or sin and stack interleaves two inputs: indexed; the sum and difference of two outputs laid
-// out alike stream.
+// cos or sin: indexed; the sum and difference of two outputs laid out alike stream. stack is a cat
+// of its inputs unsqueezed, and cat of inputs not contiguous in the output's layout (these are
+// laid out as q, transposed) copies each into its strided slice of the output, one indexed copy per
+// input (aten/src/ATen/native/cuda/Shape.cu; the real layer's profile shows the two copies).
 void rope_forward(Kernels& k, const std::string& part, double E) {
   const Kernels::Part named(k, part);
   const double e = kBf16 * E;  // bytes of the whole tensor
@@ -125,7 +131,8 @@ void rope_forward(Kernels& k, const std::string& part, double E) {
   k.indexed("mul_x1_sin", E / 2, e + e / 2);
   k.indexed("mul_x2_cos", E / 2, e + e / 2);
   k.elementwise("add", E / 2, 3 * e / 2);
-  k.indexed("stack", E, 2 * e, 2);  // and flatten
+  k.indexed("stack.copy_first", E / 2, e / 2 + e, 1);  // a strided write moves the whole output
+  k.indexed("stack.copy_second", E / 2, e / 2 + e, 1);  // and flatten
 }
 
 // Its backward: stack's gradient unbinds into two strided halves g0, g1 (each read moves the whole
@@ -193,7 +200,9 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   k.elementwise("swiglu.mul.grad_up", T * f, 3 * kBf16 * T * f);
   k.indexed("swiglu.mul.grad_silu", T * f, 3 * kBf16 * T * f);
   k.indexed("swiglu.silu_backward", T * f, 3 * kBf16 * T * f);
-  k.indexed("swiglu.chunk_backward_cat", 2 * T * f, 4 * kBf16 * T * f);
+  // A chunk's or split's backward is a cat of contiguous gradients along the last dimension: ATen's
+  // batched copy (CatArrayBatchedCopy, aten/src/ATen/native/cuda/Shape.cu), a streaming copy.
+  k.elementwise("swiglu.chunk_backward_cat", 2 * T * f, 4 * kBf16 * T * f);
   k.linear("gate_up", T, 2 * f, h, direction, "mlp");
   rmsnorm_backward(k, "rmsnorm2", T, h);
   k.elementwise("residual2.add_grads", th, 3 * kBf16 * th);
@@ -201,7 +210,7 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   k.push("attention", attention.shape, kSdpaHostOps, "", attention.runs);
   rope_backward(k, "rope_q", T * q_dim);
   rope_backward(k, "rope_k", T * kv_dim);
-  k.indexed("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);
+  k.elementwise("qkv.split_backward_cat", T * qkv, 2 * kBf16 * T * qkv);
   k.linear("qkv", T, qkv, h, direction, "attn");
   rmsnorm_backward(k, "rmsnorm", T, h);
   k.elementwise("residual.add_grads", th, 3 * kBf16 * th);
@@ -233,7 +242,7 @@ std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& la
     rmsnorm_forward(k, "rmsnorm_final", T, h);
     k.linear("logits", T, V, h, direction);
     k.view();  // flatten(0, 1)
-    k.elementwise("logits.to_fp32", tv, (kBf16 + kFp32) * tv);
+    k.cast("logits.to_fp32", tv, (kBf16 + kFp32) * tv);
     k.reduction("cross_entropy.log_softmax", tv, 2 * kFp32 * tv, 2);
     k.elementwise("cross_entropy.nll_loss", T, 3 * kFp32 * T, 2);
     return k.take();
@@ -282,7 +291,7 @@ Fsdp2Glue fsdp2_glue(double P, int param_tensors, int shard_ranks, int dp_ranks,
   reduce_in.elementwise("fsdp.chunk_cat", P, (kBf16 + reduce) * P);
   if (predivide > 1) reduce_in.elementwise("fsdp.predivide", P, 2 * reduce * P);
   if (!reduce_fp32 && postdivide > 1) view_out.elementwise("fsdp.postdivide", S, 2 * reduce * S);
-  if (!reduce_fp32) view_out.elementwise("fsdp.to_fp32", S, (kBf16 + kFp32) * S);
+  if (!reduce_fp32) view_out.cast("fsdp.to_fp32", S, (kBf16 + kFp32) * S);
   return {copy_in.take(), copy_out.take(), reduce_in.take(), view_out.take()};
 }
 

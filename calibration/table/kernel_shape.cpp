@@ -76,6 +76,7 @@ double MemoryBoundShape::bytes() const {
 const char* to_string(ElementwiseKind k) {
   switch (k) {
     case ElementwiseKind::streaming: return "streaming";
+    case ElementwiseKind::cast: return "cast";
     case ElementwiseKind::reduction: return "reduction";
     case ElementwiseKind::indexed: return "indexed";
   }

@@ -84,14 +84,18 @@ struct MemoryBoundShape {
   auto key() const { return std::tie(op, tokens, width); }
 };
 
-// How an ElementwiseShape moves its bytes, and so which measured kernel's rate prices it:
-//   streaming  elementwise and copies: every element read and written once (residual_add's rate);
-//   reduction  a reduction over each row (mean, sum, norm): RMSNorm's rate, a row reduction;
-//   indexed    streaming, but an operand is strided or broadcast: PyTorch's TensorIterator then
-//              leaves its vectorized kernel for the one that computes every operand's offset
-//              per element (ATen's Loops.cuh, launch_legacy_kernel), bound by the SMs' issue
-//              rate below HBM bandwidth (KernelTable::price).
-enum class ElementwiseKind { streaming, reduction, indexed };
+// How an ElementwiseShape moves its bytes, and so which measured kernel prices it (KernelTable::price;
+// PyTorch's names for its paths, ATen's Loops.cuh and CUDALoops.cuh, in brackets):
+//   streaming  elementwise and copies on contiguous operands of one dtype, every element read and
+//              written once [vectorized_elementwise_kernel]; also float -> bfloat16, which has a
+//              vectorized copy of its own;
+//   cast       a dtype-converting copy other than float -> bfloat16 (bfloat16 -> float: `x.float()`)
+//              [unrolled_elementwise_kernel: a dynamic cast per element, no vector loads];
+//   reduction  a reduction over each row (mean, sum, norm) [reduce_kernel];
+//   indexed    streaming, but an operand is strided or broadcast: TensorIterator computes every
+//              operand's offset per element [elementwise_kernel, launch_legacy_kernel], bound by the
+//              SMs' issue rate below HBM bandwidth.
+enum class ElementwiseKind { streaming, cast, reduction, indexed };
 const char* to_string(ElementwiseKind k);
 
 struct ElementwiseShape {

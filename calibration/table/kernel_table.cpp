@@ -202,6 +202,20 @@ Expected<Fp8GemmRow> read_fp8_gemm(const toml::table& row, TableContent /*conten
   return x;
 }
 
+// PyTorch elementwise rows are always timed, like FP8 rows.
+Expected<ElementwiseRow> read_pytorch_elementwise(const toml::table& row, TableContent /*content*/) {
+  TableReader r(row, "pytorch_elementwise");
+  ElementwiseRow x;
+  x.path = r.choice("path", "vectorized", {"vectorized", "unrolled", "indexed", "reduction"});
+  if (!r.has("path") && !r.failed()) r.fail("path", "missing (required)");
+  x.op = r.required_string("op");
+  x.elements = r.required_integer("elements", 1, kMaxDim);
+  x.bytes = r.required_number("bytes", 1, 1e15);
+  x.queued_s = r.required_number("queued_us", 1e-3, 1e9) * kSecondsPerUs;
+  if (Status s = r.finish(); !s) return s.error();
+  return x;
+}
+
 // --- writing ------------------------------------------------------------------------------------
 
 // toml++'s formatter with basic (double-quoted) strings, the format's documented style.
@@ -299,6 +313,16 @@ toml::table row_table(const Fp8GemmRow& r) {
   t.insert("scaling", r.scaling);
   t.insert("bf16_ms", r.bf16_s / kSecondsPerMs);
   t.insert("fp8_ms", r.fp8_s / kSecondsPerMs);
+  return t;
+}
+
+toml::table row_table(const ElementwiseRow& r) {
+  toml::table t;
+  t.insert("path", r.path);
+  t.insert("op", r.op);
+  t.insert("elements", r.elements);
+  t.insert("bytes", r.bytes);
+  t.insert("queued_us", r.queued_s / kSecondsPerUs);
   return t;
 }
 
@@ -407,6 +431,8 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
   if (!memory_rows) return memory_rows.error();
   auto fp8_rows = rows_of(top, "gemm_fp8");
   if (!fp8_rows) return fp8_rows.error();
+  auto elementwise_rows = rows_of(top, "pytorch_elementwise");
+  if (!elementwise_rows) return elementwise_rows.error();
   if (content == TableContent::calibration) {
     if (!top.failed() && prov_t == nullptr) top.fail("provenance", "missing table [provenance]");
     if (!top.failed() && device_t == nullptr) top.fail("device", "missing table [device]");
@@ -441,6 +467,11 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
       !s) {
     return s.error();
   }
+  if (Status s = read_rows(g, *elementwise_rows, "pytorch_elementwise", read_pytorch_elementwise, content,
+                           [](const ElementwiseRow& r) { return std::tuple{r.path, r.op, r.elements}; });
+      !s) {
+    return s.error();
+  }
   if (power_t != nullptr) {
     TablePower p;
     if (Status s = read_power(*power_t, p); !s) return s.error();
@@ -472,6 +503,15 @@ bool KernelTable::add(MemoryBoundRow row) {
   return true;
 }
 
+bool KernelTable::add(ElementwiseRow row) {
+  const auto key = [](const ElementwiseRow& r) { return std::tie(r.path, r.op, r.elements); };
+  const auto at = std::lower_bound(elementwise_rows_.begin(), elementwise_rows_.end(), row,
+                                   [&](const ElementwiseRow& a, const ElementwiseRow& b) { return key(a) < key(b); });
+  if (at != elementwise_rows_.end() && key(*at) == key(row)) return false;
+  elementwise_rows_.insert(at, std::move(row));
+  return true;
+}
+
 std::optional<double> KernelTable::fp8_ratio(const GemmShape& shape, const std::string& scaling) const {
   const Fp8GemmRow* best = nullptr;
   double best_d = std::numeric_limits<double>::infinity();
@@ -489,6 +529,7 @@ void KernelTable::add_rows(const KernelTable& other) {
   for (const AttentionRow& r : other.attentions_) add(r);
   for (const MemoryBoundRow& r : other.memory_bounds_) add(r);
   for (const Fp8GemmRow& r : other.fp8_gemms_) add(r);
+  for (const ElementwiseRow& r : other.elementwise_rows_) add(r);
 }
 
 const TableProvenance& KernelTable::provenance() const {
@@ -524,6 +565,7 @@ bool KernelTable::has_attention(const std::string& implementation) const {
 // residual_add row from 25 MB to 1.2 GB and within 3% of every rmsnorm_forward row but one.
 // Fewer than two rows (or a fit without a positive rate): the roofline.
 Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
+  if (const auto queued_s = pytorch_elementwise_s(s)) return {*queued_s, Match::nearest, 0};
   const char* reference = s.kind == ElementwiseKind::reduction ? "rmsnorm_forward" : "residual_add";
   double n = 0, w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, spreads = 0;
   for (const MemoryBoundRow& r : memory_bounds_) {
@@ -541,6 +583,64 @@ Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
   const double fixed_s = std::max(0.0, (sy - seconds_per_byte * sx) / w);
   const double streamed_s = fixed_s + s.bytes * seconds_per_byte;
   return {std::max(streamed_s, indexed_issue_s(s)), Match::nearest, spreads / n};
+}
+
+// The [[pytorch_elementwise]] price of `s` (the header's rule), or nullopt without rows of its path.
+std::optional<double> KernelTable::pytorch_elementwise_s(const ElementwiseShape& s) const {
+  const char* path = "vectorized";
+  switch (s.kind) {
+    case ElementwiseKind::streaming: path = "vectorized"; break;
+    case ElementwiseKind::cast: path = "unrolled"; break;
+    case ElementwiseKind::reduction: path = "reduction"; break;
+    case ElementwiseKind::indexed: path = "indexed"; break;
+  }
+  const bool by_bytes = s.kind == ElementwiseKind::streaming;
+  const auto size = [&](const ElementwiseRow& r) { return by_bytes ? r.bytes : static_cast<double>(r.elements); };
+  const double shape_size = by_bytes ? s.bytes : static_cast<double>(s.elements);
+  // A shape moving no bytes (a kernel on a few scalars) counts as one byte per element.
+  const double per_element = s.elements > 0 && s.bytes > 0 ? s.bytes / static_cast<double>(s.elements) : 1;
+  // The path's ops (rows are sorted by path, op, elements): [first, last) of each.
+  struct Op {
+    std::size_t first, last;
+    double distance;
+  };
+  std::vector<Op> ops;
+  for (std::size_t i = 0; i < elementwise_rows_.size();) {
+    std::size_t j = i;
+    while (j < elementwise_rows_.size() && elementwise_rows_[j].path == elementwise_rows_[i].path &&
+           elementwise_rows_[j].op == elementwise_rows_[i].op) {
+      ++j;
+    }
+    const ElementwiseRow& r = elementwise_rows_[i];
+    if (r.path == path) {
+      ops.push_back({i, j, std::abs(std::log(r.bytes / static_cast<double>(r.elements) / per_element))});
+    }
+    i = j;
+  }
+  if (ops.empty()) return std::nullopt;
+  const double nearest = std::min_element(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
+                           return a.distance < b.distance;
+                         })->distance;
+  double sum_s = 0;
+  int count = 0;
+  for (const Op& op : ops) {
+    if (op.distance > nearest + 1e-9) continue;
+    const ElementwiseRow* rows = &elementwise_rows_[op.first];
+    const std::size_t n = op.last - op.first;
+    std::size_t above = 0;  // the first row at or above the shape's size
+    while (above < n && size(rows[above]) < shape_size) ++above;
+    double t = 0;
+    if (above == 0) {
+      t = rows[0].queued_s;
+    } else if (above == n) {
+      t = rows[n - 1].queued_s * shape_size / size(rows[n - 1]);
+    } else {
+      const ElementwiseRow &a = rows[above - 1], &b = rows[above];
+      t = a.queued_s + (b.queued_s - a.queued_s) * (shape_size - size(a)) / (size(b) - size(a));
+    }
+    sum_s += t, ++count;
+  }
+  return sum_s / count;
 }
 
 // An indexed kernel's time at its SMs' issue rate: 0 for the other kinds, and where the table
@@ -636,6 +736,7 @@ void KernelTable::write(std::ostream& out, const std::vector<std::string>& comme
   write_rows(out, first, "attention", attentions_);
   write_rows(out, first, "memory_bound", memory_bounds_);
   write_rows(out, first, "gemm_fp8", fp8_gemms_);
+  write_rows(out, first, "pytorch_elementwise", elementwise_rows_);
   if (!first) out << "\n";
 }
 

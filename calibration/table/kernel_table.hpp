@@ -21,13 +21,18 @@
 //            ("flash2"), whose time is carried by the ratio of the two grids' drain times on the
 //            table's SMs (attention_tiling.hpp), when the table's [provenance] has sm_count;
 //   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
-// An ElementwiseShape (a framework's small elementwise, reduction or copy kernel) has no rows of
-// its own: it is priced `nearest` from the rows of the measured kernel that moves bytes as it does
-// (streaming and indexed: residual_add; reduction: rmsnorm_forward), by the line t = fixed +
-// bytes / rate fitted to their times by least squares on relative error, so a tiny kernel costs
-// the fixed launch-to-finish time and a large one streams at the measured rate. An indexed kernel
-// (an operand strided or broadcast) takes at least its elements at PyTorch's indexed-path issue
-// rate per SM and clock (kernel_table.cpp), where [provenance] names sm_count and the clock.
+// An ElementwiseShape (a framework's small elementwise, reduction or copy kernel) is priced
+// `nearest` from the [[pytorch_elementwise]] rows of the PyTorch path its kind runs on (streaming:
+// vectorized, cast: unrolled, indexed, reduction): of the ops timed on that path, those whose bytes
+// per element are nearest the shape's (log-distance; ties averaged), each interpolated linearly
+// between its two rows around the shape's size, bytes on the vectorized path (bound by HBM),
+// elements on the others (bound by the SMs' issue rate or, for reductions, by the rows' latency);
+// below the smallest row its time, above the largest its rate. A table without such rows (derived
+// tables) prices it from the rows of the measured kernel that moves bytes as it does (streaming,
+// cast and indexed: residual_add; reduction: rmsnorm_forward), by the line t = fixed + bytes / rate
+// fitted to their times by least squares on relative error; an indexed kernel then takes at least
+// its elements at PyTorch's indexed-path issue rate per SM and clock (kernel_table.cpp), where
+// [provenance] names sm_count and the clock.
 //
 // Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table.cpp only.
 #pragma once
@@ -77,6 +82,17 @@ struct Fp8GemmRow {
   std::int64_t m = 0, n = 0, k = 0;
   std::string scaling = "tensorwise";  // "tensorwise" (one scale per tensor) or "rowwise"
   double bf16_s = 0, fp8_s = 0;
+};
+
+// One of PyTorch's elementwise kernels timed queued back to back behind a sleep kernel (the
+// GPU's time per kernel in a stream, the gap to the next kernel included: bench/eager_measure.py,
+// section elementwise). Such rows price a framework's ElementwiseShapes (KernelTable::price).
+struct ElementwiseRow {
+  std::string path;  // PyTorch's kernel: "vectorized", "unrolled", "indexed" or "reduction"
+  std::string op;    // the op timed on that path, e.g. "add_bf16", "mul_fp32_row_broadcast"
+  std::int64_t elements = 0;  // its output's (a reduction: its input's)
+  double bytes = 0;           // counted as kernel_shape.hpp counts an ElementwiseShape's
+  double queued_s = 0;
 };
 
 // [provenance]: empty strings and unset optionals are keys the file does not have.
@@ -174,6 +190,9 @@ public:
   // FP8 time / bf16 time of the [[gemm_fp8]] row of `scaling` nearest to `shape` (log-distance over
   // m, n, k; any layout: only forward products were measured), or nullopt without such rows.
   std::optional<double> fp8_ratio(const GemmShape& shape, const std::string& scaling = "tensorwise") const;
+  // Kept sorted by path, op and elements; a row of a (path, op, elements) held already is not added.
+  const std::vector<ElementwiseRow>& elementwise_rows() const { return elementwise_rows_; }
+  bool add(ElementwiseRow row);
   std::size_t size() const { return gemms_.size() + attentions_.size() + memory_bounds_.size(); }
   const std::optional<TablePower>& power() const { return power_; }
   const std::optional<TableContention>& contention() const { return contention_; }
@@ -190,8 +209,9 @@ public:
 
   // Writes the table in docs/calibration.md's format through toml++'s formatter: `comments` first,
   // each line prefixed with "# ", then [provenance], [device], [power], [contention] (those the
-  // table has), then the [[gemm]], [[attention]] and [[memory_bound]] rows in table order; a timed
-  // row with its times, implementation and bytes, an untimed one with its shape keys only.
+  // table has), then the [[gemm]], [[attention]], [[memory_bound]], [[gemm_fp8]] and
+  // [[pytorch_elementwise]] rows in table order; a timed row with its times, implementation and
+  // bytes, an untimed one with its shape keys only.
   void write(std::ostream& out, const std::vector<std::string>& comments = {}) const;
 
   // A table for another GPU (`to`) from this measured one (`from` = this table's GPU) by the
@@ -221,6 +241,7 @@ private:
   Priced roofline(double flops, double bytes) const;
   Priced price_elementwise(const ElementwiseShape& s) const;
   double indexed_issue_s(const ElementwiseShape& s) const;
+  std::optional<double> pytorch_elementwise_s(const ElementwiseShape& s) const;
   double attention_scale(const AttentionShape& s, const AttentionShape& row, const std::string& implementation) const;
 
   std::string display_path_;
@@ -230,6 +251,7 @@ private:
   std::vector<AttentionRow> attentions_;
   std::vector<MemoryBoundRow> memory_bounds_;
   std::vector<Fp8GemmRow> fp8_gemms_;
+  std::vector<ElementwiseRow> elementwise_rows_;
   std::optional<TablePower> power_;
   std::optional<TableContention> contention_;
   // The shapes held, for add()'s one-row-per-shape rule.

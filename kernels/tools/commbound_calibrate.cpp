@@ -81,8 +81,8 @@ CUDA and cuBLASLt versions, date, tool commit). Progress goes to stderr.
   --models FILE       model zoo for the grid and the replay (default: calibration/models.toml)
   --skip-power        leave out the [power] phases (4 x 3 s)
   --skip-contention   leave out the [contention] measurement
-  --gemm-duty D       the share of the GPU's time GEMMs take while they are measured (0 < D <= 1,
-                      default 1: back to back). Below 1, each GEMM shape is followed by memory
+  --gemm-duty D       the share of the GPU's time GEMMs and attention take while they are measured
+                      (0 < D <= 1, default 1: back to back). Below 1, each such shape is followed by memory
                       copies for (1 - D) / D of its time, so that the board stays under its power
                       limit as in a training step; back to back, a long grid holds it at the limit
                       and its clock down (docs/calibration.md)
@@ -599,8 +599,8 @@ int main(int argc, char** argv) {
                  " ms of timed work, <= " + std::to_string(options.max_timed_runs) + " runs, after " +
                  std::to_string(options.warmup_runs) + " warm-ups";
   if (options.gemm_duty < 1) {
-    p.timed_runs += "; each GEMM shape followed by memory copies for " + fmt((1 - options.gemm_duty) / options.gemm_duty) +
-                    "x its time (GEMMs " + fmt(100 * options.gemm_duty) + "% of the GPU's time, under the power limit)";
+    p.timed_runs += "; each GEMM and attention shape followed by memory copies for " + fmt((1 - options.gemm_duty) / options.gemm_duty) +
+                    "x its time (" + fmt(100 * options.gemm_duty) + "% of the GPU's time, under the power limit)";
   }
   p.input_rotation = "inputs rotated over enough buffer sets to span " + fmt(options.l2_multiple) + " x L2 (" +
                      std::to_string(cal->l2_bytes() >> 20) + " MiB)";

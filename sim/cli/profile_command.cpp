@@ -22,9 +22,11 @@ cuDNN attention). Each kernel: its shape, the bytes it moves, its FLOPs, its pri
 calibration table and how it was found (exact row, nearest row's rate, roofline), and the host
 time its framework takes to issue it (calibration/frameworks.toml).
 
-Each part runs alone on an idle GPU, as a benchmark times it with CUDA events: one host thread
+Each part runs alone, as a benchmark times it with CUDA events, call after call: one host thread
 issues the part's ops in order; a kernel starts once issued and once the previous one ended. A
 part whose kernels are shorter than their issue time is bound by its host (eager small shards).
+Called back to back, a part holds the board at its power limit: its GEMMs and attention are slowed
+by the table's measured curve at the part's share of compute-bound time (column "power limit").
 The table shows one decoder layer's kernels (forward, backward, recompute) and every part's
 totals; --format csv or json lists every kernel of every part. No communication is included:
 `commbound run` simulates the whole iteration.

@@ -13,6 +13,7 @@ ComputeProfile profile_compute(const TrainingSpec& t, const CostModel& cost) {
     ProfiledPart p;
     p.name = to_string(part);
     double gpu_free_s = 0, issued_s = 0;
+    p.limit_slowdown = cost.limit_slowdown_for({program});
     for (const Op& op : program.ops) {
       if (op.kind == OpKind::collective || std::holds_alternative<std::monostate>(op.kernel)) continue;
       const calibration::Priced priced = cost.price(op);
@@ -22,7 +23,7 @@ ComputeProfile profile_compute(const TrainingSpec& t, const CostModel& cost) {
       k.shape = op.kernel;
       k.flops = op.flops;
       k.bytes = op.bytes;
-      k.gpu_s = priced.seconds;
+      k.gpu_s = priced.seconds * (CostModel::compute_bound(op) ? p.limit_slowdown : 1.0);
       k.match = priced.match;
       k.host_s = op.issue_s - issued_s;
       k.issue_s = issued_s = op.issue_s;

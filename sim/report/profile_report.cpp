@@ -28,11 +28,11 @@ void write_table(std::ostream& out, const ComputeProfile& p, const std::string& 
                        k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.end_s * kUsPerS, calibration::to_string(k.match));
   }
   out << "\n"
-      << fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10}  {}\n", "part (alone, idle GPU)", "kernels", "gpu ms",
-                     "host ms", "time ms", "bound by");
+      << fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10} {:>12}  {}\n", "part (alone)", "kernels", "gpu ms",
+                     "host ms", "time ms", "power limit", "bound by");
   for (const ProfiledPart& part : p.parts) {
-    out << fmt::format("{:<24} {:>8} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", part.name, part.kernels,
-                       part.gpu_s * kMsPerS, part.host_s * kMsPerS, part.time_s * kMsPerS,
+    out << fmt::format("{:<24} {:>8} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.3f}x  {}\n", part.name, part.kernels,
+                       part.gpu_s * kMsPerS, part.host_s * kMsPerS, part.time_s * kMsPerS, part.limit_slowdown,
                        part.host_bound() ? "host" : "gpu");
   }
 }
@@ -59,7 +59,7 @@ void write_json(std::ostream& out, const ComputeProfile& p, const std::string& t
   for (const ProfiledPart& part : p.parts) {
     parts.push_back({{"part", part.name}, {"kernels", part.kernels}, {"gpu_ms", part.gpu_s * kMsPerS},
                      {"host_ms", part.host_s * kMsPerS}, {"time_ms", part.time_s * kMsPerS},
-                     {"bound_by", part.host_bound() ? "host" : "gpu"}});
+                     {"power_limit_slowdown", part.limit_slowdown}, {"bound_by", part.host_bound() ? "host" : "gpu"}});
   }
   out << nlohmann::json{{"title", title}, {"parts", parts}, {"kernels", kernels}}.dump(2) << "\n";
 }

@@ -39,16 +39,17 @@ TEST(EagerRecipe, RmsNormForwardMovesWhatItsNineKernelsReadAndWrite) {
   EXPECT_DOUBLE_EQ(bytes_of(forward, "rmsnorm2."), expected);
 }
 
-TEST(EagerRecipe, RopeOfOneTensorMovesTwentyTwoBytesAnElementForward) {
+TEST(EagerRecipe, RopeOfOneTensorMovesTwentyFourBytesAnElementForward) {
   // Per element of the bf16 tensor: four strided products (the whole tensor read, 2 B, and half
   // of it written, 1 B: 3 B each), the subtraction and the addition (two halves read, one written:
-  // 3 B each), the stack (both halves read, the whole written: 4 B): 4 x 3 + 2 x 3 + 4 = 22 B.
+  // 3 B each), the stack's two copies (a half read, 1 B, and the whole output's sectors written by
+  // a strided write, 2 B: 3 B each): 4 x 3 + 2 x 3 + 2 x 3 = 24 B.
   // Backward: the negation and four products (3, 3, 2, 3, 3 B), two sums (3 B each), each
   // slice's zeros and strided copy (2 + 3 B, twice) and their sum (6 B): 36 B.
   const StepLayout layout{1, 4096, 1, 1};
   const double E = 4096.0 * 4096;  // q: tokens x heads x head_dim
   const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
-  EXPECT_DOUBLE_EQ(bytes_of(forward, "rope_q."), 2 * 11 * E);
+  EXPECT_DOUBLE_EQ(bytes_of(forward, "rope_q."), 2 * 12 * E);
   const auto backward = recipe::eager_layer(kLlama7b, layout, Direction::backward);
   EXPECT_DOUBLE_EQ(bytes_of(backward, "rope_q."), 2 * 18 * E);
 }
@@ -62,27 +63,31 @@ TEST(EagerRecipe, SameMatrixProductsAsTheFusedLayerAndManyMoreKernels) {
     EXPECT_DOUBLE_EQ(flops_of(eager), flops_of(fused));
     EXPECT_GT(eager.size(), 3 * fused.size());
   }
-  // Forward: 9 + 9 norm kernels, 7 + 7 rope kernels, 4 GEMMs, attention and the copy of its
+  // Forward: 9 + 9 norm kernels, 8 + 8 rope kernels, 4 GEMMs, attention and the copy of its
   // output, 2 swiglu, 2 residuals.
-  EXPECT_EQ(LlamaRecipe(kLlama7b, layout, Framework::pytorch_eager).layer(Direction::forward).size(), 42u);
+  EXPECT_EQ(LlamaRecipe(kLlama7b, layout, Framework::pytorch_eager).layer(Direction::forward).size(), 44u);
 }
 
 // SDPA's output is laid out like q, which the rotary embedding's stack leaves as [b, h, s, d]:
 // transposing it back to [b, s, h * d] copies it, 2 B read and 2 B written an element (T = 8192
 // tokens x 4096: 134 MB). Which kernels take PyTorch's indexed path (an operand strided or
 // broadcast): per RMSNorm the products with rsqrt and with the weight (2); per rotary embedding
-// the four products with cos or sin and the stack (5); that copy; silu of the gate chunk and its
-// product with the up chunk: 2 x 2 + 2 x 5 + 1 + 2 = 17 of the 42 forward kernels.
+// the four products with cos or sin and the stack's two strided copies (6); that copy; silu of the
+// gate chunk and its product with the up chunk: 2 x 2 + 2 x 6 + 1 + 2 = 19 of the 44 forward
+// kernels, as many as the real layer's profile shows on that path. Which take the unrolled cast
+// path: each RMSNorm's two x.float() (4).
 TEST(EagerRecipe, AttentionOutputIsCopiedAndStridedOperandsTakeTheIndexedPath) {
   const StepLayout layout{2, 4096, 1, 1};
   const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
   EXPECT_DOUBLE_EQ(bytes_of(forward, "attention.reshape_copy"), 4.0 * 8192 * 4096);
-  int indexed = 0;
+  int indexed = 0, cast = 0;
   for (const RecipeKernel& k : forward) {
     const auto* e = std::get_if<ElementwiseShape>(&k.shape);
     indexed += e != nullptr && e->kind == ElementwiseKind::indexed;
+    cast += e != nullptr && e->kind == ElementwiseKind::cast;
   }
-  EXPECT_EQ(indexed, 17);
+  EXPECT_EQ(indexed, 19);
+  EXPECT_EQ(cast, 4);
 }
 
 TEST(EagerRecipe, ForeachAdamWMovesEightyBytesAParameter) {

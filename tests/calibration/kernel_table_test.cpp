@@ -191,6 +191,13 @@ void expect_same_table(const KernelTable& a, const KernelTable& b) {
     EXPECT_DOUBLE_EQ(x.bf16_s, y.bf16_s);
     EXPECT_DOUBLE_EQ(x.fp8_s, y.fp8_s);
   }
+  ASSERT_EQ(a.elementwise_rows().size(), b.elementwise_rows().size());
+  for (std::size_t i = 0; i < a.elementwise_rows().size(); ++i) {
+    const ElementwiseRow &x = a.elementwise_rows()[i], &y = b.elementwise_rows()[i];
+    EXPECT_EQ(std::tie(x.path, x.op, x.elements), std::tie(y.path, y.op, y.elements));
+    EXPECT_DOUBLE_EQ(x.bytes, y.bytes);
+    EXPECT_DOUBLE_EQ(x.queued_s, y.queued_s);
+  }
   ASSERT_EQ(a.contention().has_value(), b.contention().has_value());
   if (a.contention()) {
     EXPECT_EQ(a.contention()->comm_sms, b.contention()->comm_sms);
@@ -231,6 +238,9 @@ TEST(KernelTableFile, EverySectionRoundTrips) {
   t.set_contention({24, 100.06e9, 1.23638, 1.01287});
   t.add(Fp8GemmRow{8192, 1280, 8192, "tensorwise", 0.2633e-3, 0.1736e-3});
   t.add(Fp8GemmRow{8192, 1280, 8192, "rowwise", 0.2633e-3, 0.183e-3});
+  EXPECT_TRUE(t.add(ElementwiseRow{"vectorized", "add_bf16", 4096, 24576, 2.118e-6}));
+  EXPECT_TRUE(t.add(ElementwiseRow{"unrolled", "cast_bf16_to_fp32", 4096, 24576, 3.31e-6}));
+  EXPECT_FALSE(t.add(ElementwiseRow{"vectorized", "add_bf16", 4096, 1, 1e-6}));  // held already
   std::ostringstream text;
   t.write(text, {"a comment", "another"});
   EXPECT_EQ(text.str().rfind("# a comment\n# another\n\n[provenance]\n", 0), 0u) << text.str();
@@ -324,7 +334,18 @@ INSTANTIATE_TEST_SUITE_P(
                 TableContent::rows, "memory_bound.bytes: missing (required)"},
         BadFile{"duplicate", "[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"forward\"\n[[gemm]]\nm = 1\nn = 2\nk = 3\nlayout = \"forward\"\n",
                 TableContent::rows, ":6: [[gemm]]: the same shape as the row at"},
-        BadFile{"section", "[devices]\ncopy_GBps = 1.0\n", TableContent::rows, "devices = (a table): unknown key"}));
+        BadFile{"section", "[devices]\ncopy_GBps = 1.0\n", TableContent::rows, "devices = (a table): unknown key"},
+        BadFile{"elementwise_path",
+                "[[pytorch_elementwise]]\npath = \"vector\"\nop = \"add\"\nelements = 4\nbytes = 24\nqueued_us = 2.0\n",
+                TableContent::rows,
+                ":2: pytorch_elementwise.path = \"vector\": must be one of: vectorized, unrolled, indexed, reduction"},
+        BadFile{"elementwise_time",
+                "[[pytorch_elementwise]]\npath = \"indexed\"\nop = \"mul\"\nelements = 4\nbytes = 24\nqueued_us = -2.0\n",
+                TableContent::rows, ":6: pytorch_elementwise.queued_us = -2.0"},
+        BadFile{"elementwise_duplicate",
+                "[[pytorch_elementwise]]\npath = \"indexed\"\nop = \"mul\"\nelements = 4\nbytes = 24\nqueued_us = 2.0\n"
+                "[[pytorch_elementwise]]\npath = \"indexed\"\nop = \"mul\"\nelements = 4\nbytes = 24\nqueued_us = 3.0\n",
+                TableContent::rows, ":7: [[pytorch_elementwise]]: the same shape as the row at"}));
 
 TEST(TableName, ShippedPresetNamesTheTableElseTheDeviceName) {
   // calibration/gpus.toml: h100-sxm5 has device_name "NVIDIA H100 80GB HBM3".
@@ -417,6 +438,60 @@ TEST(Price, IndexedElementwiseKernelsRunAtTheSmIssueRate) {
   EXPECT_NEAR(t.price(streaming).seconds, line_s, 1e-11);
   EXPECT_NEAR(t.price(ElementwiseShape{"mul", 1000, 6000, ElementwiseKind::indexed}).seconds, 4e-6 + 6000 / 3e12, 1e-11);
   EXPECT_EQ(describe(indexed), "indexed mul 33554432 elements 201.3 MB");
+}
+
+
+// PyTorch's measured elementwise kernels price a framework's: rows (elements, bytes, us) of
+//   vectorized add_bf16 (6 B an element): (1000, 6000, 2), (1e6, 6e6, 4)
+//   vectorized mul_fp32 (12 B an element): (1000, 12000, 2.5), (1e6, 12e6, 6)
+//   indexed mul_weight (4 B an element): (1000, 4000, 3), (1e6, 4e6, 9)
+//   indexed mul_rsqrt (8 B an element): (1000, 8000, 3), (1e6, 8e6, 12)
+//   unrolled cast (6 B an element): (1000, 6000, 4), (1e6, 6e6, 10)
+// A streaming kernel of 3e6 bytes at 6 B an element: add_bf16's rows, by bytes, a third of the
+// way from 6000 to 6e6 bytes plus a little: 2 + 2 (3e6 - 6000) / (6e6 - 6000) us. At 12e6 bytes,
+// beyond its largest row: that row's rate, 4 us x 2 = 8 us. A kernel of 2 elements and 10 bytes (5 B an
+// element, nearer 6 than 12): add_bf16's smallest row, 2 us.
+// An indexed kernel of 5e5 elements at 8 B an element takes mul_rsqrt's rows by elements:
+// 3 + 9 (5e5 - 1000) / (1e6 - 1000) us; at 4 B, mul_weight's: 3 + 6 (...). At 6 B an element,
+// between the two (log-distance ln 1.5 from 4, ln 4/3 from 8): mul_rsqrt's. A cast of 5e5
+// elements: 4 + 6 (5e5 - 1000) / (1e6 - 1000) us. A reduction has no rows: the table's line.
+TEST(Price, FrameworkElementwiseKernelsArePricedByPyTorchsKernelOnTheirPath) {
+  KernelTable t = small_table();
+  const auto row = [&](const char* path, const char* op, double elements, double bytes_per_element, double us) {
+    t.add(ElementwiseRow{path, op, static_cast<std::int64_t>(elements), elements * bytes_per_element, us * 1e-6});
+  };
+  row("vectorized", "add_bf16", 1e6, 6, 4);  // rows kept sorted whatever the order they come in
+  row("vectorized", "add_bf16", 1000, 6, 2);
+  row("vectorized", "mul_fp32", 1000, 12, 2.5);
+  row("vectorized", "mul_fp32", 1e6, 12, 6);
+  row("indexed", "mul_weight", 1000, 4, 3);
+  row("indexed", "mul_weight", 1e6, 4, 9);
+  row("indexed", "mul_rsqrt", 1000, 8, 3);
+  row("indexed", "mul_rsqrt", 1e6, 8, 12);
+  row("unrolled", "cast", 1000, 6, 4);
+  row("unrolled", "cast", 1e6, 6, 10);
+  const auto us = [&](ElementwiseKind kind, double elements, double bytes) {
+    return t.price(ElementwiseShape{"k", static_cast<std::int64_t>(elements), bytes, kind}).seconds * 1e6;
+  };
+  EXPECT_NEAR(us(ElementwiseKind::streaming, 5e5, 3e6), 2 + 2 * (3e6 - 6000) / (6e6 - 6000), 1e-9);
+  EXPECT_NEAR(us(ElementwiseKind::streaming, 2e6, 12e6), 8, 1e-9);
+  EXPECT_NEAR(us(ElementwiseKind::streaming, 1e6, 12e6), 6, 1e-9);  // 12 B an element: mul_fp32's row
+  EXPECT_NEAR(us(ElementwiseKind::streaming, 2, 10), 2, 1e-9);
+  EXPECT_NEAR(us(ElementwiseKind::indexed, 5e5, 4e6), 3 + 9 * (5e5 - 1000) / (1e6 - 1000), 1e-9);
+  EXPECT_NEAR(us(ElementwiseKind::indexed, 5e5, 2e6), 3 + 6 * (5e5 - 1000) / (1e6 - 1000), 1e-9);
+  EXPECT_NEAR(us(ElementwiseKind::indexed, 5e5, 3e6), 3 + 9 * (5e5 - 1000) / (1e6 - 1000), 1e-9);
+  EXPECT_NEAR(us(ElementwiseKind::cast, 5e5, 3e6), 4 + 6 * (5e5 - 1000) / (1e6 - 1000), 1e-9);
+  EXPECT_EQ(t.price(ElementwiseShape{"k", 1000, 6000, ElementwiseKind::cast}).match, Match::nearest);
+  // No reduction rows: the rmsnorm_forward line's roofline fallback (one row: the roofline).
+  EXPECT_NEAR(us(ElementwiseKind::reduction, 1e6, 4e6), 4e6 / 1e12 * 1e6, 1e-9);
+}
+
+// Two ops at the same bytes per element are both the nearest: their prices are averaged.
+TEST(Price, TiedPyTorchElementwiseOpsAreAveraged) {
+  KernelTable t = small_table();
+  t.add(ElementwiseRow{"indexed", "silu_chunk", 1000, 4000, 2e-6});
+  t.add(ElementwiseRow{"indexed", "transpose_copy", 1000, 4000, 4e-6});
+  EXPECT_NEAR(t.price(ElementwiseShape{"k", 10, 40, ElementwiseKind::indexed}).seconds, 3e-6, 1e-15);
 }
 
 }  // namespace

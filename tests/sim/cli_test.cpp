@@ -812,10 +812,14 @@ TEST(Cli, ProfileListsTheEagerLayerKernelByKernel) {
   const auto j = nlohmann::json::parse(r.out);
   int forward_kernels = 0;
   for (const auto& k : j["kernels"]) forward_kernels += k["part"] == "layer.forward";
-  EXPECT_EQ(forward_kernels, 42);  // framework_recipe_test counts them
+  EXPECT_EQ(forward_kernels, 44);  // framework_recipe_test counts them
   for (const auto& p : j["parts"]) {
     // A 7B layer split 8 ways on 2048 tokens: its kernels are shorter than PyTorch takes to issue them.
     if (p["part"] == "layer.forward") EXPECT_EQ(p["bound_by"], "host");
+    // Called back to back, a part pays the power limit's measured slowdown: 1 (none) up to the
+    // curve's 1.1475 at a share of 1 (calibration/h100-sxm5.toml).
+    EXPECT_GE(p["power_limit_slowdown"].get<double>(), 1.0);
+    EXPECT_LE(p["power_limit_slowdown"].get<double>(), 1.1475);
     // Time is at least the larger of the GPU's and the host's, at most their sum.
     EXPECT_GE(p["time_ms"].get<double>(), std::max(p["gpu_ms"].get<double>(), p["host_ms"].get<double>()) - 1e-9);
     EXPECT_LE(p["time_ms"].get<double>(), p["gpu_ms"].get<double>() + p["host_ms"].get<double>() + 1e-9);

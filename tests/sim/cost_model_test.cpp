@@ -597,13 +597,21 @@ TEST(Workload, OpsCarryTheCalibrationNamesAndWidths) {
   }
 }
 
-TEST(Workload, RingAttentionBlocksArePricedAsCausalAttentionOverTheirShare) {
+// cp = 4 over seq 4096, micro-batch 2: the rank's 1024 tokens are two load-balanced chunks of 512.
+// Its own KV block is causal attention over its 1024 tokens; each of the three others sees half of
+// the rank's query-key pairs unmasked, priced as two non-causal 512-token blocks (batch 4). Each
+// block has a quarter of the rank's causal share of 4 b h s^2 d / 2 / cp over s = 4096:
+// 4 x 2 x 32 x 4096^2 x 128 / 2 / 16 = 4 x 4 x 32 x 512^2 x 128 FLOPs.
+TEST(Workload, RingAttentionRunsOneCausalBlockAndLoadBalancedOthers) {
   const Program p = build_program(llama7b(1, 4));
-  const Op& block = op_named(p, "layer1.mb0.fwd.attention.block2");
-  const auto shape = std::get<AttentionShape>(block.kernel);
-  EXPECT_EQ(shape, (AttentionShape{Direction::forward, 2, 32, 32, 1024, 128, true}));
-  // The block's FLOPs (the rank's causal share / cp blocks) are exactly the shape's.
-  EXPECT_DOUBLE_EQ(block.flops, shape.flops());
+  const Op& own = op_named(p, "layer1.mb0.fwd.attention.block0");
+  const Op& other = op_named(p, "layer1.mb0.fwd.attention.block2");
+  EXPECT_EQ(std::get<AttentionShape>(own.kernel), (AttentionShape{Direction::forward, 2, 32, 32, 1024, 128, true}));
+  EXPECT_EQ(std::get<AttentionShape>(other.kernel), (AttentionShape{Direction::forward, 4, 32, 32, 512, 128, false}));
+  const double share = 4.0 * 2 * 32 * 4096.0 * 4096 * 128 / 2 / 4 / 4;
+  EXPECT_DOUBLE_EQ(own.flops, share);
+  EXPECT_DOUBLE_EQ(other.flops, share);
+  EXPECT_DOUBLE_EQ(other.flops, 4.0 * 4 * 32 * 512.0 * 512 * 128);
 }
 
 TEST(ShapeSet, WritesDeduplicatedRowsWithTheCalibrationToolsKeys) {

@@ -26,6 +26,29 @@ OpKind kind_of(const calibration::KernelShape& shape) {
   return OpKind::elementwise;
 }
 
+// Context parallelism's attention as Megatron-LM and Transformer Engine run it, load-balanced: the
+// sequence is cut into 2 cp chunks and CP rank r holds chunks r and 2 cp - 1 - r
+// (megatron/core/utils.py, get_batch_on_this_cp_rank), so that every rank does the same causal
+// work. Of the cp blocks of keys a rank attends to (`k`: the recipe's causal attention over the
+// rank's seq / cp tokens, cp runs), its own is causal over its two chunks; every other one leaves
+// half of the rank's query-key pairs visible and none partly masked: its two query chunks against
+// an earlier rank's first key chunk, or its second query chunk against both key chunks of a later
+// rank (transformer_engine/pytorch/attention.py, AttnFuncWithCPAndKVP2P). That block of seq / cp
+// queries by seq / (2 cp) keys runs without a mask; it is priced as two non-causal blocks of
+// seq / (2 cp) tokens (batch x 2): the same FLOPs as the causal block it replaces, the same tiles.
+struct RingBlocks {
+  RecipeKernel diagonal, off_diagonal;
+};
+RingBlocks load_balanced_blocks(const RecipeKernel& k) {
+  RingBlocks b{k, k};
+  b.diagonal.runs = b.off_diagonal.runs = 1;
+  auto& a = std::get<calibration::AttentionShape>(b.off_diagonal.shape);
+  a.batch *= 2;
+  a.seq = (a.seq + 1) / 2;
+  a.causal = false;
+  return b;
+}
+
 calibration::StepLayout layout_of(const TrainingSpec& t) {
   calibration::StepLayout l;
   l.micro_batch = t.micro_batch;
@@ -352,10 +375,10 @@ int ProgramWriter::ep_exchange(const std::string& name, bool to_experts, int aft
 }
 
 // Attention after ops `after`, with context parallelism's exchange of the sequence (CpComm):
-//   p2p         ring attention: the recipe's kernel runs once per KV block (cp); the rank's KV
-//               block travels around the CP ring in cp - 1 steps (backward: with its gradient,
-//               twice the bytes) while attention runs block by block; block k waits for the step
-//               that brought it;
+//   p2p         ring attention: one attention per KV block (cp; the first causal, the others not:
+//               load_balanced_blocks); the rank's KV block travels around the CP ring in cp - 1
+//               steps (backward: with its gradient, twice the bytes) while attention runs block by
+//               block; block k waits for the step that brought it;
 //   all_gather  K and V of the whole sequence gathered over the CP group, then the blocks; backward
 //               gathers them again and reduce-scatters their gradients after (Transformer Engine
 //               keeps only the rank's own chunk between forward and backward);
@@ -374,7 +397,10 @@ int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, c
   switch (t_.cp_comm) {
     case CpComm::all_gather: {
       const int gathered = over_cp("cp_kv.allgather", network::CollectiveOp::all_gather, kv_bytes * t_.cp, after);
-      const int blocks = kernel(prefix + k.name, k, {gathered}, backward);
+      RingBlocks b = load_balanced_blocks(k);
+      b.off_diagonal.runs = k.runs - 1;
+      const int diagonal = kernel(prefix + k.name, b.diagonal, {gathered}, backward);
+      const int blocks = kernel(prefix + k.name + ".off_diagonal", b.off_diagonal, {diagonal}, backward);
       if (!backward) return blocks;
       return over_cp("cp_dkv.reducescatter", network::CollectiveOp::reduce_scatter, kv_bytes * t_.cp, {blocks});
     }
@@ -390,8 +416,7 @@ int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, c
     }
     case CpComm::p2p: break;
   }
-  RecipeKernel block = k;  // one KV block's attention: an op of its own, not k.runs back to back
-  block.runs = 1;
+  const RingBlocks blocks = load_balanced_blocks(k);  // each an op of its own, not k.runs back to back
   const double kv_block_bytes = kv_bytes * (backward ? 2 : 1);
   std::vector<int> chunk = after;
   int step = -1;
@@ -403,7 +428,8 @@ int ProgramWriter::attention(const std::string& prefix, const RecipeKernel& k, c
                         network::CollectiveOp::send_recv, GroupKind::context_next, kv_block_bytes,
                         step >= 0 ? std::vector<int>{step} : after);
     }
-    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), block, deps, backward)};
+    chunk = {kernel(prefix + k.name + ".block" + std::to_string(b), b == 0 ? blocks.diagonal : blocks.off_diagonal,
+                    deps, backward)};
   }
   return chunk.front();
 }
