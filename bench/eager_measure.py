@@ -23,6 +23,8 @@ results; every file is written as soon as its section ends):
            behind a sleep kernel long enough for the host to issue the whole call first (median of
            10 after 3 warm-ups), so the host's issue time and launch latency do not count; against
            the wall time, what the host costs a layer. -> held.csv
+  hostlayer  Host time of each op of the layer's forward in its own code path (one op per statement,
+           perf_counter between, the GPU held by a sleep kernel), at 3 shapes. -> host_layer_ops.csv
   hostops  Host cost of single ops on tiny tensors while the GPU sleeps: forward ops with autograd
            recording (input requires grad), and the backward of a chain of the same op, per op.
            -> hostops.csv
@@ -357,6 +359,95 @@ def measure_held(args, deadline, log):
         except Exception as e:
             rows.append(dict(model=model, tp=tp, batch=b, seq=s, error=str(e).splitlines()[0][:120]))
     write_csv(os.path.join(args.out, "held.csv"), rows)
+
+
+# The layer's forward written one op per statement, a host timestamp after each (T, with its op's
+# label in L): the same ops in the same order as Layer.forward.
+def layer_forward_marked(layer, x, cos, sin, T, L):
+    t = time.perf_counter_ns
+    def mark(label):
+        T.append(t()); L.append(label)
+    b, s, _ = x.shape
+    def norm(mod, x, tag):
+        a = x.float(); mark(tag + "to_fp32")
+        a2 = a.pow(2); mark(tag + "pow")
+        v = a2.mean(-1, keepdim=True); mark(tag + "mean")
+        v2 = v + mod.eps; mark(tag + "add_eps")
+        r = torch.rsqrt(v2); mark(tag + "rsqrt")
+        xf = x.float(); mark(tag + "to_fp32_2")
+        y = xf * r; mark(tag + "mul")
+        yb = y.type_as(x); mark(tag + "to_bf16")
+        out = yb * mod.weight; mark(tag + "mul_weight")
+        return out
+    def rope(q, tag):
+        x1 = q[..., ::2]; mark(tag + "slice1")
+        x2 = q[..., 1::2]; mark(tag + "slice2")
+        m1 = x1 * cos; mark(tag + "mul1")
+        m2 = x2 * sin; mark(tag + "mul2")
+        s1 = m1 - m2; mark(tag + "sub")
+        m3 = x1 * sin; mark(tag + "mul3")
+        m4 = x2 * cos; mark(tag + "mul4")
+        a1 = m3 + m4; mark(tag + "add")
+        st = torch.stack((s1, a1), -1); mark(tag + "stack")
+        return st.flatten(-2)
+    T.append(t()); L.append("start")
+    h = norm(layer.norm1, x, "norm1.")
+    qkv = layer.qkv(h); mark("qkv_linear")
+    d = layer.d
+    q, k, v = qkv.split([layer.heads * d, layer.kv * d, layer.kv * d], -1); mark("split")
+    q = q.view(b, s, layer.heads, d); mark("view_q")
+    k = k.view(b, s, layer.kv, d); mark("view_k")
+    v = v.view(b, s, layer.kv, d); mark("view_v")
+    q = q.transpose(1, 2); mark("transpose_q")
+    k = k.transpose(1, 2); mark("transpose_k")
+    v = v.transpose(1, 2); mark("transpose_v")
+    q = rope(q, "rope_q."); mark("rope_q.flatten")
+    k = rope(k, "rope_k."); mark("rope_k.flatten")
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=layer.kv != layer.heads); mark("sdpa")
+    at = a.transpose(1, 2); mark("transpose_out")
+    ar = at.reshape(b, s, layer.heads * d); mark("reshape_copy")
+    o = layer.o(ar); mark("o_linear")
+    x = x + o; mark("residual")
+    h2 = norm(layer.norm2, x, "norm2.")
+    gu = layer.gate_up(h2); mark("gate_up_linear")
+    g, u = gu.chunk(2, -1); mark("chunk")
+    sg = F.silu(g); mark("silu")
+    m = sg * u; mark("swiglu_mul")
+    dn = layer.down(m); mark("down_linear")
+    return x + dn
+
+def measure_hostlayer(args, deadline, log):
+    """Host time of each op of the layer's forward, in the layer's own code path: the forward one op
+    per statement with perf_counter between, while a sleep kernel holds the GPU (median of 20 after
+    5 warm-ups), beside the module's own forward timed whole."""
+    rows = []
+    for shape in [("7b", 8, 1, 2048), ("7b", 2, 1, 2048), ("1b", 1, 1, 4096)]:
+        if time.time() > deadline - 5:
+            break
+        layer, x, grad, cos, sin = layer_at(*shape)
+        per, whole, marked = {}, [], []
+        for rep in range(25):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(40e-3 * CLOCK_HZ))
+            t0 = time.perf_counter_ns()
+            layer(x, cos, sin)
+            t1 = time.perf_counter_ns()
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(40e-3 * CLOCK_HZ))
+            T, L = [], []
+            layer_forward_marked(layer, x, cos, sin, T, L)
+            torch.cuda.synchronize()
+            if rep < 5:
+                continue
+            whole.append((t1 - t0) / 1e3)
+            marked.append((T[-1] - T[0]) / 1e3)
+            for i in range(1, len(T)):
+                per.setdefault((i, L[i]), []).append((T[i] - T[i - 1]) / 1e3)
+        for (i, label), v in sorted(per.items()):
+            rows.append(dict(model=shape[0], tp=shape[1], batch=shape[2], seq=shape[3], index=i, op=label,
+                             host_us=round(median(v), 2)))
+        log(f"hostlayer {shape}: module forward {median(whole):.1f} us, marked {median(marked):.1f} us")
+    write_csv(os.path.join(args.out, "host_layer_ops.csv"), rows)
 
 
 def measure_hostops(args, deadline, log):
@@ -757,7 +848,7 @@ def main():
         env["nvidia_smi"] = str(e)
     log(f"env {json.dumps(env)}")
     deadline = start + args.deadline_s
-    budgets = {"elementwise": 1.0, "held": 1.0, "layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
+    budgets = {"elementwise": 1.0, "held": 1.0, "hostlayer": 1.0, "layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
     for name in args.sections.split(","):
         section_deadline = min(deadline, start + budgets[name] * args.deadline_s)
         try:
