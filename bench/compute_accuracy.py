@@ -8,6 +8,16 @@ GPU as the measurement ran it, and printed beside the real time with the error. 
 'host' is the one the eager host cost was derived from (calibration/frameworks.toml).
 
     bench/compute_accuracy.py [build dir, default build] [--framework NAME] [--set KEY=VALUE ...]
+
+Two checks of the parts of that figure (PyTorch eager only):
+  --held         the GPU alone: each shape's kernels as `commbound profile` prices them, the power
+                 limit taken back out of GEMMs and attention, summed, against the same layer's GPU
+                 time held behind a sleep kernel on an H100 (docs/reference/pytorch-h100-profiled/
+                 held.csv, 32 shapes);
+  --host-replay  the host: the forward rows replayed through the engine's issue rule (a kernel
+                 starts once issued and once the one before it ended) with the host time per op
+                 measured in the layer's own code (host_layer_ops.csv) instead of one cost per op,
+                 scaled so the sum of the host-bound row's costs is that row's real forward time.
 """
 import argparse
 import csv
@@ -35,14 +45,130 @@ def profile(binary, framework, row, extra_sets):
     return {p["part"]: p for p in json.loads(done.stdout)["parts"]}
 
 
+PROFILED = ROOT / "docs/reference/pytorch-h100-profiled"
+MODELS_ALL = {**MODELS, "70b": "llama3.1-70b", "405b": "llama3.1-405b"}
+
+
+def kernels_of(binary, row, extra_sets):
+    """The profile's JSON for one shape (every part and kernel)."""
+    sets = [*extra_sets, f"model.name={MODELS_ALL[row['model']]}", "training.framework=pytorch-eager",
+            f"parallel.tp={row['tp']}", f"training.local_batch={row['batch']}", f"training.seq_len={row['seq']}"]
+    cmd = [str(binary), "profile", SCENARIO, "--format", "json"]
+    for s in sets:
+        cmd += ["--set", s]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        sys.exit(f"compute_accuracy: {' '.join(cmd)}: {done.stdout}{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def held(binary, extra_sets):
+    print("GPU alone: commbound's kernels (power limit taken out) vs the real layer held behind a sleep kernel (ms)")
+    errors = []
+    for r in csv.DictReader(open(PROFILED / "held.csv")):
+        d = kernels_of(binary, r, extra_sets)
+        parts = {p["part"]: p for p in d["parts"]}
+        line = f"{r['model']:5} {r['tp']:>2} {r['batch']:>2} {r['seq']:>5}"
+        for part, column in (("layer.forward", "held_fwd_ms"), ("layer.forward+backward", "held_fwd_bwd_ms")):
+            slow = parts[part]["power_limit_slowdown"]
+            gpu_ms = sum(k["gpu_us"] / (slow if k["shape"].startswith(("gemm", "attention")) else 1)
+                         for k in d["kernels"] if k["part"] == part) / 1e3
+            err = (gpu_ms / float(r[column]) - 1) * 100
+            errors.append(err)
+            line += f" | {float(r[column]):8.3f} {gpu_ms:8.3f} {err:+6.1f}%"
+        print(line)
+    inside = sum(-0.5 <= e <= 5 for e in errors)
+    print(f"error: median {statistics.median(errors):+.1f}%, min {min(errors):+.1f}%, max {max(errors):+.1f}%, "
+          f"{inside} of {len(errors)} within -0.5%..+5%")
+
+
+# Which measured ops (host_layer_ops.csv) issue each recipe kernel of the forward: the ops since the
+# kernel before it (views with the next kernel); stack launches both of its copies.
+def host_of(name, cost, nth_fp32):
+    n = name.split(".fwd.", 1)[1]
+    if n.startswith(("rmsnorm.", "rmsnorm2.")):
+        norm = "norm1." if n.startswith("rmsnorm.") else "norm2."
+        op = n.split(".", 1)[1]
+        if op == "to_fp32":
+            return cost[norm + ("to_fp32" if nth_fp32 == 1 else "to_fp32_2")]
+        return cost[norm + op]
+    fixed = {
+        "qkv": ["qkv_linear"],
+        "rope_q.mul_x1_cos": ["split", "view_q", "view_k", "view_v", "transpose_q", "transpose_k", "transpose_v",
+                              "rope_q.slice1", "rope_q.slice2", "rope_q.mul1"],
+        "rope_k.mul_x1_cos": ["rope_q.flatten", "rope_k.slice1", "rope_k.slice2", "rope_k.mul1"],
+        "attention": ["rope_k.flatten", "sdpa"], "attention.reshape_copy": ["transpose_out", "reshape_copy"],
+        "o_proj": ["o_linear"], "residual": ["residual"], "gate_up": ["gate_up_linear"],
+        "swiglu.silu": ["chunk", "silu"], "swiglu.mul": ["swiglu_mul"], "down": ["down_linear"],
+        "residual2": ["residual"],  # the last addition is not marked: the first one's cost
+    }
+    if n in fixed:
+        return sum(cost[k] for k in fixed[n])
+    rope, op = n.split(".", 1)
+    if op.startswith("stack."):
+        return cost[rope + ".stack"] / 2
+    return cost[rope + "." + {"mul_x2_sin": "mul2", "sub": "sub", "mul_x1_sin": "mul3", "mul_x2_cos": "mul4",
+                              "add": "add"}[op]]
+
+
+def host_replay(binary, extra_sets):
+    measured = {}
+    for r in csv.DictReader(open(PROFILED / "host_layer_ops.csv")):
+        measured.setdefault(r["op"], []).append(float(r["host_us"]))
+    cost = {op: statistics.median(v) for op, v in measured.items()}
+
+    def forward(row):
+        d = kernels_of(binary, row, extra_sets)
+        ks = [k for k in d["kernels"] if k["part"] == "layer.forward"]
+        seen = {}
+        hosts = []
+        for k in ks:
+            norm = k["kernel"].split(".fwd.", 1)[1].split(".")[0]
+            if k["kernel"].endswith(".to_fp32"):
+                seen[norm] = seen.get(norm, 0) + 1
+            hosts.append(host_of(k["kernel"], cost, seen.get(norm, 0)))
+        part = next(p for p in d["parts"] if p["part"] == "layer.forward")
+        return ks, hosts, part["time_ms"]
+
+    def replay(ks, hosts, scale):
+        issued = end = 0.0
+        for k, h in zip(ks, hosts):
+            issued += h * scale
+            end = max(issued, end) + k["gpu_us"]
+        return end / 1e3
+
+    rows = list(csv.DictReader(open(ROOT / "docs/reference/pytorch-h100/layer_fwd_bwd.csv")))
+    host_row = next(r for r in rows if (r["model"], r["tp"], r["batch"], r["seq"]) == HOST_ROW)
+    ks, hosts, _ = forward(host_row)
+    scale = float(host_row["fwd_ms"]) * 1e3 / sum(hosts)
+    print(f"host replay: measured forward host costs sum to {sum(hosts):.0f} us at the host-bound row; x {scale:.3f}")
+    uniform, measured_errors = [], []
+    for r in rows:
+        ks, hosts, today_ms = forward(r)
+        real = float(r["fwd_ms"])
+        t = replay(ks, hosts, scale)
+        uniform.append(abs(today_ms / real - 1) * 100)
+        measured_errors.append(abs(t / real - 1) * 100)
+        print(f"{r['model']:5} {r['tp']:>2} {r['batch']:>2} {r['seq']:>5} | real {real:7.3f} | one cost per op "
+              f"{(today_ms / real - 1) * 100:+6.1f}% | measured costs {(t / real - 1) * 100:+6.1f}%")
+    for name, e in (("one cost per op", uniform), ("measured costs", measured_errors)):
+        print(f"{name}: |error| median {statistics.median(e):.1f}%, {sum(x <= 5 for x in e)} of {len(e)} within 5%")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build", nargs="?", default="build")
     parser.add_argument("--framework", default="pytorch-eager")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a scenario key for every row, as `commbound profile --set` takes it")
+    parser.add_argument("--held", action="store_true", help="the GPU alone against held.csv (eager only)")
+    parser.add_argument("--host-replay", action="store_true", help="the forward rows with the measured host cost per op")
     args = parser.parse_args()
     binary = ROOT / args.build / "bin" / "commbound"
+    if args.held:
+        return held(binary, args.set)
+    if args.host_replay:
+        return host_replay(binary, args.set)
     rows = list(csv.DictReader(open(ROOT / "docs/reference/pytorch-h100/layer_fwd_bwd.csv")))
     print(f"framework {args.framework}: one decoder layer, real PyTorch eager on H100 vs commbound profile (ms)")
     print(f"{'model':5} {'tp':>2} {'b':>2} {'seq':>5} | {'fwd real':>8} {'sim':>7} {'err':>7} {'bound':>5} | "
