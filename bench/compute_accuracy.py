@@ -28,12 +28,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = {"1b": "llama2-1b", "7b": "llama2-7b", "13b": "llama2-13b"}
+MODELS = {"1b": "llama2-1b", "7b": "llama2-7b", "13b": "llama2-13b", "70b": "llama3.1-70b", "405b": "llama3.1-405b"}
 SCENARIO = "scenarios/examples/dgx-h100-ib-ndr.toml"  # one DGX H100 node: tp up to 8
 HOST_ROW = ("7b", "8", "1", "2048")  # the row frameworks.toml's eager host cost comes from
 
 
-def profile(binary, framework, row, extra_sets):
+def run_profile(binary, framework, row, extra_sets):
+    """`commbound profile --format json` of one shape: every part and kernel."""
     sets = [*extra_sets, f"model.name={MODELS[row['model']]}", f"training.framework={framework}", f"parallel.tp={row['tp']}",
             f"training.local_batch={row['batch']}", f"training.seq_len={row['seq']}"]
     cmd = [str(binary), "profile", SCENARIO, "--format", "json"]
@@ -42,24 +43,18 @@ def profile(binary, framework, row, extra_sets):
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         sys.exit(f"compute_accuracy: {' '.join(cmd)}: {done.stdout}{done.stderr}")
-    return {p["part"]: p for p in json.loads(done.stdout)["parts"]}
+    return json.loads(done.stdout)
+
+
+def profile(binary, framework, row, extra_sets):
+    return {p["part"]: p for p in run_profile(binary, framework, row, extra_sets)["parts"]}
 
 
 PROFILED = ROOT / "docs/reference/pytorch-h100-profiled"
-MODELS_ALL = {**MODELS, "70b": "llama3.1-70b", "405b": "llama3.1-405b"}
 
 
 def kernels_of(binary, row, extra_sets):
-    """The profile's JSON for one shape (every part and kernel)."""
-    sets = [*extra_sets, f"model.name={MODELS_ALL[row['model']]}", "training.framework=pytorch-eager",
-            f"parallel.tp={row['tp']}", f"training.local_batch={row['batch']}", f"training.seq_len={row['seq']}"]
-    cmd = [str(binary), "profile", SCENARIO, "--format", "json"]
-    for s in sets:
-        cmd += ["--set", s]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        sys.exit(f"compute_accuracy: {' '.join(cmd)}: {done.stdout}{done.stderr}")
-    return json.loads(done.stdout)
+    return run_profile(binary, "pytorch-eager", row, extra_sets)
 
 
 def held(binary, extra_sets):
