@@ -228,28 +228,23 @@ Expected<Percentiles> Calibrator::measure(const calibration::GemmShape& shape) {
   if (!plan) return plan.error();
   char* in = reinterpret_cast<char*>(state_->inputs->get());
   char* out = reinterpret_cast<char*>(state_->outputs->get());
-  const TimingOptions timing = timing_options(sets);
   auto t = time_kernel(
       [&](int set) {
         const char* a = in + set * (a_bytes + b_bytes);
         return plan->run(reinterpret_cast<const std::uint16_t*>(a), reinterpret_cast<const std::uint16_t*>(a + a_bytes),
                          reinterpret_cast<std::uint16_t*>(out + set * c_bytes));
       },
-      timing);
+      timing_options(sets));
   if (t) {
-    if (Status s = rest_after(*t, timing); !s) return s.error();
+    if (Status s = rest_after(*t); !s) return s.error();
   }
   return t;
 }
 
-Status Calibrator::rest_after(const Percentiles& t, const TimingOptions& timing) {
+Status Calibrator::rest_after(const Percentiles& t) {
   const double duty = state_->options.gemm_duty;
   if (duty >= 1) return Ok{};
-  // The kernel time just spent: the warm-ups and the timed runs (time_kernel's adaptive count).
-  const double runs = timing.warmup_runs + std::clamp(timing.min_total_ms / std::max(t.p50_ms, 1e-6),
-                                                      static_cast<double>(timing.timed_runs),
-                                                      static_cast<double>(timing.max_timed_runs));
-  return copy_for(runs * t.p50_ms * (1 - duty) / duty);
+  return copy_for(t.spent_ms * (1 - duty) / duty);
 }
 
 Status Calibrator::copy_for(double ms) {
@@ -321,7 +316,6 @@ Expected<Percentiles> Calibrator::measure(const calibration::AttentionShape& sha
     buffers.push_back(std::move(set));
   }
   if (Status s = cuda_check(cudaDeviceSynchronize(), "attention inputs"); !s) return s.error();
-  const TimingOptions timing = timing_options(sets);
   auto t = time_kernel(
       [&](int i) {
         Set& s = buffers[static_cast<std::size_t>(i)];
@@ -329,9 +323,9 @@ Expected<Percentiles> Calibrator::measure(const calibration::AttentionShape& sha
         return attention_backward(shape, s.q.get(), s.k.get(), s.v.get(), s.o.get(), s.dout.get(), s.lse.get(),
                                   s.dq.get(), s.dk.get(), s.dv.get(), s.workspace.get());
       },
-      timing);
+      timing_options(sets));
   if (t) {
-    if (Status s = rest_after(*t, timing); !s) return s.error();
+    if (Status s = rest_after(*t); !s) return s.error();
   }
   return t;
 }

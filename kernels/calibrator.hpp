@@ -46,9 +46,9 @@ public:
   // Keeps the GPU busy with device-to-device copies (memory-bound, well under the power limit) for
   // about `ms`, then waits for them.
   Status copy_for(double ms);
-  // Follows a compute-bound shape's timed runs with copies for (1 - gemm_duty) / gemm_duty of their
-  // time (nothing at gemm_duty 1).
-  Status rest_after(const Percentiles& t, const TimingOptions& timing);
+  // Follows a compute-bound shape's runs (warm-ups and timed: Percentiles::spent_ms) with copies
+  // for (1 - gemm_duty) / gemm_duty of their time (nothing at gemm_duty 1).
+  Status rest_after(const Percentiles& t);
   // Device-to-device copy of `bytes`, in bytes read + written per second.
   Expected<double> copy_bytes_per_s(std::size_t bytes);
 

@@ -38,12 +38,13 @@ Expected<Percentiles> time_kernel(const std::function<Status(int)>& launch, cons
     if (Status s = launch(i % rotations); !s) return s.error();
     return timer->elapsed_millis();
   };
-  double last_ms = 0;
+  double last_ms = 0, spent_ms = 0;
   int i = 0;
   for (; i < options.warmup_runs; ++i) {
     auto ms = timed_run(i);
     if (!ms) return ms.error();
     last_ms = *ms;
+    spent_ms += *ms;
   }
   int runs = options.timed_runs;
   if (options.min_total_ms > 0 && last_ms > 0) {
@@ -55,9 +56,12 @@ Expected<Percentiles> time_kernel(const std::function<Status(int)>& launch, cons
     auto ms = timed_run(i);
     if (!ms) return ms.error();
     samples_ms.push_back(*ms);
+    spent_ms += *ms;
   }
   if (samples_ms.empty()) return Error{"time_kernel: no timed runs requested"};
-  return percentiles(samples_ms);
+  Percentiles p = percentiles(samples_ms);
+  p.spent_ms = spent_ms;
+  return p;
 }
 
 }  // namespace commbound::kernels

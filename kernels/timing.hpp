@@ -15,6 +15,7 @@ struct Percentiles {
   double p10_ms = 0;
   double p50_ms = 0;
   double p90_ms = 0;
+  double spent_ms = 0;  // time_kernel: every run's time, warm-ups included (0 from percentiles())
 };
 
 // Nearest-rank percentiles of `samples_ms` (must not be empty).

@@ -16,14 +16,14 @@ ComputeProfile profile_compute(const TrainingSpec& t, const CostModel& cost) {
     p.limit_slowdown = cost.limit_slowdown_for({program});
     for (const Op& op : program.ops) {
       if (op.kind == OpKind::collective || std::holds_alternative<std::monostate>(op.kernel)) continue;
-      const calibration::Priced priced = cost.price(op);
+      const calibration::Priced priced = cost.price(op, p.limit_slowdown);
       ProfiledKernel k;
       k.part = p.name;
       k.name = op.name;
       k.shape = op.kernel;
       k.flops = op.flops;
       k.bytes = op.bytes;
-      k.gpu_s = priced.seconds * (CostModel::compute_bound(op) ? p.limit_slowdown : 1.0);
+      k.gpu_s = priced.seconds;
       k.match = priced.match;
       k.host_s = op.issue_s - issued_s;
       k.issue_s = issued_s = op.issue_s;

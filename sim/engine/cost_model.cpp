@@ -32,10 +32,10 @@ CostModel::CostModel(const GpuSpec& gpu, std::shared_ptr<const calibration::Kern
       attention_kernel_(std::move(attention_kernel)),
       contention_(table_ ? Contention(*table_, gpu.comm_contention_factor) : Contention(gpu.comm_contention_factor)) {}
 
-Priced CostModel::price(const Op& op) const {
+Priced CostModel::price(const Op& op, double limit_slowdown) const {
   Priced p = price_once(op);
   p.seconds *= op.runs;
-  if (limit_slowdown_ != 1 && compute_bound(op)) p.seconds *= limit_slowdown_;
+  if (limit_slowdown != 1 && compute_bound(op)) p.seconds *= limit_slowdown;
   return p;
 }
 

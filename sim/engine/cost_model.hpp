@@ -47,7 +47,9 @@ public:
   double seconds(const Op& op) const { return price(op).seconds; }
   // The op's kernel priced, times its back-to-back runs (Op::runs), times the power limit's
   // slowdown for a compute-bound kernel (hold_at_power_limit).
-  calibration::Priced price(const Op& op) const;
+  calibration::Priced price(const Op& op) const { return price(op, limit_slowdown_); }
+  // The same at another power-limit slowdown (1: none), as a part or a bound is charged.
+  calibration::Priced price(const Op& op, double limit_slowdown) const;
 
   // A training step run back to back holds the board at its power limit when its compute-bound
   // kernels (GEMM, attention) take enough of its time: the board lowers its clock and they slow
@@ -55,8 +57,8 @@ public:
   // curve, measured with sustained mixes of a GEMM and memory copies, gives the slowdown at the
   // programs' share of compute-bound time in their compute (every compute op at its table price).
   // Attention is slowed like a GEMM (derived: the curve was measured on GEMMs). Without the curve,
-  // or not called (`commbound profile`: each part alone from an idle GPU, as the real layer
-  // timings ran), compute runs at the table's prices. Idle and communication-only time, which
+  // or not called, compute runs at the table's prices (`commbound profile` charges each part its
+  // own slowdown through price(op, limit_slowdown_for({part}))). Idle and communication-only time, which
   // lowers the real board's mean power, is not counted: an upper bound on the slowdown.
   void hold_at_power_limit(const std::vector<Program>& stages);
   double compute_bound_share() const { return compute_bound_share_; }

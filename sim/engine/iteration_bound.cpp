@@ -60,22 +60,19 @@ void add_compute(IterationBound& b, const Op& op, double seconds, double times, 
   (calibration::is_memory_bound(op.kernel) ? b.memory_bound_s : b.compute_bound_s) += mean_s;
 }
 
-// An op's price as `commbound run` charges it: a model not yet held at the power limit
-// (CostModel::hold_at_power_limit; the search's) gets the slowdown the run would apply, `limit`.
-struct LimitedPrice {
-  const CostModel& cost;
-  double limit;
-  double operator()(const Op& op) const { return cost.seconds(op) * (CostModel::compute_bound(op) ? limit : 1); }
-};
-
-LimitedPrice limited(const CostModel& cost, const std::vector<Program>& stages, int micro_batches) {
-  return {cost, cost.power_limit_slowdown() != 1 ? 1.0 : cost.limit_slowdown_for(stages, micro_batches)};
+// An op's price as `commbound run` charges it: a model held at the power limit
+// (CostModel::hold_at_power_limit) at its slowdown; one not yet held (the search's) at the
+// slowdown the run would apply to `stages`.
+auto limited(const CostModel& cost, const std::vector<Program>& stages, int micro_batches) {
+  const double limit = cost.power_limit_slowdown() != 1 ? cost.power_limit_slowdown()
+                                                         : cost.limit_slowdown_for(stages, micro_batches);
+  return [&cost, limit](const Op& op) { return cost.price(op, limit).seconds; };
 }
 
 }  // namespace
 
 IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost) {
-  const LimitedPrice seconds = limited(cost, stages, 1);
+  const auto seconds = limited(cost, stages, 1);
   const std::vector<int> ranks = representative_ranks(t);
   COMMBOUND_CHECK(ranks.size() == stages.size(), "one program per pipeline stage");
   const std::set<int> simulated(ranks.begin(), ranks.end());
@@ -179,7 +176,7 @@ IterationBound compute_only_bound(const TrainingSpec& t, const CostModel& cost) 
   // The power limit's slowdown at the compute-bound share of these programs with every op but the
   // optimizer's counted micro_batches times: no more than the run's (what the full programs run
   // once an iteration and these count per micro-batch, FSDP's copies, is memory-bound).
-  const LimitedPrice seconds = limited(cost, stages, t.micro_batches);
+  const auto seconds = limited(cost, stages, t.micro_batches);
   for (const Program& stage : stages) {
     const double before_s = bound.compute_s;
     for (const Op& op : stage.ops) add_compute(bound, op, seconds(op), op.kind == OpKind::optimizer ? 1 : t.micro_batches, t.pp);
