@@ -36,9 +36,11 @@ Other keys (sequence_parallel, hsdp_shard, the fabric, NCCL) stay as the file se
 [sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
 keeps its reason) and checked against GPU memory by the memory model (docs/metrics.md).
 
-Every layout that fits gets a bound without simulation: its iteration on an infinitely fast
-network, i.e. its compute at the kernel table's prices plus the pipeline bubble its schedule
-cannot avoid. No simulation of it can be faster. Layouts are simulated best bound first in -j
+Every layout that fits gets a bound without simulation: its compute at the kernel table's
+prices, then (for layouts that may win) its iteration replayed with every collective at its
+floor: the bytes that must cross a GPU's links or a node's NICs, at their full rate, with
+nothing else on them. The replay keeps the pipeline bubble and the communication the schedule
+cannot hide. No simulation of it can be faster. Layouts are simulated best bound first in -j
 child processes; once N (--top) are simulated, a layout whose bound is below the N-th best is
 pruned: it cannot enter the top N. The top N are those an exhaustive search (--no-prune) ranks;
 only the number pruned depends on -j. With --objective tokens-per-joule the bound is on energy:

@@ -1,11 +1,13 @@
 #include "sim/engine/iteration_bound.hpp"
 
 #include "sim/engine/engine.hpp"
+#include "network/collective_floor.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -71,7 +73,8 @@ auto limited(const CostModel& cost, const std::vector<Program>& stages, int micr
 
 }  // namespace
 
-IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost) {
+IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
+                                     const network::ClusterSpec& cluster) {
   const auto seconds = limited(cost, stages, 1);
   const std::vector<int> ranks = representative_ranks(t);
   COMMBOUND_CHECK(ranks.size() == stages.size(), "one program per pipeline stage");
@@ -79,8 +82,14 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
   IterationBound bound;
   std::vector<std::vector<double>> finish(stages.size());
   std::vector<std::vector<bool>> arrived(stages.size());
-  // Per stage and group kind: the group's first rank and how many simulated ranks it holds.
-  std::vector<std::array<std::pair<int, int>, std::size(kGroupKinds)>> groups(stages.size());
+  // Per stage and group kind: the group's first rank, how many simulated ranks it holds, and the
+  // floor of its collectives on the cluster.
+  struct Group {
+    int first_rank = 0;
+    int simulated = 1;
+    std::optional<network::CollectiveFloor> floor;
+  };
+  std::vector<std::array<Group, std::size(kGroupKinds)>> groups(stages.size());
   std::vector<Cursor> cursors;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const std::vector<Op>& ops = stages[s].ops;
@@ -92,7 +101,7 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
       const int members = static_cast<GroupKind>(k) == GroupKind::context_next || g.size() < 2
                               ? 1
                               : static_cast<int>(std::count_if(g.begin(), g.end(), [&](int r) { return simulated.count(r) > 0; }));
-      groups[s][static_cast<std::size_t>(k)] = {g.front(), members};
+      groups[s][static_cast<std::size_t>(k)] = {g.front(), members, network::CollectiveFloor(cluster, g)};
     }
     const double before_s = bound.compute_s;
     for (const Op& op : ops) add_compute(bound, op, seconds(op), 1, t.pp);
@@ -136,20 +145,24 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
           ready_s = std::max(ready_s, f);
         }
         if (blocked) break;
-        if (op.kind == OpKind::collective) {
-          const auto [first_rank, expected] = groups[s][static_cast<std::size_t>(op.group)];
-          if (expected > 1) {
-            std::vector<Arrival>& members = waiting[{op.name, first_rank}];
+        ready_s = std::max(ready_s, op.issue_s);  // the GPU cannot run what its host has not issued
+        if (op.kind == OpKind::collective && !op.fixed_s) {
+          const Group& group = groups[s][static_cast<std::size_t>(op.group)];
+          const double floor_s = group.floor->seconds(op.collective, op.size_bytes, op.peer_bytes.get());
+          if (group.simulated > 1) {
+            std::vector<Arrival>& members = waiting[{op.name, group.first_rank}];
             members.push_back({c.stage, i, ready_s});
             arrived[s][static_cast<std::size_t>(i)] = true;
             progress = true;
-            if (static_cast<int>(members.size()) < expected) break;
+            if (static_cast<int>(members.size()) < group.simulated) break;
             double start_s = 0;
             for (const Arrival& m : members) start_s = std::max(start_s, m.at_s);
-            for (const Arrival& m : members) finish[static_cast<std::size_t>(m.stage)][static_cast<std::size_t>(m.op)] = start_s;
+            for (const Arrival& m : members) {
+              finish[static_cast<std::size_t>(m.stage)][static_cast<std::size_t>(m.op)] = start_s + floor_s;
+            }
             continue;  // the top of the loop sees it finished
           }
-          finish[s][static_cast<std::size_t>(i)] = ready_s;  // communication at no cost
+          finish[s][static_cast<std::size_t>(i)] = ready_s + floor_s;
         } else {
           finish[s][static_cast<std::size_t>(i)] = ready_s + seconds(op);
         }

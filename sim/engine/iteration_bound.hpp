@@ -1,18 +1,22 @@
 // IterationBound: how fast a training iteration could possibly be, without simulating it: the
-// iteration on an infinitely fast network. A layout search skips a layout whose bound already
-// loses to layouts it has simulated, so the bound must never be above what the engine gives.
+// iteration on a network that runs every collective at its floor (network/collective_floor.hpp:
+// the bytes that must cross a GPU's links or a node's NICs, at their full rate, with nothing else
+// on them). A layout search skips a layout whose bound already loses to layouts it has simulated,
+// so the bound must never be above what the engine gives.
 //
 // Why it is a bound: the engine (engine.hpp) runs each stream's ops in order, each after its
-// dependencies; a compute op lasts its cost-model price times a contention factor >= 1 (plus, with
-// jitter, waits that only add time); a collective starts when its last simulated member arrives
-// and lasts >= 0. Replaying the same programs with the same rules, compute at its bare price and
-// every collective instantaneous, finishes every op no later than the engine does (by induction
+// dependencies and not before its host has issued it; a compute op lasts its cost-model price
+// times a contention factor >= 1 (plus, with jitter, waits that only add time); a collective
+// starts when its last simulated member arrives and lasts at least its floor (a measured one: its
+// measured time). Replaying the same programs with the same rules, compute at its bare price and
+// every collective at its floor, finishes every op no later than the engine does (by induction
 // over the ops in the order the engine finishes them). What the replay keeps is the compute of
-// every stage and the waits between pipeline stages (the bubble); what it drops is communication
-// time, contention and jitter. tests/sim/iteration_bound_test.cpp checks it below simulated
-// iterations.
+// every stage, the waits between pipeline stages (the bubble) and the communication no schedule
+// hides at the fabric's full rate; what it drops is latency, contention, the links' sharing and
+// jitter. tests/sim/layout_search_test.cpp checks it below simulated iterations.
 #pragma once
 
+#include "network/cluster_spec.hpp"
 #include "sim/engine/cost_model.hpp"
 #include "sim/scenario/training.hpp"
 #include "sim/workload/workload.hpp"
@@ -24,8 +28,8 @@ namespace commbound::sim {
 struct IterationBound {
   // No simulated iteration of these programs is shorter (Metrics::iteration_s >= this).
   double iteration_s = 0;
-  // The busiest pipeline stage's compute at its bare price: iteration_s minus this is the
-  // pipeline bubble the schedule cannot avoid.
+  // The busiest pipeline stage's compute at its bare price: iteration_s minus this is what the
+  // schedule cannot avoid waiting for, its pipeline bubble and the communication it cannot hide.
   double busiest_compute_s = 0;
   // The compute stream's busy time at bare prices, mean over the stages (Metrics::compute_s >= this),
   // and its parts in compute-bound (GEMM, attention) and memory-bound kernels.
@@ -37,12 +41,13 @@ struct IterationBound {
   bool compute_serial = true;
   // Energy one GPU spends in an iteration, at least (Metrics: power_w_per_gpu x iteration_s >= this).
   double energy_j_per_gpu = 0;
-  double bubble_s() const { return iteration_s - busiest_compute_s; }
+  double waits_s() const { return iteration_s - busiest_compute_s; }
 };
 
-// The bound of `t`'s iteration whose stages run `stages` (build_programs(t)), priced by `cost`.
-// Simulated ranks are those the engine simulates by default (one per pipeline stage).
-IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost);
+// The bound of `t`'s iteration whose stages run `stages` (build_programs(t)) on `cluster`, priced by
+// `cost`. Simulated ranks are those the engine simulates by default (one per pipeline stage).
+IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
+                                     const network::ClusterSpec& cluster);
 
 // A weaker bound, cheap for any number of micro-batches: the busiest stage's compute alone, no
 // bubble (iteration_s = busiest_compute_s). Every micro-batch of a stage runs the same kernels and
@@ -50,7 +55,7 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
 // chunks; it does not change them), so a stage's compute is micro_batches x that of one
 // micro-batch plus its optimizer: worked out from the programs of one micro-batch without
 // interleaving. Never above iteration_lower_bound of the same layout (equal busiest_compute_s:
-// tests/sim/iteration_bound_test.cpp).
+// tests/sim/layout_search_test.cpp).
 IterationBound compute_only_bound(const TrainingSpec& t, const CostModel& cost);
 
 }  // namespace commbound::sim

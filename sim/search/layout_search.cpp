@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
+#include <tuple>
 
 namespace commbound::sim {
 namespace {
@@ -201,15 +203,24 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
     all.push_back(std::move(c));
   }
   if (options.bounded) options.bounded(all);
-  // Best bound first: the likeliest winners run first and raise the bar for the rest.
+  // Points start in compute-bound order; skip() below moves the best-bounded layout left into
+  // each slot as it comes up, so `order` (slot -> layout that fits) changes as the search runs.
   std::vector<std::size_t> order(fitting.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return all[fit_of[a]].objective_bound > all[fit_of[b]].objective_bound;
   });
+  std::vector<std::size_t> slot_of(fitting.size());
   std::vector<PointToRun> points;
-  for (std::size_t k : order) points.push_back({all[fit_of[k]].layout.name(), fitting[k]});
-  auto candidate = [&](std::size_t point) -> Candidate& { return all[fit_of[order[point]]]; };
+  // Layouts not yet started: (bound, -(compute-bound rank), layout), the best bound on top.
+  std::priority_queue<std::tuple<double, long, std::size_t>> waiting;
+  for (std::size_t slot = 0; slot < order.size(); ++slot) {
+    const std::size_t k = order[slot];
+    slot_of[k] = slot;
+    points.push_back({all[fit_of[k]].layout.name(), std::move(fitting[k])});
+    waiting.emplace(all[fit_of[k]].objective_bound, -static_cast<long>(slot), k);
+  }
+  auto candidate = [&](std::size_t slot) -> Candidate& { return all[fit_of[order[slot]]]; };
 
   TopK top(static_cast<std::size_t>(std::max(1, options.top)));
   std::size_t simulated = 0, pruned = 0;
@@ -224,24 +235,38 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
     if (options.progress) options.progress(simulated, pruned, points.size(), c);
     return Ok{};
   };
-  // Just before a layout would start: pruned when its compute alone, else its compute and
-  // bubble, is below the bar the simulated layouts have set.
+  // Just before slot i starts, the layout left with the best bound takes it. The replay
+  // (iteration_lower_bound) runs lazily: while the best bound left is a compute bound, that layout
+  // is replayed and queued again at its replayed bound, never higher. The one that takes the slot
+  // is pruned when its bound is below the bar the simulated layouts have set; so is every layout
+  // left then, each as its slot comes up.
   sweep.skip = [&](std::size_t i) {
-    Candidate& c = candidate(i);
-    auto below_bar = [&](const char* what) {
-      const std::optional<double> bar = top.threshold();
-      if (!options.prune || !bar || c.objective_bound >= *bar) return false;
-      c.reason = fmt::format("{} bound {:.5g} {} < {:.5g}, the top-{} bar then", what, c.objective_bound,
-                             objective_unit(options.objective), *bar, options.top);
+    const std::optional<double> bar = options.prune ? top.threshold() : std::nullopt;
+    for (;;) {
+      const auto [bound, rank, k] = waiting.top();
+      waiting.pop();
+      Candidate& c = all[fit_of[k]];
+      const bool below_bar = bar && c.objective_bound < *bar;
+      if (!below_bar && !c.replayed) {
+        const Scenario& sc = points[slot_of[k]].scenario;
+        c.bound = iteration_lower_bound(*sc.training, build_programs(*sc.training), cost, sc.cluster);
+        c.replayed = true;
+        c.objective_bound = objective_bound_of(*sc.training, c.bound, options.objective);
+        waiting.emplace(c.objective_bound, rank, k);
+        continue;
+      }
+      const std::size_t from = slot_of[k], displaced = order[i];
+      std::swap(points[i], points[from]);
+      order[from] = displaced;
+      slot_of[displaced] = from;
+      order[i] = k;
+      slot_of[k] = i;
+      if (!below_bar) return false;
+      c.reason = fmt::format("{} bound {:.5g} {} < {:.5g}, the top-{} bar then", c.replayed ? "iteration" : "compute",
+                             c.objective_bound, objective_unit(options.objective), *bar, options.top);
       ++pruned;
       return true;
-    };
-    if (below_bar("compute")) return true;
-    const TrainingSpec& t = *points[i].scenario.training;
-    c.bound = iteration_lower_bound(t, build_programs(t), cost);
-    c.with_bubble = true;
-    c.objective_bound = objective_bound_of(t, c.bound, options.objective);
-    return below_bar("compute + bubble");
+    }
   };
   auto ran = run_points(points, sweep);
   if (!ran) return ran.error();

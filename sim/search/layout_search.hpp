@@ -6,11 +6,13 @@
 // validated by the scenario's own rules (an invalid one keeps the line that says why), checked
 // against GPU memory by the memory model (an out-of-memory one keeps its breakdown), and bounded
 // without simulation (iteration_bound.hpp): first by its compute alone (cheap), then, when that
-// does not already rule it out, by its iteration on an infinitely fast network (compute and
-// pipeline bubble). Layouts are simulated in child processes, best compute bound first; a layout
-// whose bound is already worse than the k-th best simulated one cannot enter the top k and is
-// pruned. The top k are therefore exactly those an exhaustive search would rank first (ties
-// aside); only the count of pruned layouts depends on -j (the order in which results arrive).
+// does not already rule it out, by replaying its iteration with every collective at its floor
+// (compute, pipeline bubble and the communication no schedule hides at the fabric's full rate).
+// Layouts are simulated in child processes, best bound first (the replay run lazily: only for
+// layouts whose compute bound tops every replayed bound left); a layout whose bound is already
+// worse than the k-th best simulated one cannot enter the top k and is pruned. The top k are
+// therefore exactly those an exhaustive search would rank first (ties aside); only the count of
+// pruned layouts depends on -j (the order in which results arrive).
 #pragma once
 
 #include "calibration/base/expected.hpp"
@@ -93,10 +95,11 @@ struct Candidate {
   // against the k-th best when it was skipped; simulated: empty.
   std::string reason;
   MemoryUse memory;                  // valid layouts
-  // Layouts that fit: compute_only_bound, replaced by iteration_lower_bound (compute and bubble)
-  // when the search got that far (`with_bubble`), and the objective's upper bound from it.
+  // Layouts that fit: compute_only_bound, replaced by iteration_lower_bound (compute, bubble and
+  // communication at its floor) when the search got that far (`replayed`), and the objective's
+  // upper bound from it.
   IterationBound bound;
-  bool with_bubble = false;
+  bool replayed = false;
   double objective_bound = 0;
   std::optional<Metrics> metrics;    // simulated layouts
 };

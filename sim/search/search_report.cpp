@@ -45,7 +45,7 @@ nlohmann::json row_json(const Candidate& c, int rank, const Candidate* best) {
   if (c.verdict != Verdict::invalid) j["memory_bytes_per_gpu"] = c.memory.total_bytes;
   if (c.verdict == Verdict::simulated || c.verdict == Verdict::pruned) {
     j["bound_iteration_s"] = c.bound.iteration_s;
-    if (c.with_bubble) j["bound_bubble_s"] = c.bound.bubble_s();
+    if (c.replayed) j["bound_waits_s"] = c.bound.waits_s();
     j["objective_bound"] = c.objective_bound;
   }
   if (c.metrics) {
@@ -67,7 +67,7 @@ void write_csv(std::ostream& out, const SearchResult& result, const Candidate* b
   const std::vector<std::string> columns = {
       "rank", "layout", "tp", "cp", "pp", "virtual_stages", "dp", "micro_batch", "strategy", "activation_checkpointing",
       "verdict", "tokens_per_s_per_gpu", "mfu", "exposed_comm_fraction", "memory_bytes_per_gpu", "power_w_per_gpu",
-      "tokens_per_joule", "iteration_s", "compute_s", "exposed_comm_s", "bound_iteration_s", "bound_bubble_s",
+      "tokens_per_joule", "iteration_s", "compute_s", "exposed_comm_s", "bound_iteration_s", "bound_waits_s",
       "objective_bound", "lost_to_best_by", "reason"};
   for (std::size_t i = 0; i < columns.size(); ++i) out << (i > 0 ? "," : "") << columns[i];
   out << "\n";
@@ -136,7 +136,7 @@ void write_summary(std::ostream& out, const SearchResult& result, const SearchRe
     for (const Candidate& c : result.candidates) {
       if (c.verdict == Verdict::pruned && (top_pruned == nullptr || c.objective_bound > top_pruned->objective_bound)) top_pruned = &c;
     }
-    out << fmt::format("#   {:<22} {:>6}  even with free communication below the top-{} (best bound: {}, {})\n",
+    out << fmt::format("#   {:<22} {:>6}  bound below the top-{} (best bound: {}, {})\n",
                        "pruned by bound", count[Verdict::pruned], o.top, top_pruned->layout.name(), top_pruned->reason);
   }
   if (count[Verdict::out_of_memory] > 0) {

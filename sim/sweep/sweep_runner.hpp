@@ -49,6 +49,8 @@ struct SweepOptions {
   std::function<bool(std::size_t index)> include;
   // Asked in the parent just before point `index` would start (points start in index order, after
   // on_point of every point finished so far): true leaves it unsimulated. Unset: none skipped.
+  // The point itself is read after this call, so skip may exchange it with a later one (points
+  // the caller owns: a search picking what runs next).
   std::function<bool(std::size_t index)> skip;
 };
 
