@@ -787,6 +787,16 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
                  short_fmt(to.tdp_w) + " / " + short_fmt(from.tdp_w) + " W, crude), contention copied; " +
                  (achievable_compute || achievable_memory ? "achievable rates from " + to.achievable_source + ", " : "") +
                  "datasheet figures from calibration/gpus.toml";
+  // PyTorch's indexed elementwise path is bound by its SMs' issue rate (indexed_issue_s).
+  const bool sm_rates = source.sm_count && source.sm_clock_max_hz && to.sm_count > 0 && to.sm_clock_max_hz > 0;
+  const double issue = sm_rates ? static_cast<double>(*source.sm_count) * *source.sm_clock_max_hz /
+                                      (static_cast<double>(to.sm_count) * to.sm_clock_max_hz)
+                                : memory;
+  if (!elementwise_rows_.empty()) {
+    p.derivation += "; PyTorch elementwise rows: each op's smallest row's time kept, the rest x " + short_fmt(memory) +
+                    " (indexed path: x " + short_fmt(issue) + (sm_rates ? ", SMs x clock)" : ", the memory ratio)");
+  }
+  if (power_ && !power_->limit_gemm_share.empty()) p.derivation += "; power-limit curve copied from " + from.name;
   g.provenance_ = p;
   g.device_ = TableDevice{device().copy_bytes_per_s / memory, device().gemm_flops_per_s / compute};
   for (GemmRow r : gemms_) {
@@ -801,6 +811,20 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
     r.time = scaled(r.time, memory);
     g.add(r);
   }
+  for (std::size_t i = 0; i < elementwise_rows_.size();) {  // rows sorted by path, op, elements
+    std::size_t j = i;
+    while (j < elementwise_rows_.size() && elementwise_rows_[j].path == elementwise_rows_[i].path &&
+           elementwise_rows_[j].op == elementwise_rows_[i].op) {
+      ++j;
+    }
+    const double launch_s = elementwise_rows_[i].queued_s;
+    const double ratio = elementwise_rows_[i].path == "indexed" ? issue : memory;
+    for (; i < j; ++i) {
+      ElementwiseRow r = elementwise_rows_[i];
+      r.queued_s = launch_s + (r.queued_s - launch_s) * ratio;
+      g.add(r);
+    }
+  }
   if (power_) {
     TablePower w;
     w.idle_w = power_->idle_w * watts;
@@ -809,6 +833,9 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
     if (power_->mixed_w) w.mixed_w = *power_->mixed_w * watts;
     w.mixed_compute_fraction = power_->mixed_compute_fraction;
     w.power_limit_w = to.tdp_w;  // the target's board limit (datasheet TDP)
+    // The slowdown at the limit by compute-bound share: the source GPU's measured curve, copied.
+    w.limit_gemm_share = power_->limit_gemm_share;
+    w.limit_gemm_slowdown = power_->limit_gemm_slowdown;
     g.power_ = w;
   }
   g.contention_ = contention_;

@@ -216,8 +216,13 @@ public:
 
   // A table for another GPU (`to`) from this measured one (`from` = this table's GPU) by the
   // datasheet ratios: GEMM and attention times x (from peak / to peak), memory-bound times x
-  // (from HBM / to HBM), [device] likewise, [power] watts x (to TDP / from TDP), [contention]
-  // copied. `source_path` names this table in the new provenance; `date` is today's. Always-on
+  // (from HBM / to HBM), [device] likewise, [power] watts x (to TDP / from TDP) with the power-limit
+  // curve copied, [contention] copied. [[pytorch_elementwise]] rows keep each op's smallest row's
+  // time (a kernel that moves almost nothing costs its launch and drain, not bandwidth) and scale
+  // the rest of each row's time: by the memory ratio, or on the indexed path (bound by its SMs'
+  // issue rate) by the ratio of SMs x clock where both GPUs name theirs. [[gemm_fp8]] rows are not
+  // carried (FP8 GEMMs then take the datasheet ratio). `source_path` names this table in the new
+  // provenance; `date` is today's. Always-on
   // checks: this table has [provenance] and [device].
   //
   // With the target's published achievable rates (`to.achievable_*` > 0: a sustained cuBLAS GEMM

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -517,6 +518,55 @@ TEST(DerivedTable, AchievableRatesReplaceThePeakRatios) {
   EXPECT_NEAR(d.device().copy_bytes_per_s, 400e9, 1e-6 * kCopy);
   EXPECT_NE(d.provenance().derivation.find("achievable rates from rates.toml"), std::string::npos)
       << d.provenance().derivation;
+}
+
+// PyTorch's elementwise rows and the power-limit curve carry over. The tiny table with SMs at
+// 100 x 1000 MHz, a curve, and two ops of two rows each: vectorized add 2 us at 4096 elements and
+// 10 us at 2^20, indexed copy 3 us and 30 us. A target of 50 SMs at 1000 MHz: each op keeps its
+// smallest row (launch and drain); the rest of the vectorized row scales by the HBM ratio
+// 3350 / 2039, of the indexed one by the SMs x clock ratio 100 / 50 = 2.
+TEST(DerivedTable, ElementwiseRowsKeepTheirLaunchAndScaleTheirStreaming) {
+  std::ifstream in(kTiny);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replace = [&text](const std::string& from, const std::string& to) {
+    const std::size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("sm_count = 100\n", "sm_count = 100\nsm_clock_max_MHz = 1000.0\n");
+  replace("memory_bound_W = 300.0\n", "memory_bound_W = 300.0\nlimit_gemm_share = [0.5, 1.0]\nlimit_gemm_slowdown = [1.05, 1.1]\n");
+  for (const char* row : {"path = \"vectorized\"\nop = \"add_bf16\"\nelements = 4096\nbytes = 24576.0\nqueued_us = 2.0\n",
+                          "path = \"vectorized\"\nop = \"add_bf16\"\nelements = 1048576\nbytes = 6291456.0\nqueued_us = 10.0\n",
+                          "path = \"indexed\"\nop = \"copy_bf16_strided\"\nelements = 4096\nbytes = 16384.0\nqueued_us = 3.0\n",
+                          "path = \"indexed\"\nop = \"copy_bf16_strided\"\nelements = 1048576\nbytes = 4194304.0\nqueued_us = 30.0\n"}) {
+    text += std::string("\n[[pytorch_elementwise]]\n") + row;
+  }
+  const std::string path = temp_file("tiny-elementwise.toml", text);
+  auto source = calibration::KernelTable::load(path, path);
+  ASSERT_TRUE(source) << source.error().message;
+  ASSERT_EQ(source->elementwise_rows().size(), 4u);
+  auto datasheet = [](const std::string& name) {
+    const GpuSpec g = *load_gpu(kPresets, name);
+    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+                               g.memory_bytes, g.tdp_w};
+  };
+  calibration::KernelTable::Datasheet to = datasheet("a100-sxm4-80gb");
+  to.sm_count = 50;
+  to.sm_clock_max_hz = 1e9;
+  const calibration::KernelTable d = source->derive(datasheet("h100-sxm5"), to, path, "2026-02-03");
+  const double memory = 3350.0 / 2039.0;
+  const double us = 1e-6;
+  ASSERT_EQ(d.elementwise_rows().size(), 4u);  // sorted: indexed, then vectorized
+  EXPECT_NEAR(d.elementwise_rows()[0].queued_s, 3 * us, 1e-12);
+  EXPECT_NEAR(d.elementwise_rows()[1].queued_s, 3 * us + 27 * us * 2, 1e-12);
+  EXPECT_NEAR(d.elementwise_rows()[2].queued_s, 2 * us, 1e-12);
+  EXPECT_NEAR(d.elementwise_rows()[3].queued_s, 2 * us + 8 * us * memory, 1e-12);
+  EXPECT_DOUBLE_EQ(d.elementwise_rows()[3].bytes, 6291456.0);
+  ASSERT_TRUE(d.power());
+  EXPECT_EQ(d.power()->limit_gemm_share, (std::vector<double>{0.5, 1.0}));
+  EXPECT_EQ(d.power()->limit_gemm_slowdown, (std::vector<double>{1.05, 1.1}));
+  EXPECT_NE(d.provenance().derivation.find("power-limit curve copied"), std::string::npos) << d.provenance().derivation;
+  EXPECT_NE(d.provenance().derivation.find("SMs x clock"), std::string::npos) << d.provenance().derivation;
 }
 
 TEST(DerivedTable, V100IsDerivedWithItsFp16TensorPeak) {
