@@ -18,7 +18,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -451,14 +450,16 @@ TEST(Selection, EachFrameworkPricesTheAttentionItRuns) {
 
 // --- derived tables -----------------------------------------------------------------------------
 
+// A GPU's datasheet figures (calibration/gpus.toml) as derive() takes them.
+calibration::KernelTable::Datasheet datasheet_of(const std::string& name) {
+  const GpuSpec g = *load_gpu(kPresets, name);
+  return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
+                                             g.memory_bytes, g.tdp_w};
+}
+
 TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
   const calibration::KernelTable source = tiny();
-  auto datasheet = [](const std::string& name) {
-    const GpuSpec g = *load_gpu(kPresets, name);
-    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
-                               g.memory_bytes, g.tdp_w};
-  };
-  const calibration::KernelTable d = source.derive(datasheet("h100-sxm5"), datasheet("a100-sxm4-80gb"), kTiny, "2026-02-03");
+  const calibration::KernelTable d = source.derive(datasheet_of("h100-sxm5"), datasheet_of("a100-sxm4-80gb"), kTiny, "2026-02-03");
   // calibration/gpus.toml: H100 989.4 TFLOP/s, 3350 GB/s, 700 W; A100 312 TFLOP/s, 2039 GB/s, 400 W.
   const double compute = 989.4 / 312.0, memory = 3350.0 / 2039.0, watts = 400.0 / 700.0;
   // Through the file format and back, as `commbound derive-table` writes it.
@@ -501,16 +502,11 @@ TEST(DerivedTable, EveryRowScaledByTheDatasheetRatio) {
 // memory-bound ones, whatever the datasheet peaks (which would give 989.4 / 312 = 3.17).
 TEST(DerivedTable, AchievableRatesReplaceThePeakRatios) {
   const calibration::KernelTable source = tiny();
-  auto datasheet = [](const std::string& name) {
-    const GpuSpec g = *load_gpu(kPresets, name);
-    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
-                               g.memory_bytes, g.tdp_w};
-  };
-  calibration::KernelTable::Datasheet to = datasheet("a100-sxm4-80gb");
+  calibration::KernelTable::Datasheet to = datasheet_of("a100-sxm4-80gb");
   to.achievable_gemm_flops_per_s = 50e12;
   to.achievable_copy_bytes_per_s = 400e9;
   to.achievable_source = "rates.toml";
-  const calibration::KernelTable d = source.derive(datasheet("h100-sxm5"), to, kTiny, "2026-02-03");
+  const calibration::KernelTable d = source.derive(datasheet_of("h100-sxm5"), to, kTiny, "2026-02-03");
   EXPECT_NEAR(d.gemms()[0].time->p50_s, 0.04 * kMs * 2.0, 1e-9 * kMs);
   EXPECT_NEAR(d.attentions()[0].time->p50_s, 0.1 * kMs * 2.0, 1e-9 * kMs);
   EXPECT_NEAR(d.memory_bounds()[0].time->p50_s, 0.01 * kMs * 2.5, 1e-9 * kMs);
@@ -526,8 +522,7 @@ TEST(DerivedTable, AchievableRatesReplaceThePeakRatios) {
 // smallest row (launch and drain); the rest of the vectorized row scales by the HBM ratio
 // 3350 / 2039, of the indexed one by the SMs x clock ratio 100 / 50 = 2.
 TEST(DerivedTable, ElementwiseRowsKeepTheirLaunchAndScaleTheirStreaming) {
-  std::ifstream in(kTiny);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_all(kTiny);
   auto replace = [&text](const std::string& from, const std::string& to) {
     const std::size_t at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from;
@@ -545,15 +540,10 @@ TEST(DerivedTable, ElementwiseRowsKeepTheirLaunchAndScaleTheirStreaming) {
   auto source = calibration::KernelTable::load(path, path);
   ASSERT_TRUE(source) << source.error().message;
   ASSERT_EQ(source->elementwise_rows().size(), 4u);
-  auto datasheet = [](const std::string& name) {
-    const GpuSpec g = *load_gpu(kPresets, name);
-    return calibration::KernelTable::Datasheet{g.name, g.description, g.peak_dtype, g.peak_flops_per_s, g.hbm_bytes_per_s,
-                               g.memory_bytes, g.tdp_w};
-  };
-  calibration::KernelTable::Datasheet to = datasheet("a100-sxm4-80gb");
+  calibration::KernelTable::Datasheet to = datasheet_of("a100-sxm4-80gb");
   to.sm_count = 50;
   to.sm_clock_max_hz = 1e9;
-  const calibration::KernelTable d = source->derive(datasheet("h100-sxm5"), to, path, "2026-02-03");
+  const calibration::KernelTable d = source->derive(datasheet_of("h100-sxm5"), to, path, "2026-02-03");
   const double memory = 3350.0 / 2039.0;
   const double us = 1e-6;
   ASSERT_EQ(d.elementwise_rows().size(), 4u);  // sorted: indexed, then vectorized
