@@ -18,6 +18,18 @@
 namespace commbound::calibration {
 namespace {
 
+// The runs of `rows` (sorted by path, op, elements) that time one op on one path: [first, last).
+std::vector<std::pair<std::size_t, std::size_t>> op_runs(const std::vector<ElementwiseRow>& rows) {
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    while (j < rows.size() && rows[j].path == rows[i].path && rows[j].op == rows[i].op) ++j;
+    runs.emplace_back(i, j);
+    i = j;
+  }
+  return runs;
+}
+
 constexpr double kBytesPerGB = 1e9;
 constexpr double kFlopsPerTFLOP = 1e12;
 constexpr double kHzPerMHz = 1e6;
@@ -605,17 +617,11 @@ std::optional<double> KernelTable::pytorch_elementwise_s(const ElementwiseShape&
     double distance;
   };
   std::vector<Op> ops;
-  for (std::size_t i = 0; i < elementwise_rows_.size();) {
-    std::size_t j = i;
-    while (j < elementwise_rows_.size() && elementwise_rows_[j].path == elementwise_rows_[i].path &&
-           elementwise_rows_[j].op == elementwise_rows_[i].op) {
-      ++j;
-    }
-    const ElementwiseRow& r = elementwise_rows_[i];
+  for (const auto& [first, last] : op_runs(elementwise_rows_)) {
+    const ElementwiseRow& r = elementwise_rows_[first];
     if (r.path == path) {
-      ops.push_back({i, j, std::abs(std::log(r.bytes / static_cast<double>(r.elements) / per_element))});
+      ops.push_back({first, last, std::abs(std::log(r.bytes / static_cast<double>(r.elements) / per_element))});
     }
-    i = j;
   }
   if (ops.empty()) return std::nullopt;
   const double nearest = std::min_element(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
@@ -811,15 +817,10 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
     r.time = scaled(r.time, memory);
     g.add(r);
   }
-  for (std::size_t i = 0; i < elementwise_rows_.size();) {  // rows sorted by path, op, elements
-    std::size_t j = i;
-    while (j < elementwise_rows_.size() && elementwise_rows_[j].path == elementwise_rows_[i].path &&
-           elementwise_rows_[j].op == elementwise_rows_[i].op) {
-      ++j;
-    }
-    const double launch_s = elementwise_rows_[i].queued_s;
-    const double ratio = elementwise_rows_[i].path == "indexed" ? issue : memory;
-    for (; i < j; ++i) {
+  for (const auto& [first, last] : op_runs(elementwise_rows_)) {
+    const double launch_s = elementwise_rows_[first].queued_s;  // the op's smallest row
+    const double ratio = elementwise_rows_[first].path == "indexed" ? issue : memory;
+    for (std::size_t i = first; i < last; ++i) {
       ElementwiseRow r = elementwise_rows_[i];
       r.queued_s = launch_s + (r.queued_s - launch_s) * ratio;
       g.add(r);
