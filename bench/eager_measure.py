@@ -43,6 +43,13 @@ results; every file is written as soon as its section ends):
            sets rotated beyond L2, median of 5; the time a stream of such kernels takes, the gap
            between them included) and each kernel's own CUPTI time and name (torch.profiler, one
            pass). -> elementwise.csv
+  reductions  PyTorch's reduce kernel by the width each output reduces (row reductions: RMSNorm's
+           mean in fp32; column reductions: a bf16 tensor summed over its tokens, the norm weight's
+           gradient) at hidden widths 1024-16384 and 1-16384 rows, timed as `elementwise` times its
+           kernels. -> reductions.csv
+  warm     the `elementwise` and `reductions` kernels over one input set, not rotated: operands that
+           fit in L2 stay there, as a tensor just written by the kernel before is read in a layer;
+           2^12 to 2^23 elements. -> elementwise_warm.csv, reductions_warm.csv
   fp8      torch._scaled_mm in float8_e4m3fn with tensorwise and rowwise scales beside the bf16
            product of the same shape, the forward GEMMs of Llama layers. -> fp8.csv
 """
@@ -647,32 +654,90 @@ def cupti_kernels(op, sets, n):
     return median([e["dur"] for e in ks]), median(gaps), len(ks), "|".join(n[:90] for n in names)
 
 
-def measure_elementwise(args, deadline, log):
+def time_cases(cases, sizes, rotate, out_csv, label, deadline, log):
+    """Each case at each size: its queued time per kernel and its kernels' CUPTI times. With
+    `rotate`, over input sets rotated beyond L2 (cold: every operand from HBM); without, one input
+    set again and again (warm: what fits in L2 stays there, as a tensor the previous kernel wrote).
+    A case is (path, bytes per output element, builder(E) -> inputs, op(inputs)[, extra columns])."""
     rows = []
-    for name, (path, bytes_per_element, build, op) in ELEMENTWISE_CASES.items():
-        for E in ELEMENTWISE_SIZES:
+    for name, case in cases.items():
+        path, bytes_per_element, build, op = case[:4]
+        extra = case[4] if len(case) > 4 else {}
+        for E in sizes(name):
             if time.time() > deadline - 5:
-                log("elementwise: deadline")
-                write_csv(os.path.join(args.out, "elementwise.csv"), rows)
+                log(f"{label}: deadline")
+                write_csv(out_csv, rows)
                 return
             try:
                 one = build(E)
                 set_bytes = sum(t.numel() * t.element_size() for t in one)
-                sets = [one] + [build(E) for _ in range(min(63, (256 << 20) // max(set_bytes, 1)))]
+                sets = [one]
+                if rotate:
+                    sets += [build(E) for _ in range(min(63, (256 << 20) // max(set_bytes, 1)))]
                 elements = one[0].numel() if path == "reduction" else op(one).numel()
                 probe = queued_us(op, sets, 3, reps=1)
                 n = int(min(100, max(3, 1000 / max(probe, 1e-3))))
                 q = queued_us(op, sets, n)
                 k_us, gap_us, k_count, names = cupti_kernels(op, sets, n)
-                rows.append(dict(case=name, path=path, elements=elements, bytes=bytes_per_element * elements,
-                                 sets=len(sets), launches=n, queued_us=round(q, 3), kernel_us=round(k_us, 3),
+                rows.append(dict(case=name, path=path, **extra, elements=elements,
+                                 bytes=bytes_per_element * elements, sets=len(sets), launches=n,
+                                 queued_us=round(q, 3), kernel_us=round(k_us, 3),
                                  gap_us=round(gap_us, 3) if k_count > 1 else "", kernels=k_count, kernel=names))
                 del sets, one
             except Exception as e:
-                rows.append(dict(case=name, path=path, elements=E, error=str(e).splitlines()[0][:120]))
-        log(f"elementwise {name}: {rows[-1]}")
+                rows.append(dict(case=name, path=path, **extra, elements=E, error=str(e).splitlines()[0][:120]))
+        log(f"{label} {name}: {rows[-1] if rows else '-'}")
         torch.cuda.empty_cache()
-    write_csv(os.path.join(args.out, "elementwise.csv"), rows)
+    write_csv(out_csv, rows)
+
+
+def measure_elementwise(args, deadline, log):
+    time_cases(ELEMENTWISE_CASES, lambda name: ELEMENTWISE_SIZES, True,
+               os.path.join(args.out, "elementwise.csv"), "elementwise", deadline, log)
+
+
+# Reductions by the width of what each output reduces: a reduction's time is set by its rows
+# (one block or warp per output, a chain of dependent loads along the row), not its elements
+# alone. Row reductions (RMSNorm's mean and its backward's sum over the hidden width, fp32) and
+# column reductions (the norm weight's gradient: a bf16 product summed over the tokens), at the
+# hidden widths of calibration/models.toml.
+REDUCTION_WIDTHS = (1024, 2048, 4096, 5120, 8192, 16384)
+REDUCTION_ROWS = (1, 4, 16, 64, 256, 1024, 2048, 4096, 8192, 16384)
+
+
+def _reduction_cases():
+    cases = {}
+    for w in REDUCTION_WIDTHS:
+        cases[f"mean_fp32_w{w}"] = ("reduction", 4, lambda E, w=w: (torch.randn(max(1, E // w), w, device=DEV),),
+                                    lambda t: t[0].mean(-1, keepdim=True), dict(width=w, reduced="row"))
+        cases[f"sum_tokens_bf16_w{w}"] = ("reduction", 2, lambda E, w=w: (torch.randn(max(1, E // w), w, device=DEV, dtype=BF16),),
+                                          lambda t: t[0].sum(0), dict(width=w, reduced="column"))
+    return cases
+
+
+REDUCTION_CASES = _reduction_cases()
+
+
+def reduction_sizes(name):
+    w = REDUCTION_CASES[name][4]["width"]
+    return [r * w for r in REDUCTION_ROWS if r * w <= (1 << 27)]
+
+
+def measure_reductions(args, deadline, log):
+    time_cases(REDUCTION_CASES, reduction_sizes, True, os.path.join(args.out, "reductions.csv"),
+               "reductions", deadline, log)
+
+
+# L2-warm: the same kernels over one input set, up to the sizes whose operands outgrow L2 (H100:
+# 50 MB), beside the cold rows above.
+WARM_SIZES = [1 << p for p in (12, 14, 16, 17, 18, 19, 20, 21, 22, 23)]
+
+
+def measure_warm(args, deadline, log):
+    time_cases(ELEMENTWISE_CASES, lambda name: WARM_SIZES, False,
+               os.path.join(args.out, "elementwise_warm.csv"), "warm", deadline, log)
+    time_cases(REDUCTION_CASES, lambda name: [E for E in reduction_sizes(name) if E <= WARM_SIZES[-1]], False,
+               os.path.join(args.out, "reductions_warm.csv"), "warm reductions", deadline, log)
 
 
 def measure_fp8(args, deadline, log):
@@ -848,7 +913,7 @@ def main():
         env["nvidia_smi"] = str(e)
     log(f"env {json.dumps(env)}")
     deadline = start + args.deadline_s
-    budgets = {"elementwise": 1.0, "held": 1.0, "hostlayer": 1.0, "layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
+    budgets = {"elementwise": 1.0, "reductions": 0.45, "warm": 1.0, "held": 1.0, "hostlayer": 1.0, "layers": 0.5, "hostops": 0.56, "sdpa": 0.8, "fp8": 1.0, "gemm": 1.0, "sustained": 1.0}  # cumulative share of the time
     for name in args.sections.split(","):
         section_deadline = min(deadline, start + budgets[name] * args.deadline_s)
         try:
