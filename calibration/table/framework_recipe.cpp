@@ -17,14 +17,25 @@ std::int64_t dim(double v) { return static_cast<std::int64_t>(std::ceil(v - 1e-9
 // (view, transpose, split, slice, chunk, flatten): they are issued with the next kernel.
 class Kernels {
 public:
-
   void view(int ops = 1) { views_ += ops; }
-  void elementwise(const std::string& op, double elements, double bytes, int host_ops = 1,
-                   ElementwiseKind kind = ElementwiseKind::streaming) {
-    push(op, ElementwiseShape{op, dim(elements), bytes, kind}, host_ops);
+  // The next elementwise kernel reads `bytes` of what the kernels just before it wrote
+  // (ElementwiseShape::fresh_bytes): `k.fresh(b).elementwise(...)`.
+  Kernels& fresh(double bytes) {
+    fresh_bytes_ = bytes;
+    return *this;
   }
-  void reduction(const std::string& op, double elements, double bytes, int host_ops = 1) {
-    elementwise(op, elements, bytes, host_ops, ElementwiseKind::reduction);
+  void elementwise(const std::string& op, double elements, double bytes, int host_ops = 1,
+                   ElementwiseKind kind = ElementwiseKind::streaming, double width = 0) {
+    push(op, ElementwiseShape{op, dim(elements), bytes, kind, dim(width), fresh_bytes_}, host_ops);
+    fresh_bytes_ = 0;
+  }
+  // A reduction over rows of `width` contiguous elements (0: a reduction of many tensors).
+  void reduction(const std::string& op, double elements, double bytes, double width, int host_ops = 1) {
+    elementwise(op, elements, bytes, host_ops, ElementwiseKind::reduction, width);
+  }
+  // A reduction over the rows of [elements / width, width]: `width` outputs.
+  void column_reduction(const std::string& op, double elements, double bytes, double width) {
+    elementwise(op, elements, bytes, 1, ElementwiseKind::column_reduction, width);
   }
   // A dtype-converting copy other than float -> bfloat16: TensorIterator's unrolled path.
   void cast(const std::string& op, double elements, double bytes, int host_ops = 1) {
@@ -65,6 +76,7 @@ public:
   };
 
 private:
+  double fresh_bytes_ = 0;
   std::string prefix_;
   int views_ = 0;
   std::vector<RecipeKernel> kernels_;
@@ -72,19 +84,21 @@ private:
 
 // RMSNorm over [T x h] bf16 as the reference code writes it:
 //   x.float().pow(2).mean(-1, keepdim=True); x.float() * rsqrt(v + eps); .type_as(x) * weight.
-// The products with rsqrt ([T, 1]) and with the weight ([h]) broadcast an operand: indexed.
+// The products with rsqrt ([T, 1]) and with the weight ([h]) broadcast an operand: indexed. Each
+// kernel reads what the one before wrote (x itself: the residual sum just before), except the
+// second x.float(), which reads x again after the first three kernels' traffic.
 void rmsnorm_forward(Kernels& k, const std::string& part, double T, double h) {
   const Kernels::Part named(k, part);
   const double th = T * h;
+  k.fresh(kBf16 * th).cast("to_fp32", th, (kBf16 + kFp32) * th);
+  k.fresh(kFp32 * th).elementwise("pow", th, 2 * kFp32 * th);
+  k.fresh(kFp32 * th).reduction("mean", th, kFp32 * th + kFp32 * T, h);
+  k.fresh(kFp32 * T).elementwise("add_eps", T, 2 * kFp32 * T);
+  k.fresh(kFp32 * T).elementwise("rsqrt", T, 2 * kFp32 * T);
   k.cast("to_fp32", th, (kBf16 + kFp32) * th);
-  k.elementwise("pow", th, 2 * kFp32 * th);
-  k.reduction("mean", th, kFp32 * th + kFp32 * T);
-  k.elementwise("add_eps", T, 2 * kFp32 * T);
-  k.elementwise("rsqrt", T, 2 * kFp32 * T);
-  k.cast("to_fp32", th, (kBf16 + kFp32) * th);
-  k.indexed("mul", th, 2 * kFp32 * th + kFp32 * T);
-  k.elementwise("to_bf16", th, (kFp32 + kBf16) * th);
-  k.indexed("mul_weight", th, 2 * kBf16 * th + kBf16 * h);
+  k.fresh(kFp32 * th + kFp32 * T).indexed("mul", th, 2 * kFp32 * th + kFp32 * T);
+  k.fresh(kFp32 * th).elementwise("to_bf16", th, (kFp32 + kBf16) * th);
+  k.fresh(kBf16 * th).indexed("mul_weight", th, 2 * kBf16 * th + kBf16 * h);
 }
 
 // Autograd through the same ops, last first (derivatives.yaml): the weight's product (input and
@@ -97,11 +111,11 @@ void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
   const double th = T * h;
   k.indexed("mul_weight.grad_input", th, 2 * kBf16 * th + kBf16 * h);
   k.elementwise("mul_weight.grad_weight", th, 3 * kBf16 * th);
-  k.reduction("sum_weight_grad", th, kBf16 * th + kBf16 * h);
+  k.column_reduction("sum_weight_grad", th, kBf16 * th + kBf16 * h, h);
   k.cast("to_bf16.backward", th, (kBf16 + kFp32) * th);
   k.indexed("mul.grad_x", th, 2 * kFp32 * th + kFp32 * T);
   k.elementwise("mul.grad_rsqrt", th, 3 * kFp32 * th);
-  k.reduction("sum_rsqrt_grad", th, kFp32 * th + kFp32 * T);
+  k.reduction("sum_rsqrt_grad", th, kFp32 * th + kFp32 * T, h);
   k.elementwise("to_fp32.backward", th, (kFp32 + kBf16) * th);
   k.elementwise("rsqrt.backward", T, 3 * kFp32 * T);
   k.elementwise("rsqrt.backward_mul", T, 3 * kFp32 * T);
@@ -120,19 +134,20 @@ void rmsnorm_backward(Kernels& k, const std::string& part, double T, double h) {
 // cos or sin: indexed; the sum and difference of two outputs laid out alike stream. stack is a cat
 // of its inputs unsqueezed, and cat of inputs not contiguous in the output's layout (these are
 // laid out as q, transposed) copies each into its strided slice of the output, one indexed copy per
-// input (aten/src/ATen/native/cuda/Shape.cu; the real layer's profile shows the two copies).
+// input (aten/src/ATen/native/cuda/Shape.cu; the real layer's profile shows the two copies). x is
+// the projection's output just written, and each kernel reads the products just before it.
 void rope_forward(Kernels& k, const std::string& part, double E) {
   const Kernels::Part named(k, part);
   const double e = kBf16 * E;  // bytes of the whole tensor
   k.view(2);                    // the two slices
-  k.indexed("mul_x1_cos", E / 2, e + e / 2);
-  k.indexed("mul_x2_sin", E / 2, e + e / 2);
-  k.elementwise("sub", E / 2, 3 * e / 2);
-  k.indexed("mul_x1_sin", E / 2, e + e / 2);
-  k.indexed("mul_x2_cos", E / 2, e + e / 2);
-  k.elementwise("add", E / 2, 3 * e / 2);
-  k.indexed("stack.copy_first", E / 2, e / 2 + e, 1);  // a strided write moves the whole output
-  k.indexed("stack.copy_second", E / 2, e / 2 + e, 1);  // and flatten
+  k.fresh(e).indexed("mul_x1_cos", E / 2, e + e / 2);
+  k.fresh(e).indexed("mul_x2_sin", E / 2, e + e / 2);
+  k.fresh(e).elementwise("sub", E / 2, 3 * e / 2);
+  k.fresh(e).indexed("mul_x1_sin", E / 2, e + e / 2);
+  k.fresh(e).indexed("mul_x2_cos", E / 2, e + e / 2);
+  k.fresh(e).elementwise("add", E / 2, 3 * e / 2);
+  k.fresh(e / 2).indexed("stack.copy_first", E / 2, e / 2 + e, 1);  // a strided write moves the whole output
+  k.fresh(e / 2).indexed("stack.copy_second", E / 2, e / 2 + e, 1);  // and flatten
 }
 
 // Its backward: stack's gradient unbinds into two strided halves g0, g1 (each read moves the whole
@@ -175,6 +190,10 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
   // the transpose back to [b, s, h * d] is a copy.
   const RecipeKernel attention = core_attention(layout, direction, dim(m.heads / tp), dim(m.kv_heads / tp), m.head_dim());
   constexpr int kSdpaHostOps = 4;
+  // The forward's elementwise kernels read what the kernels just before them wrote (fresh): the
+  // norm's chain, RoPE's products of the projection's output, SwiGLU's of gate_up's, a residual
+  // sum's projection output (its other operand, the residual, was written before the block). The
+  // backward's gradients meet activations the forward saved a layer's traffic earlier: priced cold.
   Kernels k;
   if (direction == Direction::forward) {
     rmsnorm_forward(k, "rmsnorm", T, h);
@@ -184,16 +203,16 @@ std::vector<RecipeKernel> eager_layer(const ModelSpec& m, const StepLayout& layo
     rope_forward(k, "rope_k", T * kv_dim);
     k.push("attention", attention.shape, kSdpaHostOps, "", attention.runs);
     k.view();  // transpose
-    k.indexed("attention.reshape_copy", T * q_dim, 2 * kBf16 * T * q_dim);
+    k.fresh(kBf16 * T * q_dim).indexed("attention.reshape_copy", T * q_dim, 2 * kBf16 * T * q_dim);
     k.linear("o_proj", T, h, q_dim, direction, "attn");
-    k.elementwise("residual", th, 3 * kBf16 * th);
+    k.fresh(kBf16 * th).elementwise("residual", th, 3 * kBf16 * th);
     rmsnorm_forward(k, "rmsnorm2", T, h);
     k.linear("gate_up", T, 2 * f, h, direction);
     k.view();  // chunk(2)
-    k.indexed("swiglu.silu", T * f, 2 * kBf16 * T * f);  // of a chunk: strided rows
-    k.indexed("swiglu.mul", T * f, 3 * kBf16 * T * f);
+    k.fresh(kBf16 * T * f).indexed("swiglu.silu", T * f, 2 * kBf16 * T * f);  // of a chunk: strided rows
+    k.fresh(2 * kBf16 * T * f).indexed("swiglu.mul", T * f, 3 * kBf16 * T * f);
     k.linear("down", T, h, f, direction, "mlp");
-    k.elementwise("residual2", th, 3 * kBf16 * th);
+    k.fresh(kBf16 * th).elementwise("residual2", th, 3 * kBf16 * th);
     return k.take();
   }
   k.linear("down", T, h, f, direction);
@@ -242,14 +261,14 @@ std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& la
     rmsnorm_forward(k, "rmsnorm_final", T, h);
     k.linear("logits", T, V, h, direction);
     k.view();  // flatten(0, 1)
-    k.cast("logits.to_fp32", tv, (kBf16 + kFp32) * tv);
-    k.reduction("cross_entropy.log_softmax", tv, 2 * kFp32 * tv, 2);
+    k.fresh(kBf16 * tv).cast("logits.to_fp32", tv, (kBf16 + kFp32) * tv);
+    k.fresh(kFp32 * tv).reduction("cross_entropy.log_softmax", tv, 2 * kFp32 * tv, V, 2);
     k.elementwise("cross_entropy.nll_loss", T, 3 * kFp32 * T, 2);
     return k.take();
   }
   k.elementwise("cross_entropy.nll_loss_backward_zeros", tv, kFp32 * tv);
   k.elementwise("cross_entropy.nll_loss_backward_scatter", T, 3 * kFp32 * T);
-  k.reduction("cross_entropy.log_softmax_backward", tv, 3 * kFp32 * tv);
+  k.reduction("cross_entropy.log_softmax_backward", tv, 3 * kFp32 * tv, V);
   k.elementwise("logits.to_fp32.backward", tv, (kFp32 + kBf16) * tv);
   k.linear("logits", T, V, h, direction);
   rmsnorm_backward(k, "rmsnorm_final", T, h);
@@ -264,7 +283,7 @@ std::vector<RecipeKernel> eager_lm_head(const ModelSpec& m, const StepLayout& la
 // i.e. these 80 bytes per parameter at 2.9 TB/s.
 std::vector<RecipeKernel> eager_optimizer(double P) {
   Kernels k;
-  k.reduction("clip.foreach_norm", P, kFp32 * P, 2);
+  k.reduction("clip.foreach_norm", P, kFp32 * P, 0, 2);
   k.elementwise("clip.total_norm", 1, 0, 4);
   k.elementwise("clip.foreach_mul", P, 2 * kFp32 * P);
   k.elementwise("adamw.foreach_mul_weight_decay", P, 2 * kFp32 * P, 3);

@@ -4,7 +4,9 @@
 #include "calibration/base/enum_names.hpp"
 #include "calibration/table/memory_bound_op.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 namespace commbound::calibration {
 namespace {
@@ -79,6 +81,7 @@ const char* to_string(ElementwiseKind k) {
     case ElementwiseKind::cast: return "cast";
     case ElementwiseKind::reduction: return "reduction";
     case ElementwiseKind::indexed: return "indexed";
+    case ElementwiseKind::column_reduction: return "column_reduction";
   }
   return "streaming";
 }
@@ -116,8 +119,16 @@ std::string describe(const KernelShape& shape) {
     std::snprintf(buf, sizeof buf, "%s %lldx%lld", m->op.c_str(), static_cast<long long>(m->tokens),
                   static_cast<long long>(m->width));
   } else if (const auto* e = std::get_if<ElementwiseShape>(&shape)) {
-    std::snprintf(buf, sizeof buf, "%s %s %lld elements %.1f MB", to_string(e->kind), e->op.c_str(),
-                  static_cast<long long>(e->elements), e->bytes / 1e6);
+    const int n = std::snprintf(buf, sizeof buf, "%s %s %lld elements %.1f MB", to_string(e->kind), e->op.c_str(),
+                                static_cast<long long>(e->elements), e->bytes / 1e6);
+    std::string out(buf, static_cast<std::size_t>(std::max(0, n)));
+    if (e->width > 0) out += ", width " + std::to_string(e->width);
+    if (e->fresh_bytes > 0) {
+      char fresh[48];
+      std::snprintf(fresh, sizeof fresh, ", %.1f MB just written", e->fresh_bytes / 1e6);
+      out += fresh;
+    }
+    return out;
   } else {
     return "";
   }

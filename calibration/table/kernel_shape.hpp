@@ -91,11 +91,15 @@ struct MemoryBoundShape {
 //              vectorized copy of its own;
 //   cast       a dtype-converting copy other than float -> bfloat16 (bfloat16 -> float: `x.float()`)
 //              [unrolled_elementwise_kernel: a dynamic cast per element, no vector loads];
-//   reduction  a reduction over each row (mean, sum, norm) [reduce_kernel];
+//   reduction  a reduction over each row, the contiguous dimension (mean, sum, norm) [reduce_kernel,
+//              one block's threads along a row];
+//   column_reduction  a reduction over the rows, output along the contiguous dimension (a
+//              broadcast weight's gradient summed over the tokens) [reduce_kernel, threads along
+//              the outputs, vector loads across them];
 //   indexed    streaming, but an operand is strided or broadcast: TensorIterator computes every
 //              operand's offset per element [elementwise_kernel, launch_legacy_kernel], bound by the
 //              SMs' issue rate below HBM bandwidth.
-enum class ElementwiseKind { streaming, cast, reduction, indexed };
+enum class ElementwiseKind { streaming, cast, reduction, indexed, column_reduction };
 const char* to_string(ElementwiseKind k);
 
 struct ElementwiseShape {
@@ -104,7 +108,10 @@ struct ElementwiseShape {
   double bytes = 0;           // HBM bytes it moves: every operand read and every output written once,
                               // at the width of the sectors a strided access touches (recipe's count)
   ElementwiseKind kind = ElementwiseKind::streaming;
-  auto key() const { return std::tie(op, elements, bytes, kind); }
+  std::int64_t width = 0;   // reductions: the input's contiguous dimension (0: not known)
+  double fresh_bytes = 0;   // of `bytes`, those read from what the kernels just before it wrote:
+                            // from L2 while its operands fit there (writes and older reads: HBM)
+  auto key() const { return std::tie(op, elements, bytes, kind, width, fresh_bytes); }
 };
 
 inline bool operator==(const GemmShape& a, const GemmShape& b) { return a.key() == b.key(); }

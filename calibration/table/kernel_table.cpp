@@ -18,12 +18,15 @@
 namespace commbound::calibration {
 namespace {
 
-// The runs of `rows` (sorted by path, op, elements) that time one op on one path: [first, last).
+// The runs of `rows` (sorted by ElementwiseRow::key) that time one op on one path, cold or warm:
+// [first, last), by elements.
 std::vector<std::pair<std::size_t, std::size_t>> op_runs(const std::vector<ElementwiseRow>& rows) {
   std::vector<std::pair<std::size_t, std::size_t>> runs;
   for (std::size_t i = 0; i < rows.size();) {
     std::size_t j = i;
-    while (j < rows.size() && rows[j].path == rows[i].path && rows[j].op == rows[i].op) ++j;
+    while (j < rows.size() && rows[j].path == rows[i].path && rows[j].op == rows[i].op && rows[j].warm == rows[i].warm) {
+      ++j;
+    }
     runs.emplace_back(i, j);
     i = j;
   }
@@ -218,10 +221,12 @@ Expected<Fp8GemmRow> read_fp8_gemm(const toml::table& row, TableContent /*conten
 Expected<ElementwiseRow> read_pytorch_elementwise(const toml::table& row, TableContent /*content*/) {
   TableReader r(row, "pytorch_elementwise");
   ElementwiseRow x;
-  x.path = r.choice("path", "vectorized", {"vectorized", "unrolled", "indexed", "reduction"});
+  x.path = r.choice("path", "vectorized", {"vectorized", "unrolled", "indexed", "reduction", "column_reduction"});
   if (!r.has("path") && !r.failed()) r.fail("path", "missing (required)");
   x.op = r.required_string("op");
+  x.warm = r.choice("l2", "cold", {"cold", "warm"}) == "warm";
   x.elements = r.required_integer("elements", 1, kMaxDim);
+  x.width = r.integer("width", 0, 1, kMaxDim);
   x.bytes = r.required_number("bytes", 1, 1e15);
   x.queued_s = r.required_number("queued_us", 1e-3, 1e9) * kSecondsPerUs;
   if (Status s = r.finish(); !s) return s.error();
@@ -332,7 +337,9 @@ toml::table row_table(const ElementwiseRow& r) {
   toml::table t;
   t.insert("path", r.path);
   t.insert("op", r.op);
+  if (r.warm) t.insert("l2", "warm");
   t.insert("elements", r.elements);
+  if (r.width > 0) t.insert("width", r.width);
   t.insert("bytes", r.bytes);
   t.insert("queued_us", r.queued_s / kSecondsPerUs);
   return t;
@@ -480,7 +487,7 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
     return s.error();
   }
   if (Status s = read_rows(g, *elementwise_rows, "pytorch_elementwise", read_pytorch_elementwise, content,
-                           [](const ElementwiseRow& r) { return std::tuple{r.path, r.op, r.elements}; });
+                           [](const ElementwiseRow& r) { return r.key(); });
       !s) {
     return s.error();
   }
@@ -516,10 +523,9 @@ bool KernelTable::add(MemoryBoundRow row) {
 }
 
 bool KernelTable::add(ElementwiseRow row) {
-  const auto key = [](const ElementwiseRow& r) { return std::tie(r.path, r.op, r.elements); };
   const auto at = std::lower_bound(elementwise_rows_.begin(), elementwise_rows_.end(), row,
-                                   [&](const ElementwiseRow& a, const ElementwiseRow& b) { return key(a) < key(b); });
-  if (at != elementwise_rows_.end() && key(*at) == key(row)) return false;
+                                   [](const ElementwiseRow& a, const ElementwiseRow& b) { return a.key() < b.key(); });
+  if (at != elementwise_rows_.end() && at->key() == row.key()) return false;
   elementwise_rows_.insert(at, std::move(row));
   return true;
 }
@@ -578,7 +584,8 @@ bool KernelTable::has_attention(const std::string& implementation) const {
 // Fewer than two rows (or a fit without a positive rate): the roofline.
 Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
   if (const auto queued_s = pytorch_elementwise_s(s)) return {*queued_s, Match::nearest, 0};
-  const char* reference = s.kind == ElementwiseKind::reduction ? "rmsnorm_forward" : "residual_add";
+  const bool reduces = s.kind == ElementwiseKind::reduction || s.kind == ElementwiseKind::column_reduction;
+  const char* reference = reduces ? "rmsnorm_forward" : "residual_add";
   double n = 0, w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, spreads = 0;
   for (const MemoryBoundRow& r : memory_bounds_) {
     if (r.shape.op != reference) continue;
@@ -599,52 +606,80 @@ Priced KernelTable::price_elementwise(const ElementwiseShape& s) const {
 
 // The [[pytorch_elementwise]] price of `s` (the header's rule), or nullopt without rows of its path.
 std::optional<double> KernelTable::pytorch_elementwise_s(const ElementwiseShape& s) const {
-  const char* path = "vectorized";
-  switch (s.kind) {
-    case ElementwiseKind::streaming: path = "vectorized"; break;
-    case ElementwiseKind::cast: path = "unrolled"; break;
-    case ElementwiseKind::reduction: path = "reduction"; break;
-    case ElementwiseKind::indexed: path = "indexed"; break;
-  }
+  const auto path_of = [](ElementwiseKind kind) {
+    switch (kind) {
+      case ElementwiseKind::streaming: return "vectorized";
+      case ElementwiseKind::cast: return "unrolled";
+      case ElementwiseKind::reduction: return "reduction";
+      case ElementwiseKind::column_reduction: return "column_reduction";
+      case ElementwiseKind::indexed: return "indexed";
+    }
+    return "vectorized";
+  };
+  const auto runs = op_runs(elementwise_rows_);
+  const auto has_path = [&](const std::string& path) {
+    return std::any_of(runs.begin(), runs.end(), [&](const auto& run) { return elementwise_rows_[run.first].path == path; });
+  };
+  std::string path = path_of(s.kind);
+  // A table timed before column reductions were: they take the row reductions' rows.
+  if (s.kind == ElementwiseKind::column_reduction && !has_path(path)) path = "reduction";
   const bool by_bytes = s.kind == ElementwiseKind::streaming;
   const auto size = [&](const ElementwiseRow& r) { return by_bytes ? r.bytes : static_cast<double>(r.elements); };
   const double shape_size = by_bytes ? s.bytes : static_cast<double>(s.elements);
   // A shape moving no bytes (a kernel on a few scalars) counts as one byte per element.
   const double per_element = s.elements > 0 && s.bytes > 0 ? s.bytes / static_cast<double>(s.elements) : 1;
-  // The path's ops (rows are sorted by path, op, elements): [first, last) of each.
+  // A reduction of known width takes the ops timed with a width, by the log-distance over bytes per
+  // element and width; the others (and every shape where no op has a width) those timed without.
+  const bool by_width = s.width > 0 && std::any_of(runs.begin(), runs.end(), [&](const auto& run) {
+                          const ElementwiseRow& r = elementwise_rows_[run.first];
+                          return r.path == path && !r.warm && r.width > 0;
+                        });
   struct Op {
     std::size_t first, last;
     double distance;
   };
   std::vector<Op> ops;
-  for (const auto& [first, last] : op_runs(elementwise_rows_)) {
+  for (const auto& [first, last] : runs) {
     const ElementwiseRow& r = elementwise_rows_[first];
-    if (r.path == path) {
-      ops.push_back({first, last, std::abs(std::log(r.bytes / static_cast<double>(r.elements) / per_element))});
-    }
+    if (r.path != path || r.warm || (r.width > 0) != by_width) continue;
+    const double d_bytes = std::log(r.bytes / static_cast<double>(r.elements) / per_element);
+    const double d_width = by_width ? std::log(static_cast<double>(r.width) / static_cast<double>(s.width)) : 0;
+    ops.push_back({first, last, std::hypot(d_bytes, d_width)});
   }
   if (ops.empty()) return std::nullopt;
   const double nearest = std::min_element(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
                            return a.distance < b.distance;
                          })->distance;
-  double sum_s = 0;
-  int count = 0;
-  for (const Op& op : ops) {
-    if (op.distance > nearest + 1e-9) continue;
+  // The op's warm rows, where they reach the shape's size (past them its operands outgrow L2).
+  const auto warm_run = [&](const Op& cold) -> std::optional<Op> {
+    const ElementwiseRow& c = elementwise_rows_[cold.first];
+    for (const auto& [first, last] : runs) {
+      const ElementwiseRow& w = elementwise_rows_[first];
+      if (w.warm && w.path == c.path && w.op == c.op && shape_size <= size(elementwise_rows_[last - 1])) {
+        return Op{first, last, cold.distance};
+      }
+    }
+    return std::nullopt;
+  };
+  const auto at_size = [&](const Op& op) {
     const ElementwiseRow* rows = &elementwise_rows_[op.first];
     const std::size_t n = op.last - op.first;
     std::size_t above = 0;  // the first row at or above the shape's size
     while (above < n && size(rows[above]) < shape_size) ++above;
-    double t = 0;
-    if (above == 0) {
-      t = rows[0].queued_s;
-    } else if (above == n) {
-      t = rows[n - 1].queued_s * shape_size / size(rows[n - 1]);
-    } else {
-      const ElementwiseRow &a = rows[above - 1], &b = rows[above];
-      t = a.queued_s + (b.queued_s - a.queued_s) * (shape_size - size(a)) / (size(b) - size(a));
-    }
-    sum_s += t, ++count;
+    if (above == 0) return rows[0].queued_s;
+    if (above == n) return rows[n - 1].queued_s * shape_size / size(rows[n - 1]);
+    const ElementwiseRow &a = rows[above - 1], &b = rows[above];
+    return a.queued_s + (b.queued_s - a.queued_s) * (shape_size - size(a)) / (size(b) - size(a));
+  };
+  const double fresh_share = s.bytes > 0 ? std::clamp(s.fresh_bytes / s.bytes, 0.0, 1.0) : 0;
+  double sum_s = 0;
+  int count = 0;
+  for (const Op& cold : ops) {
+    if (cold.distance > nearest + 1e-9) continue;
+    const double cold_s = at_size(cold);
+    const std::optional<Op> warm = fresh_share > 0 ? warm_run(cold) : std::nullopt;
+    sum_s += warm ? cold_s + (at_size(*warm) - cold_s) * fresh_share : cold_s;
+    ++count;
   }
   return sum_s / count;
 }
@@ -800,7 +835,8 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
                                 : memory;
   if (!elementwise_rows_.empty()) {
     p.derivation += "; PyTorch elementwise rows: each op's smallest row's time kept, the rest x " + short_fmt(memory) +
-                    " (indexed path: x " + short_fmt(issue) + (sm_rates ? ", SMs x clock)" : ", the memory ratio)");
+                    " (indexed path: x " + short_fmt(issue) + (sm_rates ? ", SMs x clock)" : ", the memory ratio)") +
+                    ", L2-warm rows not carried (warm kernels priced cold)";
   }
   if (power_ && !power_->limit_gemm_share.empty()) p.derivation += "; power-limit curve copied from " + from.name;
   g.provenance_ = p;
@@ -818,6 +854,7 @@ KernelTable KernelTable::derive(const Datasheet& from, const Datasheet& to, cons
     g.add(r);
   }
   for (const auto& [first, last] : op_runs(elementwise_rows_)) {
+    if (elementwise_rows_[first].warm) continue;  // L2's size and bandwidth are not the HBM's ratio
     const double launch_s = elementwise_rows_[first].queued_s;  // the op's smallest row
     const double ratio = elementwise_rows_[first].path == "indexed" ? issue : memory;
     for (std::size_t i = first; i < last; ++i) {

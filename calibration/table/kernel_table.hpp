@@ -23,11 +23,18 @@
 //   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
 // An ElementwiseShape (a framework's small elementwise, reduction or copy kernel) is priced
 // `nearest` from the [[pytorch_elementwise]] rows of the PyTorch path its kind runs on (streaming:
-// vectorized, cast: unrolled, indexed, reduction): of the ops timed on that path, those whose bytes
-// per element are nearest the shape's (log-distance; ties averaged), each interpolated linearly
+// vectorized, cast: unrolled, indexed, reduction, column_reduction, which takes the reduction rows
+// where a table has none of its own): of the ops timed cold on that path, those whose bytes per
+// element are nearest the shape's (log-distance; ties averaged; a reduction of known width among
+// the ops timed with a width, by the log-distance over bytes per element and width, since a
+// reduction's launch shape and time follow its rows' width), each interpolated linearly
 // between its two rows around the shape's size, bytes on the vectorized path (bound by HBM),
 // elements on the others (bound by the SMs' issue rate or, for reductions, by the rows' latency);
-// below the smallest row its time, above the largest its rate. A table without such rows (derived
+// below the smallest row its time, above the largest its rate. A shape that reads bytes the
+// kernels just before it wrote (fresh_bytes) moves from that cold price toward the same op's L2-warm
+// rows (timed over one input set, reads and writes in L2) by the fresh share of its bytes, up to the
+// largest warm row (past it, its operands outgrow L2): reads of what was just written hit L2, while
+// its writes and its older reads go to HBM. A table without such rows (derived
 // tables) prices it from the rows of the measured kernel that moves bytes as it does (streaming,
 // cast and indexed: residual_add; reduction: rmsnorm_forward), by the line t = fixed + bytes / rate
 // fitted to their times by least squares on relative error; an indexed kernel then takes at least
@@ -45,6 +52,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -88,11 +96,16 @@ struct Fp8GemmRow {
 // GPU's time per kernel in a stream, the gap to the next kernel included: bench/eager_measure.py,
 // section elementwise). Such rows price a framework's ElementwiseShapes (KernelTable::price).
 struct ElementwiseRow {
-  std::string path;  // PyTorch's kernel: "vectorized", "unrolled", "indexed" or "reduction"
-  std::string op;    // the op timed on that path, e.g. "add_bf16", "mul_fp32_row_broadcast"
+  // PyTorch's kernel: "vectorized", "unrolled", "indexed", "reduction" or "column_reduction"
+  std::string path;
+  std::string op;             // the op timed on that path, e.g. "add_bf16", "mul_fp32_row_broadcast"
   std::int64_t elements = 0;  // its output's (a reduction: its input's)
   double bytes = 0;           // counted as kernel_shape.hpp counts an ElementwiseShape's
   double queued_s = 0;
+  std::int64_t width = 0;  // a reduction's contiguous dimension (0: not recorded)
+  bool warm = false;       // timed over one input set (L2-resident while it fits); else rotated
+                           // beyond L2, every operand from HBM
+  auto key() const { return std::tuple{path, op, warm, elements}; }  // the table's order
 };
 
 // [provenance]: empty strings and unset optionals are keys the file does not have.
@@ -220,8 +233,9 @@ public:
   // curve copied, [contention] copied. [[pytorch_elementwise]] rows keep each op's smallest row's
   // time (a kernel that moves almost nothing costs its launch and drain, not bandwidth) and scale
   // the rest of each row's time: by the memory ratio, or on the indexed path (bound by its SMs'
-  // issue rate) by the ratio of SMs x clock where both GPUs name theirs. [[gemm_fp8]] rows are not
-  // carried (FP8 GEMMs then take the datasheet ratio). `source_path` names this table in the new
+  // issue rate) by the ratio of SMs x clock where both GPUs name theirs; their L2-warm rows are not
+  // carried (another L2's size and bandwidth follow no HBM ratio: warm kernels are priced cold
+  // there). [[gemm_fp8]] rows are not carried (FP8 GEMMs then take the datasheet ratio). `source_path` names this table in the new
   // provenance; `date` is today's. Always-on
   // checks: this table has [provenance] and [device].
   //

@@ -90,6 +90,53 @@ TEST(EagerRecipe, AttentionOutputIsCopiedAndStridedOperandsTakeTheIndexedPath) {
   EXPECT_EQ(cast, 4);
 }
 
+// The reductions of a layer name the width each row reduces: RMSNorm's mean and its backward's
+// sum over rsqrt's gradient reduce rows of the hidden size (4096); the norm weight's gradient sums
+// [T, 4096] over the T tokens, a column reduction of 4096 outputs. The forward's kernels read what
+// the kernel before wrote: RMSNorm's pow reads x.float()'s 4 B an element of its 8, the residual
+// sum the projection's 2 B of its 6 (the residual itself is older), SwiGLU's product both chunks,
+// 4 B of 6; the second x.float() reads x again after three kernels' traffic: none. The backward's
+// are priced cold.
+TEST(EagerRecipe, ReductionsNameTheirWidthAndTheForwardReadsWhatItJustWrote) {
+  const StepLayout layout{1, 2048, 1, 1};
+  const double th = 2048.0 * 4096, tf = 2048.0 * 11008;
+  const auto forward = recipe::eager_layer(kLlama7b, layout, Direction::forward);
+  const auto backward = recipe::eager_layer(kLlama7b, layout, Direction::backward);
+  const auto fresh = [&](const std::string& name) {
+    for (const RecipeKernel& k : forward) {
+      const auto* e = std::get_if<ElementwiseShape>(&k.shape);
+      if (e != nullptr && k.name == name) return e->fresh_bytes;
+    }
+    ADD_FAILURE() << name;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(fresh("rmsnorm.pow"), 4 * th);
+  EXPECT_DOUBLE_EQ(fresh("residual"), 2 * th);
+  EXPECT_DOUBLE_EQ(fresh("swiglu.mul"), 4 * tf);
+  int reductions = 0, second_cast = 0;
+  for (const RecipeKernel& k : forward) {
+    const auto* e = std::get_if<ElementwiseShape>(&k.shape);
+    if (e == nullptr) continue;
+    if (e->kind == ElementwiseKind::reduction) {
+      ++reductions;
+      EXPECT_EQ(e->width, 4096) << k.name;
+    }
+    if (k.name == "rmsnorm.to_fp32" && second_cast++ == 1) EXPECT_EQ(e->fresh_bytes, 0);
+  }
+  EXPECT_EQ(reductions, 2);  // one mean per RMSNorm
+  EXPECT_EQ(second_cast, 2);
+  for (const RecipeKernel& k : backward) {
+    const auto* e = std::get_if<ElementwiseShape>(&k.shape);
+    if (e == nullptr) continue;
+    EXPECT_EQ(e->fresh_bytes, 0) << k.name;
+    if (k.name == "rmsnorm.sum_weight_grad") {
+      EXPECT_EQ(e->kind, ElementwiseKind::column_reduction);
+      EXPECT_EQ(e->width, 4096);
+    }
+    if (k.name == "rmsnorm.sum_rsqrt_grad") EXPECT_EQ(e->width, 4096);
+  }
+}
+
 TEST(EagerRecipe, ForeachAdamWMovesEightyBytesAParameter) {
   // lerp_ 12, mul_ 8, addcmul_ 12, sqrt 8, div_ 8, add_ 8, addcdiv_ 16, weight decay 8; clipping:
   // foreach_norm 4 and the clip product 8.

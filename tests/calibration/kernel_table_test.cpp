@@ -494,5 +494,69 @@ TEST(Price, TiedPyTorchElementwiseOpsAreAveraged) {
   EXPECT_NEAR(t.price(ElementwiseShape{"k", 10, 40, ElementwiseKind::indexed}).seconds, 3e-6, 1e-15);
 }
 
+// Reductions by width: mean rows at widths 2048 and 8192 (4 B an element), cold (1000 rows: 2 us;
+// 1e6: 10 us at 2048 wide; 3 and 30 us at 8192) and a width-less mean (5 and 50 us). A mean over
+// rows of 4096 is nearer neither width by log-distance (ln 2 from both): the two averaged, at 5e5
+// elements halfway between their rows' interpolations. Rows of 5000 take the 8192-wide op (ln 1.64
+// against ln 2.44). A reduction of unknown width takes the width-less rows. A column reduction,
+// with no rows of its own, takes the row reductions'.
+TEST(Price, AReductionTakesTheRowsOfItsWidth) {
+  KernelTable t = small_table();
+  const auto row = [&](const char* path, const char* op, double elements, long width, double us) {
+    ElementwiseRow r{path, op, static_cast<std::int64_t>(elements), 4 * elements, us * 1e-6};
+    r.width = width;
+    t.add(r);
+  };
+  row("reduction", "mean_w2048", 1000, 2048, 2);
+  row("reduction", "mean_w2048", 1e6, 2048, 10);
+  row("reduction", "mean_w8192", 1000, 8192, 3);
+  row("reduction", "mean_w8192", 1e6, 8192, 30);
+  row("reduction", "mean", 1000, 0, 5);
+  row("reduction", "mean", 1e6, 0, 50);
+  const auto us = [&](long width, ElementwiseKind kind = ElementwiseKind::reduction) {
+    ElementwiseShape s{"mean", 500000, 2e6, kind};
+    s.width = width;
+    return t.price(s).seconds * 1e6;
+  };
+  const double f = (5e5 - 1000) / (1e6 - 1000);
+  EXPECT_NEAR(us(4096), ((2 + 8 * f) + (3 + 27 * f)) / 2, 1e-9);
+  EXPECT_NEAR(us(5000), 3 + 27 * f, 1e-9);
+  EXPECT_NEAR(us(2048), 2 + 8 * f, 1e-9);
+  EXPECT_NEAR(us(0), 5 + 45 * f, 1e-9);
+  EXPECT_NEAR(us(2048, ElementwiseKind::column_reduction), 2 + 8 * f, 1e-9);
+  row("column_reduction", "sum_w2048", 1000, 2048, 1);
+  row("column_reduction", "sum_w2048", 1e6, 2048, 4);
+  EXPECT_NEAR(us(2048, ElementwiseKind::column_reduction), 1 + 3 * f, 1e-9);
+}
+
+// L2-warm rows: add_bf16 cold (1000 elements: 2 us, 1e6: 4 us, 1e7: 40 us) and warm (1000: 2 us,
+// 1e6: 3 us), 6 B an element. A kernel of 5e5 elements: cold 2 + 2 (3e6 - 6000) / (6e6 - 6000) us,
+// warm 2 + (3e6 - 6000) / (6e6 - 6000); reading 1e6 of its 3e6 bytes just written, a third of the
+// way from cold to warm. One of 2e6 elements is past the largest warm row (its operands outgrow
+// L2): cold, 4 + 36 (12e6 - 6e6) / (60e6 - 6e6) us, whatever it reads fresh.
+TEST(Price, WhatAKernelReadsJustWrittenComesFromL2WhileItFits) {
+  KernelTable t = small_table();
+  const auto row = [&](double elements, double us, bool warm) {
+    ElementwiseRow r{"vectorized", "add_bf16", static_cast<std::int64_t>(elements), 6 * elements, us * 1e-6};
+    r.warm = warm;
+    t.add(r);
+  };
+  row(1000, 2, false);
+  row(1e6, 4, false);
+  row(1e7, 40, false);
+  row(1000, 2, true);
+  row(1e6, 3, true);
+  const auto us = [&](double elements, double fresh_bytes) {
+    ElementwiseShape s{"add", static_cast<std::int64_t>(elements), 6 * elements, ElementwiseKind::streaming};
+    s.fresh_bytes = fresh_bytes;
+    return t.price(s).seconds * 1e6;
+  };
+  const double f = (3e6 - 6000) / (6e6 - 6000);
+  EXPECT_NEAR(us(5e5, 0), 2 + 2 * f, 1e-9);
+  EXPECT_NEAR(us(5e5, 3e6), 2 + f, 1e-9);
+  EXPECT_NEAR(us(5e5, 1e6), (2 + 2 * f) + ((2 + f) - (2 + 2 * f)) / 3, 1e-9);
+  EXPECT_NEAR(us(2e6, 12e6), 4 + 36 * (12e6 - 6e6) / (60e6 - 6e6), 1e-9);
+}
+
 }  // namespace
 }  // namespace commbound::calibration

@@ -520,7 +520,8 @@ TEST(DerivedTable, AchievableRatesReplaceThePeakRatios) {
 // 100 x 1000 MHz, a curve, and two ops of two rows each: vectorized add 2 us at 4096 elements and
 // 10 us at 2^20, indexed copy 3 us and 30 us. A target of 50 SMs at 1000 MHz: each op keeps its
 // smallest row (launch and drain); the rest of the vectorized row scales by the HBM ratio
-// 3350 / 2039, of the indexed one by the SMs x clock ratio 100 / 50 = 2.
+// 3350 / 2039, of the indexed one by the SMs x clock ratio 100 / 50 = 2. A warm reduction row
+// (l2 = "warm", width 4096) is read, and not carried: another GPU's L2 follows no HBM ratio.
 TEST(DerivedTable, ElementwiseRowsKeepTheirLaunchAndScaleTheirStreaming) {
   std::string text = read_all(kTiny);
   auto replace = [&text](const std::string& from, const std::string& to) {
@@ -533,13 +534,17 @@ TEST(DerivedTable, ElementwiseRowsKeepTheirLaunchAndScaleTheirStreaming) {
   for (const char* row : {"path = \"vectorized\"\nop = \"add_bf16\"\nelements = 4096\nbytes = 24576.0\nqueued_us = 2.0\n",
                           "path = \"vectorized\"\nop = \"add_bf16\"\nelements = 1048576\nbytes = 6291456.0\nqueued_us = 10.0\n",
                           "path = \"indexed\"\nop = \"copy_bf16_strided\"\nelements = 4096\nbytes = 16384.0\nqueued_us = 3.0\n",
-                          "path = \"indexed\"\nop = \"copy_bf16_strided\"\nelements = 1048576\nbytes = 4194304.0\nqueued_us = 30.0\n"}) {
+                          "path = \"indexed\"\nop = \"copy_bf16_strided\"\nelements = 1048576\nbytes = 4194304.0\nqueued_us = 30.0\n",
+                          "path = \"reduction\"\nop = \"mean_fp32_w4096\"\nl2 = \"warm\"\nelements = 1048576\nwidth = 4096\n"
+                          "bytes = 4194304.0\nqueued_us = 9.0\n"}) {
     text += std::string("\n[[pytorch_elementwise]]\n") + row;
   }
   const std::string path = temp_file("tiny-elementwise.toml", text);
   auto source = calibration::KernelTable::load(path, path);
   ASSERT_TRUE(source) << source.error().message;
-  ASSERT_EQ(source->elementwise_rows().size(), 4u);
+  ASSERT_EQ(source->elementwise_rows().size(), 5u);
+  EXPECT_TRUE(source->elementwise_rows()[2].warm);  // sorted: indexed, reduction, vectorized
+  EXPECT_EQ(source->elementwise_rows()[2].width, 4096);
   calibration::KernelTable::Datasheet to = datasheet_of("a100-sxm4-80gb");
   to.sm_count = 50;
   to.sm_clock_max_hz = 1e9;
@@ -557,6 +562,7 @@ TEST(DerivedTable, ElementwiseRowsKeepTheirLaunchAndScaleTheirStreaming) {
   EXPECT_EQ(d.power()->limit_gemm_slowdown, (std::vector<double>{1.05, 1.1}));
   EXPECT_NE(d.provenance().derivation.find("power-limit curve copied"), std::string::npos) << d.provenance().derivation;
   EXPECT_NE(d.provenance().derivation.find("SMs x clock"), std::string::npos) << d.provenance().derivation;
+  EXPECT_NE(d.provenance().derivation.find("L2-warm rows not carried"), std::string::npos) << d.provenance().derivation;
 }
 
 TEST(DerivedTable, V100IsDerivedWithItsFp16TensorPeak) {
