@@ -772,8 +772,10 @@ private:
   // backend (FlashAttention-2) first elsewhere (aten/src/ATen/native/transformers/cuda/
   // sdp_utils.cpp, check_prefer_cudnn_attention, PyTorch 2.10 on; the 2.11 wheels bundle such a
   // cuDNN); releases before that ran FlashAttention-2 (a scenario of one says so:
-  // attention_kernel = "flash2"). Priced from the table's rows of that kernel where it has them,
-  // else from our kernel of the same algorithm.
+  // attention_kernel = "flash2"). The flash backend needs compute capability 8.0 to 12.1
+  // (sdp_utils.cpp, check_flash_attention_hardware_support): below it (V100) SDPA runs its
+  // memory-efficient kernel, priced as our kernel of the same algorithm. Priced from the table's
+  // rows of that kernel where it has them, else from our kernel of the same algorithm.
   static std::string default_attention_kernel(calibration::Framework f, const calibration::KernelTable* table,
                                               double compute_capability) {
     if (f == calibration::Framework::megatron_te) return "cudnn";
@@ -781,7 +783,8 @@ private:
     if (!pytorch || table == nullptr) return "commbound";
     const bool prefers_cudnn = compute_capability == 9.0 || compute_capability == 10.0 || compute_capability == 10.3;
     if (prefers_cudnn && table->has_attention("cudnn")) return "cudnn";
-    if (table->has_attention("flash2")) return "flash2";
+    const bool runs_flash = compute_capability == 0 || (compute_capability >= 8.0 && compute_capability <= 12.1);
+    if (runs_flash && table->has_attention("flash2")) return "flash2";
     return "commbound";
   }
 

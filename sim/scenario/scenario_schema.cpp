@@ -286,8 +286,8 @@ std::vector<Key> training_keys() {
        .set = [](Scenario& s, const KeyValue& v, double) { s.training->optimizer_state_bf16 = text_of(v) == "bf16"; },
        .get = [](const Scenario& s, double) -> Got { return text(s.training->optimizer_state_bf16 ? "bf16" : "fp32"); }},
       {.key = "attention_kernel", .type = KeyType::choice, .derived = "`cudnn` under `megatron-te`; under `pytorch-eager` and `pytorch-compile` what PyTorch's SDPA "
-                   "tries first: `cudnn` on compute capability 9.0, 10.0 and 10.3 (H100, B200), else `flash2`, where the "
-                   "table has such rows; else `commbound`",
+                   "tries first: `cudnn` on compute capability 9.0, 10.0 and 10.3 (H100, B200), else `flash2` from "
+                   "compute capability 8.0 (A100; not V100), where the table has such rows; else `commbound`",
        .names = {"commbound", "cudnn", "flash2"},
        .doc = "which `[[attention]]` rows of the kernel table price attention: our kernel, cuDNN's (Transformer "
               "Engine's) or FlashAttention-2 (PyTorch SDPA's flash backend)",

@@ -423,7 +423,8 @@ TEST(Selection, ExplicitTableAndAttentionKernel) {
 // tries cuDNN's attention first on compute capability 9.0 (H100) and FlashAttention-2 first on
 // 8.0 (A100), priced from rows of that kernel where the table has them; Transformer Engine runs
 // cuDNN's; our fused step our kernel. A table with neither prices PyTorch's attention by our
-// kernel of the same algorithm.
+// kernel of the same algorithm. Below compute capability 8.0 (V100: 7.0) SDPA has no flash
+// backend: a V100 node runs our kernel, though its derived table has FlashAttention-2 rows.
 TEST(Selection, EachFrameworkPricesTheAttentionItRuns) {
   const std::string path = temp_file("frameworks.toml", kTrainingScenario);
   auto kernel_of = [&](const std::string& framework, const std::string& table, const std::string& node = "dgx-h100") {
@@ -436,6 +437,15 @@ TEST(Selection, EachFrameworkPricesTheAttentionItRuns) {
   EXPECT_EQ(kernel_of("pytorch-eager", h100), "cudnn");
   EXPECT_EQ(kernel_of("pytorch-compile", h100), "cudnn");
   EXPECT_EQ(kernel_of("pytorch-eager", a100, "dgx-a100"), "flash2");
+  const std::string v100_node = "[cluster]\nnodes = 1\n[cluster.node]\ngpu = \"v100-sxm2\"\ngpus = 8\nnics = 4\n"
+                                "nvlink = \"nvlink4\"\npcie = \"pcie-gen5-x16\"\nnic = \"ib-ndr\"\n[model]\nname = \"llama2-7b\"\n";
+  auto on_v100 = load_scenario(temp_file("v100.toml", v100_node),
+                               {"training.framework=pytorch-eager", "cluster.kernel_table=calibration/v100-sxm2.toml",
+                                "cluster.node.nvls=false"},
+                               kPresets);
+  ASSERT_TRUE(on_v100) << on_v100.error().message;
+  ASSERT_TRUE(on_v100->kernel_table->has_attention("flash2"));
+  EXPECT_EQ(on_v100->training->attention_kernel, "commbound");
   EXPECT_EQ(kernel_of("megatron-te", h100), "cudnn");
   EXPECT_EQ(kernel_of("fused", h100), "commbound");
   // The tiny table has our kernel's rows and one cuDNN row, no FlashAttention-2: an H100 picks
