@@ -10,7 +10,10 @@ CollectiveFloor::CollectiveFloor(const ClusterSpec& cluster, std::span<const int
   std::map<int, int> index_of_node;
   for (int r : ranks) {
     const auto [it, fresh] = index_of_node.try_emplace(r / cluster.node.gpus, static_cast<int>(index_of_node.size()));
-    if (fresh) members_per_node_.push_back(0);
+    if (fresh) {
+      members_per_node_.push_back(0);
+      nodes_.push_back(r / cluster.node.gpus);
+    }
     ++members_per_node_[static_cast<std::size_t>(it->second)];
     node_index_.push_back(it->second);
   }
@@ -46,6 +49,21 @@ double CollectiveFloor::seconds(CollectiveOp op, double size_bytes, const std::v
       break;  // above
   }
   return std::max(gpu_bytes / gpu_bytes_per_s_, node_bytes / node_bytes_per_s_);
+}
+
+CollectiveFloor::NodeCrossing CollectiveFloor::node_crossing(CollectiveOp op, double size_bytes, int node) const {
+  const auto at = std::find(nodes_.begin(), nodes_.end(), node);
+  if (!spans_nodes_ || at == nodes_.end()) return {};
+  const double n = members_;
+  const double m = members_per_node_[static_cast<std::size_t>(at - nodes_.begin())];
+  switch (op) {
+    case CollectiveOp::all_gather: return {0, (n - m) / n * size_bytes};
+    case CollectiveOp::reduce_scatter: return {(n - m) / n * size_bytes, 0};
+    case CollectiveOp::all_reduce: return {size_bytes, 0};
+    case CollectiveOp::send_recv:
+    case CollectiveOp::all_to_all: return {};
+  }
+  return {};
 }
 
 double CollectiveFloor::all_to_all_seconds(double size_bytes, const std::vector<double>* peer_bytes) const {

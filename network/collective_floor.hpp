@@ -47,12 +47,23 @@ public:
   // in group order). 0 for a group of one rank.
   double seconds(CollectiveOp op, double size_bytes, const std::vector<double>* peer_bytes = nullptr) const;
 
+  // The bytes an AllGather, ReduceScatter or AllReduce of the group must move out of and into the
+  // NICs of node `node` (cluster node index), as above with m the group's members there; {0, 0}
+  // for the other collectives, a group within one node, or one with no member on `node`. Groups
+  // whose collectives run at the same time on one node share its NICs: their bytes add up.
+  struct NodeCrossing {
+    double out_bytes = 0, in_bytes = 0;
+  };
+  NodeCrossing node_crossing(CollectiveOp op, double size_bytes, int node) const;
+  double node_bytes_per_s() const { return node_bytes_per_s_; }
+
 private:
   double all_to_all_seconds(double size_bytes, const std::vector<double>* peer_bytes) const;
 
   int members_ = 0;
   std::vector<int> node_index_;        // per member (group order): which of the group's nodes it is on
   std::vector<int> members_per_node_;  // per node of the group
+  std::vector<int> nodes_;             // per node of the group: its cluster node index
   bool spans_nodes_ = false;
   double gpu_bytes_per_s_ = 0;   // one GPU's links, one direction
   double node_bytes_per_s_ = 0;  // one node's NICs, one direction

@@ -84,10 +84,24 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
   std::vector<std::vector<bool>> arrived(stages.size());
   // Per stage and group kind: the group's first rank, how many simulated ranks it holds, and the
   // floor of its collectives on the cluster.
+  // Sibling groups (engine.cpp, run_collective): the engine runs a collective of a group with one
+  // simulated member beside a copy of it in every other group of its kind with a member on that
+  // rank's node, all started at once, and ends it when all have ended; together their bytes cross
+  // that node's NICs, so none ends before their sum has.
   struct Group {
     int first_rank = 0;
     int simulated = 1;
+    int node = 0;
     std::optional<network::CollectiveFloor> floor;
+    std::vector<network::CollectiveFloor> siblings;  // this group's included; empty unless they share
+  };
+  const auto siblings_s = [](const Group& g, const Op& op) {
+    double out_bytes = 0, in_bytes = 0;
+    for (const network::CollectiveFloor& f : g.siblings) {
+      const auto crossing = f.node_crossing(op.collective, op.size_bytes, g.node);
+      out_bytes += crossing.out_bytes, in_bytes += crossing.in_bytes;
+    }
+    return g.siblings.empty() ? 0.0 : std::max(out_bytes, in_bytes) / g.siblings.front().node_bytes_per_s();
   };
   std::vector<std::array<Group, std::size(kGroupKinds)>> groups(stages.size());
   std::vector<Cursor> cursors;
@@ -101,7 +115,18 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
       const int members = static_cast<GroupKind>(k) == GroupKind::context_next || g.size() < 2
                               ? 1
                               : static_cast<int>(std::count_if(g.begin(), g.end(), [&](int r) { return simulated.count(r) > 0; }));
-      groups[s][static_cast<std::size_t>(k)] = {g.front(), members, network::CollectiveFloor(cluster, g)};
+      const int node = ranks[s] / cluster.node.gpus;
+      Group group{g.front(), members, node, network::CollectiveFloor(cluster, g), {}};
+      if (members == 1 && g.size() > 1) {
+        std::set<std::vector<int>> seen;
+        const int first = node * cluster.node.gpus;
+        for (int r = first; r < std::min(first + cluster.node.gpus, t.world()); ++r) {
+          std::vector<int> sibling = group_members(t, r, static_cast<GroupKind>(k));
+          if (sibling.size() > 1 && seen.insert(sibling).second) group.siblings.emplace_back(cluster, sibling);
+        }
+        if (group.siblings.size() < 2) group.siblings.clear();
+      }
+      groups[s][static_cast<std::size_t>(k)] = std::move(group);
     }
     const double before_s = bound.compute_s;
     for (const Op& op : ops) add_compute(bound, op, seconds(op), 1, t.pp);
@@ -148,7 +173,8 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
         ready_s = std::max(ready_s, op.issue_s);  // the GPU cannot run what its host has not issued
         if (op.kind == OpKind::collective && !op.fixed_s) {
           const Group& group = groups[s][static_cast<std::size_t>(op.group)];
-          const double floor_s = group.floor->seconds(op.collective, op.size_bytes, op.peer_bytes.get());
+          const double floor_s = std::max(group.floor->seconds(op.collective, op.size_bytes, op.peer_bytes.get()),
+                                          siblings_s(group, op));
           if (group.simulated > 1) {
             std::vector<Arrival>& members = waiting[{op.name, group.first_rank}];
             members.push_back({c.stage, i, ready_s});

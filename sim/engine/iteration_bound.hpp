@@ -8,7 +8,9 @@
 // dependencies and not before its host has issued it; a compute op lasts its cost-model price
 // times a contention factor >= 1 (plus, with jitter, waits that only add time); a collective
 // starts when its last simulated member arrives and lasts at least its floor (a measured one: its
-// measured time). Replaying the same programs with the same rules, compute at its bare price and
+// measured time), and a collective of one simulated member at least the time the NICs of that
+// rank's node take to carry its own and its sibling copies' bytes (the engine starts the copies
+// with it and ends it when they have ended). Replaying the same programs with the same rules, compute at its bare price and
 // every collective at its floor, finishes every op no later than the engine does (by induction
 // over the ops in the order the engine finishes them). What the replay keeps is the compute of
 // every stage, the waits between pipeline stages (the bubble) and the communication no schedule

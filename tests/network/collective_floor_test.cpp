@@ -65,6 +65,28 @@ TEST(CollectiveFloor, HandWorkedOnTwoDgxNodes) {
 // across two nodes and one rank per node, at 64 MiB and 1 GiB: no simulated time below the floor.
 // And the floor is tight where one cut binds: a ring AllGather of 1 GiB over the 8 GPUs of a node
 // moves 7/8 of it through every NVLink, so it runs within 5% of its floor.
+// What a group moves through one node's NICs, for groups that share them: the data-parallel pair
+// {0, 8} sends S/2 out of node 1 in a ReduceScatter (the shard held on node 0), takes S/2 in on an
+// AllGather, sends S out on an AllReduce; the 12 ranks 0-3 and 8-15 (4 on node 0) take 8/12 S
+// into node 0 on an AllGather. Nothing for a node without members, a group inside one node, or a
+// SendRecv and AllToAll (left out).
+TEST(CollectiveFloor, WhatCrossesOneNodesNics) {
+  const ClusterSpec spec = testing::dgx_h100(3);
+  const double s = 1 << 30;
+  const CollectiveFloor dp(spec, std::vector<int>{0, 8});
+  EXPECT_DOUBLE_EQ(dp.node_crossing(CollectiveOp::reduce_scatter, s, 1).out_bytes, s / 2);
+  EXPECT_DOUBLE_EQ(dp.node_crossing(CollectiveOp::reduce_scatter, s, 1).in_bytes, 0);
+  EXPECT_DOUBLE_EQ(dp.node_crossing(CollectiveOp::all_gather, s, 0).in_bytes, s / 2);
+  EXPECT_DOUBLE_EQ(dp.node_crossing(CollectiveOp::all_reduce, s, 0).out_bytes, s);
+  EXPECT_DOUBLE_EQ(dp.node_crossing(CollectiveOp::all_reduce, s, 2).out_bytes, 0);
+  EXPECT_DOUBLE_EQ(dp.node_crossing(CollectiveOp::send_recv, s, 0).out_bytes, 0);
+  std::vector<int> twelve = range(0, 4);
+  for (int r : range(8, 8)) twelve.push_back(r);
+  EXPECT_DOUBLE_EQ(CollectiveFloor(spec, twelve).node_crossing(CollectiveOp::all_gather, s, 0).in_bytes, s * 8 / 12);
+  EXPECT_DOUBLE_EQ(CollectiveFloor(spec, range(0, 8)).node_crossing(CollectiveOp::all_gather, s, 0).in_bytes, 0);
+  EXPECT_DOUBLE_EQ(dp.node_bytes_per_s(), spec.node.nics * spec.fabric.nic_bw_bytes_per_s());
+}
+
 TEST(CollectiveFloor, NoAlgorithmRunsBelowIt) {
   const ClusterSpec spec = testing::dgx_h100(2);
   auto platform = Platform::create(spec);

@@ -147,6 +147,37 @@ TEST(LayoutSearch, TheBoundChargesTheCommunicationNoScheduleHides) {
   EXPECT_GE((*simulated)[0]->iteration_s, bound.iteration_s);
 }
 
+TEST(LayoutSearch, SiblingGroupsShareTheirNodesNics) {
+  // The same 2 nodes with tp 8: each node holds one member of each of the 8 data-parallel groups
+  // (pairs across the nodes). The engine simulates rank 0 and runs the other 7 groups' all-reduces
+  // as copies started with its own, ending it when all have: the node's 8 NICs carry 8 x each
+  // bucket's bytes, so a bucket takes at least its bytes over one NIC's rate (8x the floor of its
+  // group alone). The last bucket, reduced after the last backward kernel, is waited for.
+  auto file = ScenarioFile::load(kScenario, {"fabric.link=ib-hdr"}, Presets(default_calibration_dir()));
+  ASSERT_TRUE(file) << file.error().message;
+  const CostModel cost = cost_model(file->scenario());
+  auto sc = file->unswept({{"parallel.strategy", std::string("ddp")},
+                           {"parallel.tp", 8L},
+                           {"training.global_batch", 2L},
+                           {"training.seq_len", 256L}},
+                          "test edit");
+  ASSERT_TRUE(sc) << sc.error().message;
+  const TrainingSpec& t = *sc->training;
+  ASSERT_EQ(t.dp, 2);
+  const std::vector<Program> stages = build_programs(t);
+  double last_bucket_bytes = 0;
+  for (const Op& op : stages[0].ops) {
+    if (op.kind == OpKind::collective && op.group == GroupKind::data_parallel) last_bucket_bytes = op.size_bytes;
+  }
+  ASSERT_GT(last_bucket_bytes, 0);
+  const double nic_bytes_per_s = sc->cluster.fabric.nic_bw_bytes_per_s();
+  const IterationBound bound = iteration_lower_bound(t, stages, cost, sc->cluster);
+  EXPECT_GE(bound.waits_s(), last_bucket_bytes / nic_bytes_per_s * (1 - 1e-9));
+  auto simulated = run_points({{"ddp tp8", *sc}}, SweepOptions{});
+  ASSERT_TRUE(simulated) << simulated.error().message;
+  EXPECT_GE((*simulated)[0]->iteration_s, bound.iteration_s);
+}
+
 SearchOptions small_space(Objective objective, bool prune) {
   SearchOptions o;
   o.space.max_tp = 2;
