@@ -39,7 +39,8 @@ keeps its reason) and checked against GPU memory by the memory model (docs/metri
 Every layout that fits gets a bound without simulation: its compute at the kernel table's
 prices, then (for layouts that may win) its iteration replayed with every collective at its
 floor: the bytes that must cross a GPU's links or a node's NICs, at their full rate, with
-nothing else on them. The replay keeps the pipeline bubble and the communication the schedule
+nothing else on them but the same collective of the other groups on the node (the engine runs
+those beside it). The replay keeps the pipeline bubble and the communication the schedule
 cannot hide. No simulation of it can be faster. Layouts are simulated best bound first in -j
 child processes; once N (--top) are simulated, a layout whose bound is below the N-th best is
 pruned: it cannot enter the top N. The top N are those an exhaustive search (--no-prune) ranks;
