@@ -108,7 +108,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   const CallShape shape = shape_of(call);
   // With a fit the time is built from the fabric's measured mechanisms, not the tuner's latencies.
   const FabricFit* fit = platform_.spec().fabric.fit ? &*platform_.spec().fabric.fit : nullptr;
-  // Step-exact messages are flows that run_fluid() does not track: no collective replays a run
+  // Step-exact messages are flows that run_fluid() does not track: every collective is simulated
   // from then on (internal/link_occupancy.hpp).
   if (fidelity == Fidelity::step) platform_.occupancy().disable();
   const double factor = fit != nullptr ? 1.0 : latency_factor(nccl_, platform_.spec().node, shape, choice);

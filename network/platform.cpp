@@ -47,7 +47,7 @@ void serve_segments(internal::SegmentPoster* poster) {
     poster->wake->acquire();
     int* payload = nullptr;
     sg4::CommPtr in = poster->mailbox->get_async<int>(&payload);
-    // The size as given, not rounded to whole bytes: a resumed replayed segment has a fraction left.
+    // The size as given, not rounded to whole bytes: a resumed unsimulated segment has a fraction left.
     sg4::CommPtr out = poster->mailbox->put_init(segment_payload(), 0);
     out->set_remaining(poster->bytes);
     out->start();
@@ -141,6 +141,10 @@ double Platform::route_latency_s(int src_rank, int dst_rank) const {
 
 std::vector<std::string> Platform::route_links(int src_rank, int dst_rank) const {
   return zone_->named_route(gpu(src_rank), gpu(dst_rank)).links;
+}
+
+double Platform::link_bandwidth_bytes_per_s(int link_info) const {
+  return zone_->links()[static_cast<std::size_t>(link_info)].bw_bytes_per_s;
 }
 
 int Platform::acquire_segment() {

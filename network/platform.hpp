@@ -95,12 +95,14 @@ public:
   int acquire_segment();
   std::shared_ptr<const internal::SegmentRoute> segment_route(
       std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
-  // `latency_s`, when given, replaces the route's summed latency for the slot's flows (a replayed
-  // segment turned into a flow partway through: internal/link_occupancy.hpp).
+  // `latency_s`, when given, replaces the route's summed latency for the slot's flows (an
+  // unsimulated segment turned into a flow partway through: internal/link_occupancy.hpp).
   double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double cap_bytes_per_s,
                        std::optional<double> latency_s = std::nullopt);
   void start_segment(int slot, double bytes, std::function<void(double finish_s)> done);
   void release_segment(int slot);
+  // The bandwidth of the link a segment route's hop crosses (internal::RouteHop::info).
+  double link_bandwidth_bytes_per_s(int link_info) const;
   // Which collectives' segment flows are on which links (internal/link_occupancy.hpp).
   internal::LinkOccupancy& occupancy() { return *occupancy_; }
   int free_segments() const { return static_cast<int>(free_segments_.size()); }

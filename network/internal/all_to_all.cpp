@@ -186,7 +186,7 @@ AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
   // One SimGrid flow per transfer, all at once, uncapped: the max-min solver shares every link
   // between them (and whatever else is in flight) and re-shares as they complete. Flows between GPU
   // hosts take no segment slot (fluid_flows.hpp), so n^2 of them may run.
-  // They are not tracked by LinkOccupancy: no collective replays a run from now on.
+  // They are not tracked by LinkOccupancy: every collective is simulated from now on.
   params.platform.occupancy().disable();
   const double start_s = sg4::Engine::get_clock();
   std::vector<sg4::CommPtr> comms;

@@ -307,7 +307,7 @@ void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
     std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links = into->link_list_;
     links.reserve(links.size() + 1 + (route != nullptr ? route->links.size() : 0));
     links.push_back(segment_cap_[slot].impl);
-    // A latency set with the route stands for the whole route's (a replayed segment resumed).
+    // A latency set with the route stands for the whole route's (an unsimulated segment resumed).
     const std::optional<double>& set_latency_s = segment_latency_s_[slot];
     if (latency != nullptr) *latency += set_latency_s ? *set_latency_s : segment_cap_[slot].latency_s;
     if (route == nullptr) return;

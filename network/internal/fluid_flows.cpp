@@ -127,28 +127,24 @@ std::vector<double> coupled_group_rates(const GroupLinks& links, const std::vect
 
 namespace {
 
-// The segments' routes and the links they cross, each once, in first-crossed order.
+// The segments' routes, the links they cross, each once, in first-crossed order, and which segments cross each.
 std::shared_ptr<const SegmentRouteMemo::Routes> route_segments(const Platform& platform,
                                                                const std::vector<Segment>& segments) {
   auto out = std::make_shared<SegmentRouteMemo::Routes>();
-  std::unordered_set<LinkOccupancy::LinkId> seen;
-  for (const Segment& seg : segments) {
-    out->segments.push_back(platform.segment_route(seg.edges));
+  std::unordered_map<LinkOccupancy::LinkId, int> index;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    out->segments.push_back(platform.segment_route(segments[i].edges));
     for (const auto* link : out->segments.back()->links) {
-      if (seen.insert(link).second) out->links.push_back(link);
+      const auto [it, fresh] = index.try_emplace(link, static_cast<int>(out->links.size()));
+      if (fresh) {
+        out->links.push_back(link);
+        out->link_segments.emplace_back();
+      }
+      std::vector<int>& crossing = out->link_segments[static_cast<std::size_t>(it->second)];
+      if (crossing.empty() || crossing.back() != static_cast<int>(i)) crossing.push_back(static_cast<int>(i));
     }
   }
   return out;
-}
-
-// What makes two calls over one memo's edges and cut identical: each group's bytes and rate.
-std::vector<double> replay_key(const std::vector<GroupFlow>& groups) {
-  std::vector<double> key;
-  for (const GroupFlow& g : groups) {
-    key.push_back(g.wire_bytes);
-    key.push_back(g.rate_bytes_per_s);
-  }
-  return key;
 }
 
 SegmentRouteMemo::Cut* find_cut(SegmentRouteMemo* memo, std::size_t per) {
@@ -158,37 +154,67 @@ SegmentRouteMemo::Cut* find_cut(SegmentRouteMemo* memo, std::size_t per) {
   return it != memo->by_cut.end() ? &*it : nullptr;
 }
 
+// Whether every link can carry all the segments that cross it at their caps at once: then, alone,
+// each segment moves at its cap from start to end. Checked, not assumed, before a call is priced
+// without flows; the callers cap at coupled max-min rates (coupled_group_rates), which are.
+bool caps_feasible(const Platform& platform, const std::vector<Segment>& segments,
+                   const std::vector<std::shared_ptr<const SegmentRoute>>& routes) {
+  std::unordered_map<const void*, double> load_bytes_per_s;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    for (const RouteHop& hop : routes[i]->hops) {
+      double& load = load_bytes_per_s[hop.impl];
+      load += segments[i].rate_bytes_per_s;
+      constexpr double kRoundingSlack = 1e-9;  // coupled_group_rates' saturation slack
+      if (load > platform.link_bandwidth_bytes_per_s(hop.info) * (1 + kRoundingSlack)) return false;
+    }
+  }
+  return true;
+}
+
+// The per-group caps of `groups`: what decides, with the cut, whether they are feasible.
+std::vector<double> group_caps(const std::vector<GroupFlow>& groups) {
+  std::vector<double> caps;
+  for (const GroupFlow& g : groups) caps.push_back(g.rate_bytes_per_s);
+  return caps;
+}
+
 }  // namespace
 
 FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo) {
   platform.check_free_segments(static_cast<int>(groups.size()));
   const SegmentSlots free = {platform.free_segments(), platform.reserved_segments()};
   const std::vector<Segment> segments = segments_of(groups, free);
+  const std::size_t per = edges_per_segment(groups, free);
   // The segments' routes and the links they cross: from the memo when this cut was seen before,
   // else worked out (and kept). Held here, not looked up again: the simcalls below let other
   // collectives run, and one over the same groups may add to the memo.
   std::shared_ptr<const SegmentRouteMemo::Routes> routed;
-  const std::size_t per = edges_per_segment(groups, free);
-  // Only capped groups are replayed: alone, each of their segments moves at its cap throughout (the
-  // caps are coupled max-min rates, feasible together), so a replay can say what any of them has
-  // left at any instant. An uncapped segment speeds up as others finish.
-  const bool replayable = memo != nullptr && std::all_of(groups.begin(), groups.end(), [](const GroupFlow& g) {
-                            return g.rate_bytes_per_s > 0;
-                          });
-  const std::vector<double> key = replayable ? replay_key(groups) : std::vector<double>{};
-  std::shared_ptr<const SegmentRouteMemo::Replay> replay;
   SegmentRouteMemo::Cut* cut = find_cut(memo, per);  // valid until the first simcall
   if (cut != nullptr) {
     routed = cut->routes;
-    for (const auto& r : cut->replays) {
-      if (replayable && r->key == key) replay = r;
-    }
-  }
-  if (routed == nullptr) {  // a cut not seen before
+  } else {
     routed = route_segments(platform, segments);
     if (memo != nullptr) cut = &memo->by_cut.emplace_back(SegmentRouteMemo::Cut{per, routed, {}, {}});
   }
   const std::vector<std::shared_ptr<const SegmentRoute>>& routes = routed->segments;
+  COMMBOUND_CHECK(routes.size() == segments.size(), "a memo sees the same groups' edges on every call");
+  // Capped segments whose caps their links carry all at once: alone, each moves at its cap from
+  // start to end, so what it has left at any instant is known without simulating it. An uncapped
+  // segment speeds up as others finish.
+  bool steady = std::all_of(groups.begin(), groups.end(), [](const GroupFlow& g) { return g.rate_bytes_per_s > 0; });
+  if (steady && cut != nullptr) {
+    const std::vector<double> caps = group_caps(groups);
+    const auto known = std::find_if(cut->checked_caps.begin(), cut->checked_caps.end(),
+                                    [&caps](const auto& checked) { return checked.first == caps; });
+    if (known != cut->checked_caps.end()) {
+      steady = known->second;
+    } else {
+      steady = caps_feasible(platform, segments, routes);
+      cut->checked_caps.emplace_back(caps, steady);
+    }
+  } else if (steady) {
+    steady = caps_feasible(platform, segments, routes);
+  }
   LinkOccupancy& occupancy = platform.occupancy();
   LinkOccupancy::Job job;
   job.links = &routed->links;
@@ -196,7 +222,6 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
     if (cut->user_lists.size() != routed->links.size()) cut->user_lists = occupancy.user_lists(routed->links);
     job.user_lists = cut->user_lists;
   }
-  COMMBOUND_CHECK(routes.size() == segments.size(), "a memo sees the same groups' edges on every call");
   const double start_s = sg4::Engine::get_clock();
   // Take every slot before the first simcall (routing a slot sets its cap link's bandwidth, and a
   // simcall lets other actors run); segments_of fits them in the free slots.
@@ -205,90 +230,107 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
     slots.push_back(platform.acquire_segment());
     COMMBOUND_CHECK(slots.back() >= 0, "segments_of fits the free slots");
   }
-  // Register on the links, also before the first simcall; a call that meets no other job and has
-  // run alone before replays that run (link_occupancy.hpp); the replays it meets turn into flows.
-  const std::vector<LinkOccupancy::Job*> met = occupancy.add(job);
-  const bool replayed = replay != nullptr && met.empty() && occupancy.enabled();
+  // Register on the links, also before the first simcall: the segments that cross a link another
+  // call is on are simulated, and so are those of the other calls there.
+  std::vector<int> shared_links;
+  const std::vector<LinkOccupancy::Meeting> met = occupancy.add(job, shared_links);
+  steady = steady && occupancy.enabled();
+  std::vector<char> simulated(segments.size(), steady ? 0 : 1);
+  if (steady) {
+    for (int k : shared_links) {
+      for (int i : routed->link_segments[static_cast<std::size_t>(k)]) simulated[static_cast<std::size_t>(i)] = 1;
+    }
+  }
   std::vector<double> latency_s(segments.size());
-  for (std::size_t i = 0; i < segments.size(); ++i) latency_s[i] = routes[i]->latency_s;
+  std::vector<double> bytes(segments.size());
   std::vector<double> finish_s(segments.size());
-  std::size_t running = segments.size();
-  bool materialized = false;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    latency_s[i] = routes[i]->latency_s;
+    bytes[i] = std::round(segments[i].wire_bytes);
+    // Unsimulated: its latency, then its bytes at its cap.
+    if (steady) finish_s[i] = start_s + latency_s[i] + bytes[i] / segments[i].rate_bytes_per_s;
+  }
+  std::size_t running = 0;  // flows started (or marked to start) and not completed
   const sg4::SemaphorePtr all_done = sg4::Semaphore::create(0);
-  // Starts segment i's flow now with `bytes` left and `left_latency_s` of its latency (all of it:
-  // nullopt); the last to complete wakes this actor.
-  auto start = [&](std::size_t i, double bytes, std::optional<double> left_latency_s) {
+  // Starts segment i's flow now with `left_bytes` and `left_latency_s` of its latency (all of it:
+  // nullopt); the last running to complete wakes this actor.
+  auto start = [&](std::size_t i, double left_bytes, std::optional<double> left_latency_s) {
     platform.route_segment(slots[i], routes[i], segments[i].rate_bytes_per_s, left_latency_s);
-    platform.start_segment(slots[i], bytes, [&, i](double at_s) {
+    platform.start_segment(slots[i], left_bytes, [&, i](double at_s) {
       finish_s[i] = at_s;
       if (--running == 0) all_done->release();
     });
   };
-  if (replayed) {
-    // Each segment would move as in the replayed run: latency, then its bytes at a constant rate
-    // (alone, each runs at its cap), finishing finish_offset_s after the start. Met now: the
-    // unfinished ones become flows with what they have left.
-    job.materialize = [&] {
-      materialized = true;
+  std::vector<std::size_t> marked;  // unsimulated segments met by another call, to start as flows
+  if (steady) {
+    job.mark = [&](const std::vector<int>& links) {
       const double now_s = sg4::Engine::get_clock();
-      std::vector<std::size_t> unfinished;
-      for (std::size_t i = 0; i < segments.size(); ++i) {
-        if (start_s + replay->finish_offset_s[i] > now_s) {
-          unfinished.push_back(i);
-        } else {
-          finish_s[i] = start_s + replay->finish_offset_s[i];
+      const std::size_t before = marked.size();
+      for (int k : links) {
+        for (int seg : routed->link_segments[static_cast<std::size_t>(k)]) {
+          const auto i = static_cast<std::size_t>(seg);
+          if (simulated[i]) continue;
+          simulated[i] = 1;
+          if (finish_s[i] > now_s) {
+            marked.push_back(i);
+            ++running;
+          }
         }
       }
-      running = unfinished.size();
-      for (std::size_t i : unfinished) {
+      return marked.size() > before;
+    };
+    // What the marked segments have left at their caps.
+    job.start_marked = [&] {
+      const double now_s = sg4::Engine::get_clock();
+      std::vector<std::size_t> now_marked;
+      now_marked.swap(marked);
+      for (std::size_t i : now_marked) {
         const double moved_s = now_s - start_s - latency_s[i];  // time spent moving bytes so far
-        const double moving_s = replay->finish_offset_s[i] - latency_s[i];
-        const double bytes = std::round(segments[i].wire_bytes);
         if (moved_s <= 0) {
-          start(i, bytes, -moved_s);
+          start(i, bytes[i], -moved_s);
         } else {
-          start(i, bytes * (1 - moved_s / moving_s), 0.0);
+          start(i, bytes[i] - moved_s * segments[i].rate_bytes_per_s, 0.0);
         }
       }
     };
   }
-  for (LinkOccupancy::Job* other : met) {
-    if (std::function<void()> materialize = LinkOccupancy::take_materialize(*other)) materialize();
+  // Tell every call met, then start their flows and ours.
+  std::vector<LinkOccupancy::Job*> to_start;
+  for (const LinkOccupancy::Meeting& m : met) {
+    if (m.job->mark && m.job->mark(m.links)) to_start.push_back(m.job);
   }
+  std::vector<std::size_t> own;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    if (simulated[i]) own.push_back(i);
+  }
+  running += own.size();
+  for (LinkOccupancy::Job* other : to_start) other->start_marked();
+  for (std::size_t i : own) start(i, bytes[i], std::nullopt);
+  // Until every flow has completed and the last unsimulated segment has ended (woken early when the
+  // running flows complete; segments may become flows meanwhile).
+  for (;;) {
+    const double now_s = sg4::Engine::get_clock();
+    double last_s = now_s;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      if (!simulated[i]) last_s = std::max(last_s, finish_s[i]);
+    }
+    if (last_s > now_s) {
+      all_done->acquire_timeout(last_s - now_s);
+    } else if (running > 0) {
+      all_done->acquire();
+    } else {
+      break;
+    }
+  }
+  job.mark = nullptr;
+  job.start_marked = nullptr;
+  occupancy.remove(job);
   FluidRun run;
   run.flows = static_cast<long>(segments.size());
-  if (replayed) {
-    // Woken early only by materialized flows that all completed; at the replay's end, wait for
-    // those still running.
-    all_done->acquire_timeout(replay->duration_s);
-    LinkOccupancy::take_materialize(job);
-    if (materialized && running > 0) all_done->acquire();
-    if (!materialized) run.bandwidth_s = replay->bandwidth_s;
-  } else {
-    for (std::size_t i = 0; i < segments.size(); ++i) start(i, std::round(segments[i].wire_bytes), std::nullopt);
-    all_done->acquire();
-  }
-  occupancy.remove(job);
-  if (!replayed || materialized) {
-    for (std::size_t i = 0; i < segments.size(); ++i) {
-      run.bandwidth_s = std::max(run.bandwidth_s, finish_s[i] - start_s - latency_s[i]);
-    }
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    run.bandwidth_s = std::max(run.bandwidth_s, finish_s[i] - start_s - latency_s[i]);
   }
   for (int slot : slots) platform.release_segment(slot);
-  // A simulated run that met no other job ran alone: the next identical call may replay it. (The
-  // cut is looked up again: other collectives may have added to the memo meanwhile.)
-  cut = find_cut(memo, per);
-  if (replayable && !replayed && !job.shared && occupancy.enabled() && cut != nullptr) {
-    const bool known = std::any_of(cut->replays.begin(), cut->replays.end(), [&](const auto& r) { return r->key == key; });
-    if (!known) {
-      auto r = std::make_shared<SegmentRouteMemo::Replay>();
-      r->key = key;
-      for (std::size_t i = 0; i < segments.size(); ++i) r->finish_offset_s.push_back(finish_s[i] - start_s);
-      r->duration_s = sg4::Engine::get_clock() - start_s;
-      r->bandwidth_s = run.bandwidth_s;
-      cut->replays.push_back(std::move(r));
-    }
-  }
   return run;
 }
 

@@ -77,26 +77,19 @@ std::size_t edges_per_segment(const std::vector<GroupFlow>& groups, SegmentSlots
 // The routes of the segments run_fluid() cut from one set of groups, kept for the next call over
 // the same groups' edges (RouteCache): a cut is decided by its edges per segment, so routes are
 // kept per edges_per_segment(), one per segment in segments_of()'s order, with the links they
-// cross. With them, per distinct bytes and rates of the groups, the outcome of a run that shared
-// no link with any other (link_occupancy.hpp): a later identical call that finds its links free
-// replays it instead of simulating its flows again.
+// cross, and per distinct caps of the groups whether the links carry them all at once.
 struct SegmentRouteMemo {
-  struct Replay {
-    std::vector<double> key;              // per group: wire bytes, rate
-    std::vector<double> finish_offset_s;  // per segment: when its flow completed, from the start
-    double duration_s = 0;                // when the last completed (run_fluid returned)
-    double bandwidth_s = 0;               // FluidRun::bandwidth_s
-  };
   struct Routes {
     std::vector<std::shared_ptr<const SegmentRoute>> segments;  // one per segment
     std::vector<LinkOccupancy::LinkId> links;                   // every link they cross, once
+    std::vector<std::vector<int>> link_segments;                // per link: the segments crossing it
   };
   struct Cut {
     std::size_t edges_per_segment = 0;
     std::shared_ptr<const Routes> routes;
-    std::vector<std::shared_ptr<const Replay>> replays;
     // The platform's LinkOccupancy::user_lists(routes->links), resolved on the first call.
-    std::vector<std::vector<LinkOccupancy::Job*>*> user_lists;
+    std::vector<std::vector<LinkOccupancy::Use>*> user_lists;
+    std::vector<std::pair<std::vector<double>, bool>> checked_caps;  // (per-group caps, feasible)
   };
   std::vector<Cut> by_cut;
 };
@@ -130,10 +123,15 @@ struct FluidRun {
 // plus a segment's route latency. Throws std::logic_error when fewer slots are free than there are
 // groups (more collectives in flight than the Platform was created for). `memo`, when given, must
 // only ever see groups with the same edges (rates and bytes may differ): segment routes are then
-// worked out once per cut, and a call whose groups are all capped and whose links carry nothing
-// else replays an identical earlier call that ran alone, starting no flow unless other traffic
-// comes onto its links before it ends (link_occupancy.hpp). A replay returns the replayed run's
-// bandwidth_s and ends after its duration: the same as simulating again, to rounding.
+// worked out once per cut.
+//
+// Segments go unsimulated where they can. When every group is capped and the links carry all the
+// caps at once, a segment whose links no other call uses moves at its cap from start to end: it
+// ends its latency plus its bytes over its cap after the start, which is what SimGrid's max-min
+// solver gives (RunFluid.AnUnsimulatedCallEndsAsItsFlowsWould), so no flow is started for it.
+// Only segments that cross a link another call is on start as flows; when another call later comes
+// onto an unsimulated segment's links, the segment becomes a flow with what it has left
+// (link_occupancy.hpp). From then on everything shares those links as if simulated from the start.
 FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo = nullptr);
 
 }  // namespace commbound::network::internal

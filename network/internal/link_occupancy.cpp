@@ -1,55 +1,57 @@
 #include "network/internal/link_occupancy.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 namespace commbound::network::internal {
 
-std::vector<std::vector<LinkOccupancy::Job*>*> LinkOccupancy::user_lists(const std::vector<LinkId>& links) {
-  std::vector<std::vector<Job*>*> lists;
+std::vector<std::vector<LinkOccupancy::Use>*> LinkOccupancy::user_lists(const std::vector<LinkId>& links) {
+  std::vector<std::vector<Use>*> lists;
   lists.reserve(links.size());
   for (LinkId link : links) lists.push_back(&users_[link]);
   return lists;
 }
 
-std::vector<LinkOccupancy::Job*> LinkOccupancy::add(Job& job) {
-  std::vector<Job*> met;
+std::vector<LinkOccupancy::Meeting> LinkOccupancy::add(Job& job, std::vector<int>& shared) {
+  std::vector<Meeting> met;
+  shared.clear();
   if (job.user_lists.size() != job.links->size()) job.user_lists = user_lists(*job.links);
-  for (std::vector<Job*>* users : job.user_lists) {
-    for (Job* other : *users) {
-      if (std::find(met.begin(), met.end(), other) == met.end()) met.push_back(other);
+  for (std::size_t k = 0; k < job.user_lists.size(); ++k) {
+    std::vector<Use>* users = job.user_lists[k];
+    if (!users->empty()) shared.push_back(static_cast<int>(k));
+    for (const Use& u : *users) {
+      auto it = std::find_if(met.begin(), met.end(), [&u](const Meeting& m) { return m.job == u.job; });
+      if (it == met.end()) it = met.insert(met.end(), Meeting{u.job, {}});
+      it->links.push_back(u.link);
     }
-    users->push_back(&job);
+    users->push_back({&job, static_cast<int>(k)});
   }
-  for (Job* other : met) other->shared = true;
-  if (!met.empty()) job.shared = true;
   jobs_.push_back(&job);
   return met;
 }
 
 void LinkOccupancy::remove(Job& job) {
   // A link's entry stays when it empties: the next job on it reuses it without allocating.
-  for (std::vector<Job*>* users : job.user_lists) users->erase(std::find(users->begin(), users->end(), &job));
+  for (std::vector<Use>* users : job.user_lists) {
+    users->erase(std::find_if(users->begin(), users->end(), [&job](const Use& u) { return u.job == &job; }));
+  }
   job.user_lists.clear();
   jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
-}
-
-std::function<void()> LinkOccupancy::take_materialize(Job& job) {
-  std::function<void()> m = std::move(job.materialize);
-  job.materialize = nullptr;
-  return m;
 }
 
 void LinkOccupancy::disable() {
   if (!enabled_) return;
   enabled_ = false;
-  // Take every replay before the first simcall: materializing one lets other actors run.
-  std::vector<std::function<void()>> replays;
+  // Mark every job's segments before the first simcall: starting flows lets other actors run. A job
+  // that marked some cannot end before they are started (it waits for them).
+  std::vector<Job*> marked;
   for (Job* job : jobs_) {
-    job->shared = true;
-    if (std::function<void()> m = take_materialize(*job)) replays.push_back(std::move(m));
+    std::vector<int> all(job->links->size());
+    std::iota(all.begin(), all.end(), 0);
+    if (job->mark && job->mark(all)) marked.push_back(job);
   }
-  for (auto& m : replays) m();
+  for (Job* job : marked) job->start_marked();
 }
 
 }  // namespace commbound::network::internal

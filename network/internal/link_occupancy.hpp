@@ -1,19 +1,21 @@
 // LinkOccupancy: which collectives have flows on which links, so that a collective that shares no
-// link with any other can replay an identical earlier one instead of simulating its flows again.
+// link with any other can be priced without simulating its flows.
 //
 // Why: a DeepSeek-V3 iteration runs about 15k all-to-alls of one shape, each cut into about a
 // hundred segment flows (fluid_flows.hpp), and most of them share no link with anything else while
-// they run: their flows then move exactly as the first such call's did, and simulating them again
-// was most of the run's wall time (docs/performance.md). A job is one run_fluid() call; it is
-// registered on the links its segments cross from its start to its end. A job that met no other
-// job on its links during its whole life ran alone: its outcome may be replayed by a later
-// identical job that finds its links free. A replayed job that another job comes to share a link
-// with is materialized at that instant (Job::materialize): its unfinished segments become flows in
-// SimGrid with the bytes and latency they have left, so that from then on everything shares the
-// links as if they had been simulated from the start.
+// they run; a Llama 3.1 405B ZeRO-3 step runs about 200k data-parallel rings that mostly do not
+// either. Alone, a call whose segments are capped at rates their links carry together moves each at
+// its cap from start to end: its outcome is known at its start, and simulating its flows was most
+// of the run's wall time (docs/performance.md). A job is one run_fluid() call; it is registered on
+// the links its segments cross from its start to its end. A job that found its links free is not
+// simulated; when another job comes to share a link with it, it is materialized at that instant
+// (Job::materialize): its unfinished segments become flows in SimGrid with the bytes and latency
+// they have left, so that from then on everything shares the links as if they had been simulated
+// from the start.
 //
 // Only flows started by run_fluid() are tracked. Code that starts other flows (step-exact messages,
-// the unmerged all-to-all) calls disable() first: replays end and none starts again.
+// the unmerged all-to-all) calls disable() first: every unsimulated job is materialized and none
+// is left unsimulated again.
 #pragma once
 
 #include <functional>
@@ -26,40 +28,52 @@ class LinkOccupancy {
 public:
   // A link's identity (its SimGrid implementation), as a route lists it.
   using LinkId = const void*;
+  struct Job;
+  // A job on a link: the job, and the link's index in its links.
+  struct Use {
+    Job* job;
+    int link;
+  };
 
   // One run_fluid() call.
   struct Job {
     const std::vector<LinkId>* links = nullptr;  // every link its segments cross, each once
-    bool shared = false;        // another job used one of its links at some point of its life
-    // Set while the job is replayed: turns its unfinished segments into simulated flows now. Called
-    // at most once, by whoever meets the job first; may make simcalls.
-    std::function<void()> materialize;
+    // Set while some of its segments go unsimulated. Marks those of them that cross any of `links`
+    // (indices into *links) and have not finished to become flows, making no simcall, and returns
+    // whether it marked any; start_marked() then starts them (may make simcalls). Two steps, so
+    // that every job met is told before the first simcall lets other actors run.
+    std::function<bool(const std::vector<int>& links)> mark;
+    std::function<void()> start_marked;
     // Each of its links' user lists (an unordered_map's elements stay put, and a link's entry is
     // never removed), so that remove() finds them without hashing every link again. Set by add(),
     // or before it by the caller from user_lists() kept for the same links.
-    std::vector<std::vector<Job*>*> user_lists;
+    std::vector<std::vector<Use>*> user_lists;
+  };
+
+  // Another job found on a new job's links, and the indices (into its own links) of those shared.
+  struct Meeting {
+    Job* job;
+    std::vector<int> links;
   };
 
   // The user lists of `links`, each link's entry made if new: what add() walks. They stay valid for
   // the occupancy's life, so a caller may keep them for every later job over the same links.
-  std::vector<std::vector<Job*>*> user_lists(const std::vector<LinkId>& links);
-  // Registers `job` on its links (before its first simcall) and returns the other jobs on any of
-  // them, each once; those and `job` are marked shared. The caller materializes any of them that is
-  // being replayed (take_materialize) after registering.
-  std::vector<Job*> add(Job& job);
+  std::vector<std::vector<Use>*> user_lists(const std::vector<LinkId>& links);
+  // Registers `job` on its links (before its first simcall). Returns the other jobs on any of them,
+  // each once with the links shared, and sets `shared` to the indices of `job`'s links that another
+  // job is on. The caller marks the segments of the jobs met on those links, then starts them.
+  std::vector<Meeting> add(Job& job, std::vector<int>& shared);
   // Unregisters `job` (at the end of its run_fluid() call).
   void remove(Job& job);
-  // Takes `job`'s materialize() (empty when it is simulated), so that it runs once.
-  static std::function<void()> take_materialize(Job& job);
 
-  // Whether replaying is allowed: no untracked flow has ever been started.
+  // Whether segments may go unsimulated: no untracked flow has ever been started.
   bool enabled() const { return enabled_; }
-  // Untracked flows are about to start: every replayed job is materialized now (may make simcalls)
-  // and no job is replayed from now on.
+  // Untracked flows are about to start: every unsimulated segment becomes a flow now (may make
+  // simcalls) and every segment is simulated from now on.
   void disable();
 
 private:
-  std::unordered_map<LinkId, std::vector<Job*>> users_;
+  std::unordered_map<LinkId, std::vector<Use>> users_;
   std::vector<Job*> jobs_;  // in registration order
   bool enabled_ = true;
 };

@@ -45,8 +45,8 @@ AlgorithmResult run_pat(const AlgorithmParams& params) {
     // The step ends when its slowest edge has moved its bytes. Alone, that edge runs at the rate all
     // the step's edges reach together before a link they share fills (coupled_group_rates); an edge
     // that could go faster would only wait at the step's end. So every edge moves at that rate, as
-    // a ring's lanes do: the step ends at the same instant, and an identical later step that finds
-    // its links free can replay it (fluid_flows.hpp) instead of simulating its flows again.
+    // a ring's lanes do: the step ends at the same instant, and a step that finds its links free
+    // is priced at those rates (fluid_flows.hpp) instead of simulating its flows.
     const double cap = step.rates({-1.0}).front();
     const FluidRun run = run_fluid(platform, {{step.edges().front(), wire_bytes, cap}}, &step.segment_routes());
     result.latency_s += hop_s;

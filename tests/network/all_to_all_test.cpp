@@ -255,14 +255,15 @@ TEST(AllToAll, TunerFollowsNcclsP2pRuleAndTheSimulation) {
   EXPECT_FALSE(tuner.predict_s({CollectiveOp::all_to_all, 16, 2, size}, {Algorithm::tree, Protocol::simple}));
 }
 
-// Replays (network/internal/link_occupancy.hpp): two identical all-to-alls over 2 nodes, one after
-// the other. Alone on its links, the second replays the first and starts no flow of its own. With
-// a SendRecv over rank 0's NIC (rank 0 -> rank 8, PXN's rail-0 path, which the all-to-all's network
-// legs also cross) starting halfway through the second, the replay's unfinished segments become
-// flows with what they have left at that instant, and both collectives end as when every call is
-// simulated (replays off), to rounding. What `what` picks: 0 the first call's time, 1 the second's,
-// 2 the SendRecv's, 3 the flows started during the second call (the SendRecv's included).
-double replay_case(bool replays, bool meet, int what) {
+// Unsimulated calls (network/internal/link_occupancy.hpp): two identical all-to-alls over 2 nodes,
+// one after the other. Alone on their links, neither starts a flow: each moves its segments at
+// their coupled rates, which is what SimGrid does simulating them (occupancy disabled), to
+// rounding. With a SendRecv over rank 0's NIC (rank 0 -> rank 8, PXN's rail-0 path, which the
+// all-to-all's network legs also cross) starting halfway through the second, its unfinished
+// segments become flows with what they have left at that instant, and both collectives end as when
+// every call is simulated, to rounding. What `what` picks: 0 the first call's time, 1 the
+// second's, 2 the SendRecv's, 3 the flows started in all (the SendRecv's included).
+double unsimulated_case(bool unsimulated, bool meet, int what) {
   const ClusterSpec spec = testing::dgx_h100(2);
   auto platform = Platform::create(spec, 2);
   EXPECT_TRUE(platform) << platform.error().message;
@@ -274,7 +275,7 @@ double replay_case(bool replays, bool meet, int what) {
   long flows = 0;
   simgrid::s4u::Comm::on_send_cb([&flows](const simgrid::s4u::Comm&) { ++flows; });
   (*platform)->run([&] {
-    if (!replays) (*platform)->occupancy().disable();
+    if (!unsimulated) (*platform)->occupancy().disable();
     first_s = runner.run(call, simple, Fidelity::fluid).time_s;
     simgrid::s4u::ActorPtr sender;
     if (meet) {
@@ -283,36 +284,35 @@ double replay_case(bool replays, bool meet, int what) {
         send_s = runner.run(send, simple, Fidelity::fluid).time_s;
       });
     }
-    const long before = flows;
     second_s = runner.run(call, simple, Fidelity::fluid).time_s;
     if (sender) sender->join();
-    flows -= before;
   });
   const double out[] = {first_s, second_s, send_s, static_cast<double>(flows)};
   return out[what];
 }
 
-TEST(AllToAll, AnIdenticalCallAloneReplaysTheFirst) {
-  const double first_s = testing::in_child([] { return replay_case(true, false, 0); });
-  EXPECT_EQ(testing::in_child([] { return replay_case(true, false, 1); }), first_s);
-  EXPECT_EQ(testing::in_child([] { return replay_case(true, false, 3); }), 0);  // no flow of its own
-  // Simulated again (replays off), it takes the same time and starts its flows.
-  EXPECT_NEAR(testing::in_child([] { return replay_case(false, false, 1); }), first_s, 1e-12 * first_s);
-  EXPECT_GT(testing::in_child([] { return replay_case(false, false, 3); }), 0);
+TEST(AllToAll, CallsAloneStartNoFlowAndEndAsSimulated) {
+  const double first_s = testing::in_child([] { return unsimulated_case(true, false, 0); });
+  EXPECT_NEAR(testing::in_child([] { return unsimulated_case(true, false, 1); }), first_s, 1e-12 * first_s);
+  EXPECT_EQ(testing::in_child([] { return unsimulated_case(true, false, 3); }), 0);
+  // Simulated, each takes the same time, with flows.
+  EXPECT_NEAR(testing::in_child([] { return unsimulated_case(false, false, 0); }), first_s, 1e-12 * first_s);
+  EXPECT_NEAR(testing::in_child([] { return unsimulated_case(false, false, 1); }), first_s, 1e-12 * first_s);
+  EXPECT_GT(testing::in_child([] { return unsimulated_case(false, false, 3); }), 0);
 }
 
-TEST(AllToAll, AReplayMetMidwayEndsAsIfSimulated) {
-  const double alone_s = testing::in_child([] { return replay_case(true, false, 1); });
-  const double simulated_s = testing::in_child([] { return replay_case(false, true, 1); });
-  const double replayed_s = testing::in_child([] { return replay_case(true, true, 1); });
+TEST(AllToAll, AnUnsimulatedCallMetMidwayEndsAsIfSimulated) {
+  const double alone_s = testing::in_child([] { return unsimulated_case(true, false, 1); });
+  const double simulated_s = testing::in_child([] { return unsimulated_case(false, true, 1); });
+  const double met_s = testing::in_child([] { return unsimulated_case(true, true, 1); });
   EXPECT_GT(simulated_s, alone_s * 1.01);  // the SendRecv takes from the all-to-all's NIC
-  EXPECT_NEAR(replayed_s, simulated_s, 1e-12 * simulated_s);
-  const double send_simulated_s = testing::in_child([] { return replay_case(false, true, 2); });
-  const double send_replayed_s = testing::in_child([] { return replay_case(true, true, 2); });
+  EXPECT_NEAR(met_s, simulated_s, 1e-12 * simulated_s);
+  const double send_simulated_s = testing::in_child([] { return unsimulated_case(false, true, 2); });
+  const double send_met_s = testing::in_child([] { return unsimulated_case(true, true, 2); });
   EXPECT_GT(send_simulated_s, 0);
-  EXPECT_NEAR(send_replayed_s, send_simulated_s, 1e-12 * send_simulated_s);
-  // The met replay turned into flows.
-  EXPECT_GT(testing::in_child([] { return replay_case(true, true, 3); }), 1);
+  EXPECT_NEAR(send_met_s, send_simulated_s, 1e-12 * send_simulated_s);
+  // The met call turned into flows besides the SendRecv's.
+  EXPECT_GT(testing::in_child([] { return unsimulated_case(true, true, 3); }), 1);
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include "network/internal/fluid_flows.hpp"
 
 #include "network/platform.hpp"
+#include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
+
+#include <simgrid/s4u/Comm.hpp>
 
 #include <gtest/gtest.h>
 
@@ -74,6 +77,54 @@ TEST(RunFluid, EdgesCappedAtTheirCoupledRateEndWhenUncappedOnesDo) {
     EXPECT_NEAR(uncapped_s[i], expected_s, 1e-9 * expected_s) << "distance " << sharing[i].first;
     EXPECT_NEAR(capped_s[i], expected_s, 1e-9 * expected_s) << "distance " << sharing[i].first;
   }
+}
+
+// PAT's distance-2 step of the test above (edge i -> i + 2 over 8 one-GPU nodes, leaves 0-2, 3-5,
+// 6-7 behind one up-port each), every edge capped at `cap_of_nic` times the NIC's rate r: one
+// run_fluid() call of 64 MB through each edge. Two edges leave each leaf, so the links carry every
+// edge at r / 2 at once, and not at r. `simulate` switches
+// unsimulated calls off (LinkOccupancy::disable). Returns its bandwidth time, or with `flows` the
+// flows SimGrid started.
+double ring_of_8(double cap_of_nic, bool simulate, bool flows) {
+  network::ClusterSpec spec = testing::one_gpu_nodes(8, network::Topology::fat_tree);
+  spec.fabric.switch_radix = 4;
+  spec.fabric.oversubscription = 3;
+  auto platform = Platform::create(spec);
+  EXPECT_TRUE(platform) << platform.error().message;
+  const double r = spec.fabric.nic_bw_bytes_per_s();
+  long started = 0;
+  simgrid::s4u::Comm::on_send_cb([&started](const simgrid::s4u::Comm&) { ++started; });
+  double bandwidth_s = 0;
+  (*platform)->run([&] {
+    if (simulate) (*platform)->occupancy().disable();
+    std::vector<Edge> edges;
+    for (int i = 0; i < 8; ++i) edges.emplace_back((*platform)->gpu(i), (*platform)->gpu((i + 2) % 8));
+    bandwidth_s = run_fluid(**platform, {{edges, 64e6, cap_of_nic * r}}).bandwidth_s;
+  });
+  return flows ? static_cast<double>(started) : bandwidth_s;
+}
+
+// Alone, a call capped at rates its links carry at once moves every segment at its cap: it starts
+// no flow and takes 64 MB / (r / 2), as SimGrid takes simulating it, to rounding.
+TEST(RunFluid, AnUnsimulatedCallEndsAsItsFlowsWould) {
+  const double r = testing::one_gpu_nodes(8, network::Topology::fat_tree).fabric.nic_bw_bytes_per_s();
+  const double expected_s = 64e6 / (r / 2);
+  const double unsimulated_s = testing::in_child([] { return ring_of_8(0.5, false, false); });
+  const double simulated_s = testing::in_child([] { return ring_of_8(0.5, true, false); });
+  EXPECT_NEAR(unsimulated_s, expected_s, 1e-12 * expected_s);
+  EXPECT_NEAR(simulated_s, expected_s, 1e-12 * expected_s);
+  EXPECT_EQ(testing::in_child([] { return ring_of_8(0.5, false, true); }), 0);
+  EXPECT_GT(testing::in_child([] { return ring_of_8(0.5, true, true); }), 0);
+}
+
+// Capped at the NIC's rate, the two edges through each up-port cannot both have their cap: the call
+// is simulated (priced at its caps it would end in half the time), and ends when those edges have
+// moved their bytes at r / 2 each.
+TEST(RunFluid, CapsTheLinksCannotCarryAreSimulated) {
+  const double r = testing::one_gpu_nodes(8, network::Topology::fat_tree).fabric.nic_bw_bytes_per_s();
+  const double expected_s = 64e6 / (r / 2);
+  EXPECT_GT(testing::in_child([] { return ring_of_8(1.0, false, true); }), 0);
+  EXPECT_NEAR(testing::in_child([] { return ring_of_8(1.0, false, false); }), expected_s, 1e-9 * expected_s);
 }
 
 }  // namespace

@@ -19,38 +19,54 @@ LinkOccupancy::Job job_on(const std::vector<LinkOccupancy::LinkId>& links) {
   return job;
 }
 
+// Who meets whom, on which links: a job on a and b, another on c; a third on b and c meets the
+// first on its link 1 (b) and the second on its link 0 (c), and shares both of its own links.
 TEST(LinkOccupancy, JobsMeetOnASharedLinkOnly) {
   LinkOccupancy occupancy;
+  std::vector<int> shared;
   LinkOccupancy::Job first = job_on(kAB);
   LinkOccupancy::Job other = job_on(kC);
-  EXPECT_TRUE(occupancy.add(first).empty());
-  EXPECT_TRUE(occupancy.add(other).empty());
-  EXPECT_FALSE(first.shared);
-  LinkOccupancy::Job second = job_on(kBC);  // meets first on b and other on c, each once
-  EXPECT_EQ(occupancy.add(second), (std::vector<LinkOccupancy::Job*>{&first, &other}));
-  EXPECT_TRUE(first.shared);
-  EXPECT_TRUE(second.shared);
+  EXPECT_TRUE(occupancy.add(first, shared).empty());
+  EXPECT_TRUE(shared.empty());
+  EXPECT_TRUE(occupancy.add(other, shared).empty());
+  LinkOccupancy::Job second = job_on(kBC);
+  const std::vector<LinkOccupancy::Meeting> met = occupancy.add(second, shared);
+  ASSERT_EQ(met.size(), 2u);
+  EXPECT_EQ(met[0].job, &first);
+  EXPECT_EQ(met[0].links, std::vector<int>{1});
+  EXPECT_EQ(met[1].job, &other);
+  EXPECT_EQ(met[1].links, std::vector<int>{0});
+  EXPECT_EQ(shared, (std::vector<int>{0, 1}));
   occupancy.remove(first);
   occupancy.remove(other);
   occupancy.remove(second);
   LinkOccupancy::Job later = job_on(kAB);  // the links are free again
-  EXPECT_TRUE(occupancy.add(later).empty());
-  EXPECT_FALSE(later.shared);
+  EXPECT_TRUE(occupancy.add(later, shared).empty());
+  EXPECT_TRUE(shared.empty());
 }
 
-TEST(LinkOccupancy, DisableMaterializesEveryReplayOnce) {
+// disable() marks every link of every job with unsimulated segments, then starts what each marked.
+TEST(LinkOccupancy, DisableMarksEveryLinkOfEveryJob) {
   LinkOccupancy occupancy;
-  int materialized = 0;
-  LinkOccupancy::Job replayed = job_on(kAB);
-  replayed.materialize = [&materialized] { ++materialized; };
-  occupancy.add(replayed);
+  std::vector<int> shared;
+  std::vector<int> marked_links;
+  int started = 0;
+  LinkOccupancy::Job unsimulated = job_on(kAB);
+  unsimulated.mark = [&marked_links](const std::vector<int>& links) {
+    marked_links = links;
+    return true;
+  };
+  unsimulated.start_marked = [&started] { ++started; };
+  LinkOccupancy::Job simulated = job_on(kC);  // no mark: every segment of it is a flow already
+  occupancy.add(unsimulated, shared);
+  occupancy.add(simulated, shared);
   EXPECT_TRUE(occupancy.enabled());
   occupancy.disable();
   EXPECT_FALSE(occupancy.enabled());
-  EXPECT_EQ(materialized, 1);
-  EXPECT_FALSE(LinkOccupancy::take_materialize(replayed));  // taken: it cannot run twice
-  occupancy.disable();
-  EXPECT_EQ(materialized, 1);
+  EXPECT_EQ(marked_links, (std::vector<int>{0, 1}));
+  EXPECT_EQ(started, 1);
+  occupancy.disable();  // once only
+  EXPECT_EQ(started, 1);
 }
 
 }  // namespace
