@@ -1,7 +1,8 @@
 // Layout search speed: wall time of `commbound search` on its acceptance case (Llama-2 7B, global
 // batch 512, seq 4096, 256 H100: 32 DGX H100, IB NDR, rail-optimized, the fitted fabric), through
 // the same library call as the CLI: how many layouts were enumerated, invalid, out of memory,
-// simulated and pruned, the best one, and the wall time (target: under 60 s on 2 cores).
+// simulated and pruned, the best one, the wall time (target: under 60 s on 2 cores) and the peak
+// memory (each layout is simulated in a child process: the largest child's).
 // Prints figures, asserts nothing.
 //
 //   build/bin/bench_search [SCENARIO] [JOBS]   (default scenarios/studies/search_7b_256gpu.toml and
@@ -17,6 +18,8 @@
 #include <map>
 #include <string>
 #include <thread>
+
+#include <sys/resource.h>
 
 using namespace commbound;
 
@@ -58,6 +61,10 @@ int main(int argc, char** argv) {
     std::printf("best: %s, %.1f tokens/s/GPU, MFU %.1f%%\n", best.layout.name().c_str(), best.metrics->tokens_per_s_per_gpu,
                 100 * best.metrics->mfu);
   }
-  std::printf("wall: validate + bound %.1f s, total %.1f s\n", bounded_s, total_s);
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  std::printf("wall: validate + bound %.1f s, total %.1f s; peak RSS %ld MiB here, %ld MiB in the largest layout's process\n",
+              bounded_s, total_s, self.ru_maxrss / 1024, children.ru_maxrss / 1024);
   return 0;
 }

@@ -127,7 +127,8 @@ std::vector<double> coupled_group_rates(const GroupLinks& links, const std::vect
 
 namespace {
 
-// The segments' routes, the links they cross, each once, in first-crossed order, and which segments cross each.
+// The segments' routes, the links they cross (each once, in first-crossed order), and which
+// segments cross each link.
 std::shared_ptr<const SegmentRouteMemo::Routes> route_segments(const Platform& platform,
                                                                const std::vector<Segment>& segments) {
   auto out = std::make_shared<SegmentRouteMemo::Routes>();
