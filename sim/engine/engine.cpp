@@ -163,6 +163,13 @@ private:
     return it->second;
   }
 
+  // sibling_groups of `rank` for `kind`, worked out once per iteration.
+  const std::vector<std::vector<int>>& siblings_of(int rank, GroupKind kind) {
+    auto [it, fresh] = siblings_.try_emplace({rank, kind});
+    if (fresh) it->second = sibling_groups(t_, rank, kind, platform_.spec().node.gpus);
+    return it->second;
+  }
+
   network::CollectiveChoice choose(const network::CallShape& shape) const {
     network::CollectiveChoice c = runner_.tuner().choose(shape);
     if (options_.algorithm || options_.protocol) {
@@ -173,9 +180,8 @@ private:
     return c;
   }
 
-  // Runs the collective of `group`. In representative mode the same collective of every other group
-  // with a member on `rank`'s node runs with it: a group's traffic stays on its members' nodes and
-  // the fabric between them, so these are the groups that can share links with this one.
+  // Runs the collective of `group` (`rank`'s group of op.group). In representative mode the same
+  // collective of each of its sibling groups (sibling_groups) runs beside it, as a copy.
   network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
     // SendRecv sends from the group's first rank; pipeline gradients go to the earlier stage.
     auto directed = [&op](std::vector<int> g) {
@@ -187,17 +193,10 @@ private:
     const network::CollectiveChoice choice = choose(shape);
     std::vector<std::shared_ptr<Event>> copies;
     if (!options_.every_rank) {
-      std::vector<const std::vector<int>*> siblings = {&group};
-      const int per_node = platform_.spec().node.gpus;
-      const int first = platform_.node_of(rank) * per_node;
-      for (int r = first; r < std::min(first + per_node, layout_.world()); ++r) {
-        const std::vector<int>& g = group_of(r, op.group);
-        const bool seen = std::any_of(siblings.begin(), siblings.end(), [&g](const std::vector<int>* s) { return *s == g; });
-        if (g.size() > 1 && !seen) siblings.push_back(&g);
-      }
+      const std::vector<std::vector<int>>& siblings = siblings_of(rank, op.group);
       for (std::size_t k = 1; k < siblings.size(); ++k) {
-        network::CollectiveCall copy{op.collective, directed(*siblings[k]), op.size_bytes, op.peer_bytes, t_.dispatcher};
-        copies.push_back(copy_workers_.start(platform_.gpu(siblings[k]->front()), [this, copy, choice] {
+        network::CollectiveCall copy{op.collective, directed(siblings[k]), op.size_bytes, op.peer_bytes, t_.dispatcher};
+        copies.push_back(copy_workers_.start(platform_.gpu(siblings[k].front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
       }
@@ -423,6 +422,7 @@ private:
   std::map<std::pair<std::string, int>, Rendezvous> rendezvous_;
   std::map<int, GpuShare> gpus_;  // per simulated rank
   std::map<std::pair<int, GroupKind>, std::vector<int>> groups_;  // group_of's memo
+  std::map<std::pair<int, GroupKind>, std::vector<std::vector<int>>> siblings_;  // siblings_of's memo
   std::map<std::tuple<int, GroupKind, GroupKind>, bool> inside_;  // group_inside's memo
   std::map<int, double> late_variance_s2_;  // per rank: variance of its compute deviations so far
   std::map<std::pair<int, GroupKind>, double> met_variance_s2_;  // ... when its compute last started with each group
@@ -454,6 +454,18 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
     case GroupKind::expert_data_parallel: return layout.expert_dp_group(rank);
   }
   return {rank};
+}
+
+std::vector<std::vector<int>> sibling_groups(const TrainingSpec& t, int rank, GroupKind kind, int gpus_per_node) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> own = group_members(t, rank, kind);
+  if (own.size() > 1) out.push_back(std::move(own));
+  const int first = rank / gpus_per_node * gpus_per_node;
+  for (int r = first; r < std::min(first + gpus_per_node, t.world()); ++r) {
+    std::vector<int> g = group_members(t, r, kind);
+    if (g.size() > 1 && std::find(out.begin(), out.end(), g) == out.end()) out.push_back(std::move(g));
+  }
+  return out;
 }
 
 int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& stages, int gpus_per_node,

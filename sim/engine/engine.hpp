@@ -58,6 +58,12 @@ std::vector<int> representative_ranks(const TrainingSpec& t);
 // the first).
 std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind);
 
+// In representative mode the engine runs, beside a rank's collective, the same collective of every
+// other group of that kind with a member on the rank's node: a group's traffic stays on its
+// members' nodes and the fabric between them, so these are the groups that can share links with
+// it. Those groups, each once, `rank`'s own first, groups of one rank left out.
+std::vector<std::vector<int>> sibling_groups(const TrainingSpec& t, int rank, GroupKind kind, int gpus_per_node);
+
 // The most collectives `simulate` can have in flight at once on a cluster of `gpus_per_node`-GPU
 // nodes (what network::Platform::create needs to size its flows): per simulated rank, one per
 // communication stream its program uses, times the groups of that rank's node that run beside it

@@ -118,13 +118,10 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
       const int node = ranks[s] / cluster.node.gpus;
       Group group{g.front(), members, node, network::CollectiveFloor(cluster, g), {}};
       if (members == 1 && g.size() > 1) {
-        std::set<std::vector<int>> seen;
-        const int first = node * cluster.node.gpus;
-        for (int r = first; r < std::min(first + cluster.node.gpus, t.world()); ++r) {
-          std::vector<int> sibling = group_members(t, r, static_cast<GroupKind>(k));
-          if (sibling.size() > 1 && seen.insert(sibling).second) group.siblings.emplace_back(cluster, sibling);
+        const auto siblings = sibling_groups(t, ranks[s], static_cast<GroupKind>(k), cluster.node.gpus);
+        if (siblings.size() > 1) {
+          for (const std::vector<int>& sibling : siblings) group.siblings.emplace_back(cluster, sibling);
         }
-        if (group.siblings.size() < 2) group.siblings.clear();
       }
       groups[s][static_cast<std::size_t>(k)] = std::move(group);
     }
