@@ -31,9 +31,12 @@ global_batch / (dp x micro_batch)):
         whenever tp > 1 (Megatron-Core requires it of an MoE model)
   strategy   ddp, zero2 (FSDP ZeRO-2), zero3 (FSDP ZeRO-3), hsdp (ZeRO-2 inside a node,
              replicas across); zero1 (Megatron's distributed optimizer) when asked: --strategies
-  ckpt  full activation checkpointing off and on: --checkpointing
-Other keys (sequence_parallel, hsdp_shard, the fabric, NCCL) stay as the file sets them; its
-[sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
+  ckpt  activation recompute, as [training] activation_checkpointing names it: none and full by
+        default; selective (the attention core), selective_op (torchtitan's) when asked:
+        --checkpointing none,selective,full
+Other keys (sequence_parallel, tp_overlap, cp_comm, pp_first_stage_layers and
+pp_last_stage_layers, hsdp_shard, the fabric, NCCL) stay as the file sets them; its [sweep] is
+not applied. Each layout is validated by the scenario's own rules (an invalid one
 keeps its reason) and checked against GPU memory by the memory model (docs/metrics.md).
 
 Every layout that fits gets a bound without simulation: its compute at the kernel table's
@@ -61,7 +64,7 @@ struct SearchArgs {
   sim::SearchSpace space;
   std::vector<std::string> strategies;
   std::vector<std::string> schedules;
-  std::string checkpointing = "both";
+  std::vector<std::string> checkpointing;
   bool no_prune = false;
   std::string format = "table";
   std::string out;
@@ -86,7 +89,10 @@ int run_search(SearchArgs a) {
     a.space.strategies.clear();
     for (const std::string& s : a.strategies) a.space.strategies.push_back(*sim::parse_data_parallel(s));
   }
-  if (a.checkpointing != "both") a.space.checkpointing = {a.checkpointing == "on"};
+  if (!a.checkpointing.empty()) {
+    a.space.recompute.clear();
+    for (const std::string& r : a.checkpointing) a.space.recompute.push_back(*sim::parse_recompute(r));
+  }
   if (!a.schedules.empty()) {
     a.space.schedules.clear();
     for (const std::string& s : a.schedules) a.space.schedules.push_back(*sim::parse_pipeline_schedule(s));
@@ -158,8 +164,11 @@ void add_search_command(CLI::App& app, int& exit_code) {
       ->delimiter(',')
       ->check(CLI::IsMember({"ddp", "zero1", "zero2", "zero3", "hsdp"}))
       ->type_name("LIST");
-  cmd->add_option("--checkpointing", a->checkpointing, "activation checkpointing: both (default) | off | on")
-      ->check(CLI::IsMember({"both", "off", "on"}));
+  cmd->add_option("--checkpointing", a->checkpointing,
+                  "activation recompute, comma-separated: none, selective, selective_op, full (default: none,full)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "selective", "selective_op", "full"}))
+      ->type_name("LIST");
   cmd->add_option("--schedules", a->schedules,
                   "pipeline schedules, comma-separated: 1f1b (plain and interleaved), zb-h1 (default: both)")
       ->delimiter(',')
@@ -177,7 +186,7 @@ void add_search_command(CLI::App& app, int& exit_code) {
 Examples:
   commbound search scenarios/studies/search_7b_256gpu.toml
   commbound search scenarios/studies/search_7b_256gpu.toml --objective tokens-per-joule --top 5
-  commbound search scenarios/studies/search_7b_256gpu.toml --strategies zero2,zero3 --checkpointing off --max-pp 4
+  commbound search scenarios/studies/search_7b_256gpu.toml --strategies zero2,zero3 --checkpointing none --max-pp 4
   commbound search scenarios/studies/search_7b_256gpu.toml --set cluster.nodes=8 --format csv --out layouts.csv)");
   cmd->callback([a, &exit_code] { exit_code = run_search(*a); });
 }

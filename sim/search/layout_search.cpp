@@ -86,7 +86,6 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
   const Strategy data_parallel = strategy == DataParallel::ddp    ? Strategy::ddp
                                  : strategy == DataParallel::hsdp ? Strategy::hsdp
                                                                   : Strategy::fsdp;
-  const Recompute recompute = checkpointing ? Recompute::full : Recompute::none;
   std::vector<ScenarioEdit> e = {{"parallel.tp", long{tp}},
           {"parallel.cp", long{cp}},
           {"parallel.pp", long{pp}},
@@ -108,7 +107,10 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
 std::string LayoutChoice::name() const {
   return fmt::format("tp{} cp{} pp{} v{}{} dp{}{} mb{} {}{}", tp, cp, pp, virtual_stages,
                      schedule == PipelineSchedule::zb_h1 ? " zb-h1" : "", dp,
-                     ep > 0 ? fmt::format(" ep{}", ep) : "", micro_batch, to_string(strategy), checkpointing ? " ckpt" : "");
+                     ep > 0 ? fmt::format(" ep{}", ep) : "", micro_batch, to_string(strategy),
+                     recompute == Recompute::none   ? std::string()
+                     : recompute == Recompute::full ? std::string(" ckpt")
+                                                    : std::string(" ") + to_string(recompute));
 }
 
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
@@ -146,7 +148,7 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
           for (int mb : micro_batches) {
             for (int ep : eps) {
               for (DataParallel strategy : space.strategies) {
-                for (bool ckpt : space.checkpointing) out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, ckpt});
+                for (Recompute r : space.recompute) out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, r});
               }
             }
           }

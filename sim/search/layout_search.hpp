@@ -43,11 +43,12 @@ struct LayoutChoice {
   // Megatron-Core requires of an MoE model); 0 for a dense model, whose layouts leave both alone.
   int ep = 0;
   DataParallel strategy = DataParallel::zero2;
-  bool checkpointing = false;
+  Recompute recompute = Recompute::none;  // [training] activation_checkpointing
   // The scenario keys that set it, as typed edits.
   std::vector<ScenarioEdit> edits() const;
-  // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (ckpt only when on; " ep8" after dp for an MoE model;
-  // " zb-h1" after v for a zero-bubble pipeline).
+  // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (" ckpt" for full recompute, " selective" and the like
+  // for the others, nothing without; " ep8" after dp for an MoE model; " zb-h1" after v for a
+  // zero-bubble pipeline).
   std::string name() const;
 };
 
@@ -62,7 +63,8 @@ struct SearchSpace {
   int max_ep = 0;               // MoE: expert parallelism at most this; default: the routed experts
   std::vector<DataParallel> strategies = {DataParallel::ddp, DataParallel::zero2, DataParallel::zero3,
                                           DataParallel::hsdp};
-  std::vector<bool> checkpointing = {false, true};
+  // Activation recompute, as [training] activation_checkpointing names it: none and full.
+  std::vector<Recompute> recompute = {Recompute::none, Recompute::full};
   // Pipeline schedules of a pipelined (pp > 1) dense model: 1F1B (plain and interleaved) and
   // ZB-H1 (one chunk per stage).
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1};
@@ -78,7 +80,7 @@ inline constexpr int kDefaultMaxMicroBatch = 8;
 // max_virtual_stages (1F1B), and ZB-H1 beside plain 1F1B for a dense model (the schedules asked
 // for; a layout without a pipeline has none); micro-batch over the divisors of global_batch / dp up to max_micro_batch (1
 // alone when dp does not divide the global batch: validation then says why); the strategies; then
-// checkpointing. Nothing else is filtered here: the scenario's validation judges the rest.
+// the recompute modes. Nothing else is filtered here: the scenario's validation judges the rest.
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
                                             int experts = 0);
 

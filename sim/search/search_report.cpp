@@ -39,7 +39,7 @@ nlohmann::json row_json(const Candidate& c, int rank, const Candidate* best) {
                    {"dp", l.dp},
                    {"micro_batch", l.micro_batch},
                    {"strategy", to_string(l.strategy)},
-                   {"activation_checkpointing", l.checkpointing},
+                   {"activation_checkpointing", to_string(l.recompute)},
                    {"verdict", to_string(c.verdict)},
                    {"reason", c.reason}};
   if (c.verdict != Verdict::invalid) j["memory_bytes_per_gpu"] = c.memory.total_bytes;

@@ -29,7 +29,7 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   space.max_virtual_stages = 2;
   space.max_micro_batch = 2;
   space.strategies = {DataParallel::zero2};
-  space.checkpointing = {false};
+  space.recompute = {Recompute::none};
   EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 30u);
   int zero_bubble = 0;
   for (const LayoutChoice& l : enumerate_layouts(4, 4, 8, space)) {
@@ -43,10 +43,26 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   space.schedules = {PipelineSchedule::one_f_one_b};
   EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 24u);
   space.strategies = {DataParallel::zero2, DataParallel::ddp};
-  space.checkpointing = {false, true};
+  space.recompute = {Recompute::none, Recompute::full};
   const auto all = enumerate_layouts(4, 4, 8, space);
   EXPECT_EQ(all.size(), 96u);
   for (const LayoutChoice& l : all) EXPECT_EQ(l.tp * l.cp * l.pp * l.dp, 4) << l.name();
+  // Selective recompute as a third mode: 48 layouts each, named and set as the scenario spells it.
+  space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
+  const auto three = enumerate_layouts(4, 4, 8, space);
+  EXPECT_EQ(three.size(), 144u);
+  int selective = 0;
+  for (const LayoutChoice& l : three) {
+    if (l.recompute != Recompute::selective) continue;
+    ++selective;
+    EXPECT_NE(l.name().find(" selective"), std::string::npos) << l.name();
+    bool sets = false;
+    for (const ScenarioEdit& e : l.edits()) {
+      if (e.key == "training.activation_checkpointing") sets = std::get<std::string>(e.value) == "selective";
+    }
+    EXPECT_TRUE(sets) << l.name();
+  }
+  EXPECT_EQ(selective, 48);
 }
 
 // A mixture of experts adds expert parallelism: 16 GPUs, tp 1 or 2 (cp 1, pp 1), so tp x cp x dp =
@@ -59,7 +75,7 @@ TEST(LayoutSearch, MixtureOfExpertsEnumeratesExpertParallelism) {
   space.max_pp = 1;
   space.max_micro_batch = 1;
   space.strategies = {DataParallel::zero2};
-  space.checkpointing = {false};
+  space.recompute = {Recompute::none};
   const auto moe = enumerate_layouts(16, 8, 16, space, 8);
   EXPECT_EQ(moe.size(), 8u);
   for (const LayoutChoice& l : moe) {
@@ -186,6 +202,7 @@ SearchOptions small_space(Objective objective, bool prune) {
   o.space.max_virtual_stages = 2;
   o.space.max_micro_batch = 2;
   o.space.strategies = {DataParallel::zero2, DataParallel::zero3, DataParallel::ddp};
+  o.space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
   o.objective = objective;
   o.top = 3;
   o.jobs = 2;
@@ -206,7 +223,7 @@ TEST(LayoutSearch, PruningKeepsTheExhaustiveTopAndTheBoundHoldsEverywhere) {
       simulated += c.verdict == Verdict::simulated ? 1 : 0;
       skipped += c.verdict == Verdict::pruned ? 1 : 0;
     }
-    // The test means something only if pruning skipped layouts (checkpointing alone adds a third
+    // The test means something only if pruning skipped layouts (full recompute alone adds a third
     // of the compute: those can never win).
     EXPECT_GT(skipped, 0);
     EXPECT_GE(simulated, 3);
@@ -241,7 +258,7 @@ TEST(LayoutSearch, OutOfMemoryLayoutsAreReportedAndNotSimulated) {
   o.space.max_pp = 1;
   o.space.max_micro_batch = 2;
   o.space.strategies = {DataParallel::ddp};
-  o.space.checkpointing = {true};
+  o.space.recompute = {Recompute::full};
   auto r = search_layouts(*file, o);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->candidates.size(), 2u);  // tp1 cp1 pp1 dp16, micro-batch 1 and 2
