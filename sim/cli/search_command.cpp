@@ -34,9 +34,12 @@ global_batch / (dp x micro_batch)):
   ckpt  activation recompute, as [training] activation_checkpointing names it: none and full by
         default; selective (the attention core), selective_op (torchtitan's) when asked:
         --checkpointing none,selective,full
-Other keys (sequence_parallel, tp_overlap, cp_comm, pp_first_stage_layers and
-pp_last_stage_layers, hsdp_shard, the fabric, NCCL) stay as the file sets them; its [sweep] is
-not applied. Each layout is validated by the scenario's own rules (an invalid one
+  cp exchange, tp overlap   only when asked: --cp-comm p2p,all_gather,a2a for layouts with
+        cp > 1; --tp-overlap off,on for layouts with tp > 1 (on turns sequence parallelism on,
+        which Transformer Engine's overlap needs)
+Other keys (sequence_parallel, tp_overlap and cp_comm unless asked for, pp_first_stage_layers
+and pp_last_stage_layers, hsdp_shard, the fabric, NCCL) stay as the file sets them; its [sweep]
+is not applied. Each layout is validated by the scenario's own rules (an invalid one
 keeps its reason) and checked against GPU memory by the memory model (docs/metrics.md).
 
 Every layout that fits gets a bound without simulation: its compute at the kernel table's
@@ -65,6 +68,8 @@ struct SearchArgs {
   std::vector<std::string> strategies;
   std::vector<std::string> schedules;
   std::vector<std::string> checkpointing;
+  std::vector<std::string> cp_comms;
+  std::vector<std::string> tp_overlap;
   bool no_prune = false;
   std::string format = "table";
   std::string out;
@@ -93,6 +98,8 @@ int run_search(SearchArgs a) {
     a.space.recompute.clear();
     for (const std::string& r : a.checkpointing) a.space.recompute.push_back(*sim::parse_recompute(r));
   }
+  for (const std::string& c : a.cp_comms) a.space.cp_comms.push_back(*sim::parse_cp_comm(c));
+  for (const std::string& o : a.tp_overlap) a.space.tp_overlap.push_back(o == "on");
   if (!a.schedules.empty()) {
     a.space.schedules.clear();
     for (const std::string& s : a.schedules) a.space.schedules.push_back(*sim::parse_pipeline_schedule(s));
@@ -168,6 +175,18 @@ void add_search_command(CLI::App& app, int& exit_code) {
                   "activation recompute, comma-separated: none, selective, selective_op, full (default: none,full)")
       ->delimiter(',')
       ->check(CLI::IsMember({"none", "selective", "selective_op", "full"}))
+      ->type_name("LIST");
+  cmd->add_option("--cp-comm", a->cp_comms,
+                  "context-parallel exchanges for cp > 1, comma-separated: p2p, all_gather, a2a (default: the "
+                  "scenario's parallel.cp_comm)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}))
+      ->type_name("LIST");
+  cmd->add_option("--tp-overlap", a->tp_overlap,
+                  "tensor-parallel comm-GEMM overlap for tp > 1, comma-separated: off, on (on sets sequence_parallel; "
+                  "default: the scenario's parallel.tp_overlap)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "on"}))
       ->type_name("LIST");
   cmd->add_option("--schedules", a->schedules,
                   "pipeline schedules, comma-separated: 1f1b (plain and interleaved), zb-h1 (default: both)")

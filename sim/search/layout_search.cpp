@@ -97,6 +97,11 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
                                                                          : 2}},
           {"training.micro_batch", long{micro_batch}},
           {"training.activation_checkpointing", std::string(to_string(recompute))}};
+  if (cp_comm) e.push_back({"parallel.cp_comm", std::string(to_string(*cp_comm))});
+  if (tp_overlap) {
+    e.push_back({"parallel.tp_overlap", *tp_overlap});
+    if (*tp_overlap) e.push_back({"parallel.sequence_parallel", true});
+  }
   if (ep > 0) {
     e.push_back({"parallel.ep", long{ep}});
     e.push_back({"parallel.sequence_parallel", tp > 1});
@@ -105,12 +110,14 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
 }
 
 std::string LayoutChoice::name() const {
-  return fmt::format("tp{} cp{} pp{} v{}{} dp{}{} mb{} {}{}", tp, cp, pp, virtual_stages,
+  return fmt::format("tp{} cp{} pp{} v{}{} dp{}{} mb{} {}{}{}{}", tp, cp, pp, virtual_stages,
                      schedule == PipelineSchedule::zb_h1 ? " zb-h1" : "", dp,
                      ep > 0 ? fmt::format(" ep{}", ep) : "", micro_batch, to_string(strategy),
                      recompute == Recompute::none   ? std::string()
                      : recompute == Recompute::full ? std::string(" ckpt")
-                                                    : std::string(" ") + to_string(recompute));
+                                                    : std::string(" ") + to_string(recompute),
+                     cp_comm ? std::string(" cp-") + to_string(*cp_comm) : std::string(),
+                     tp_overlap && *tp_overlap ? " tp-overlap" : "");
 }
 
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
@@ -144,11 +151,21 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
         if (experts > 0) {
           eps = divisors_up_to(std::gcd(experts, tp * cp * dp), space.max_ep > 0 ? space.max_ep : experts);
         }
+        std::vector<std::optional<CpComm>> cp_comms = {std::nullopt};
+        if (cp > 1 && !space.cp_comms.empty()) cp_comms.assign(space.cp_comms.begin(), space.cp_comms.end());
+        std::vector<std::optional<bool>> tp_overlaps = {std::nullopt};
+        if (tp > 1 && !space.tp_overlap.empty()) tp_overlaps.assign(space.tp_overlap.begin(), space.tp_overlap.end());
         for (const auto& [v, schedule] : pipelines) {
           for (int mb : micro_batches) {
             for (int ep : eps) {
               for (DataParallel strategy : space.strategies) {
-                for (Recompute r : space.recompute) out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, r});
+                for (Recompute r : space.recompute) {
+                  for (std::optional<CpComm> cc : cp_comms) {
+                    for (std::optional<bool> overlap : tp_overlaps) {
+                      out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, r, cc, overlap});
+                    }
+                  }
+                }
               }
             }
           }

@@ -44,11 +44,15 @@ struct LayoutChoice {
   int ep = 0;
   DataParallel strategy = DataParallel::zero2;
   Recompute recompute = Recompute::none;  // [training] activation_checkpointing
+  // Set only when the search varies them: [parallel] cp_comm (cp > 1) and tp_overlap (tp > 1,
+  // with sequence parallelism, which it needs); unset, the scenario's own stand.
+  std::optional<CpComm> cp_comm;
+  std::optional<bool> tp_overlap;
   // The scenario keys that set it, as typed edits.
   std::vector<ScenarioEdit> edits() const;
   // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (" ckpt" for full recompute, " selective" and the like
   // for the others, nothing without; " ep8" after dp for an MoE model; " zb-h1" after v for a
-  // zero-bubble pipeline).
+  // zero-bubble pipeline; " cp-all_gather" and the like, " tp-overlap", when the search sets them).
   std::string name() const;
 };
 
@@ -65,6 +69,10 @@ struct SearchSpace {
                                           DataParallel::hsdp};
   // Activation recompute, as [training] activation_checkpointing names it: none and full.
   std::vector<Recompute> recompute = {Recompute::none, Recompute::full};
+  // Context-parallel exchanges for layouts with cp > 1, tensor-parallel comm-GEMM overlap off/on
+  // for layouts with tp > 1; empty (the default): the scenario's own.
+  std::vector<CpComm> cp_comms;
+  std::vector<bool> tp_overlap;
   // Pipeline schedules of a pipelined (pp > 1) dense model: 1F1B (plain and interleaved) and
   // ZB-H1 (one chunk per stage).
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1};
@@ -79,8 +87,8 @@ inline constexpr int kDefaultMaxMicroBatch = 8;
 // of gpus / (tp x cp) up to max_pp; virtual stages 1 (pp = 1) or the powers of two up to
 // max_virtual_stages (1F1B), and ZB-H1 beside plain 1F1B for a dense model (the schedules asked
 // for; a layout without a pipeline has none); micro-batch over the divisors of global_batch / dp up to max_micro_batch (1
-// alone when dp does not divide the global batch: validation then says why); the strategies; then
-// the recompute modes. Nothing else is filtered here: the scenario's validation judges the rest.
+// alone when dp does not divide the global batch: validation then says why); the strategies; the
+// recompute modes; then the cp exchanges (cp > 1) and tp overlaps (tp > 1) asked for. Nothing else is filtered here: the scenario's validation judges the rest.
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
                                             int experts = 0);
 

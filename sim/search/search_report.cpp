@@ -40,6 +40,8 @@ nlohmann::json row_json(const Candidate& c, int rank, const Candidate* best) {
                    {"micro_batch", l.micro_batch},
                    {"strategy", to_string(l.strategy)},
                    {"activation_checkpointing", to_string(l.recompute)},
+                   {"cp_comm", l.cp_comm ? nlohmann::json(to_string(*l.cp_comm)) : nlohmann::json()},
+                   {"tp_overlap", l.tp_overlap ? nlohmann::json(*l.tp_overlap) : nlohmann::json()},
                    {"verdict", to_string(c.verdict)},
                    {"reason", c.reason}};
   if (c.verdict != Verdict::invalid) j["memory_bytes_per_gpu"] = c.memory.total_bytes;
@@ -66,7 +68,7 @@ nlohmann::json row_json(const Candidate& c, int rank, const Candidate* best) {
 void write_csv(std::ostream& out, const SearchResult& result, const Candidate* best) {
   const std::vector<std::string> columns = {
       "rank", "layout", "tp", "cp", "pp", "virtual_stages", "dp", "micro_batch", "strategy", "activation_checkpointing",
-      "verdict", "tokens_per_s_per_gpu", "mfu", "exposed_comm_fraction", "memory_bytes_per_gpu", "power_w_per_gpu",
+      "cp_comm", "tp_overlap", "verdict", "tokens_per_s_per_gpu", "mfu", "exposed_comm_fraction", "memory_bytes_per_gpu", "power_w_per_gpu",
       "tokens_per_joule", "iteration_s", "compute_s", "exposed_comm_s", "bound_iteration_s", "bound_waits_s",
       "objective_bound", "lost_to_best_by", "reason"};
   for (std::size_t i = 0; i < columns.size(); ++i) out << (i > 0 ? "," : "") << columns[i];

@@ -65,6 +65,38 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   EXPECT_EQ(selective, 48);
 }
 
+// Context-parallel exchanges and tensor-parallel overlap multiply only the layouts they apply to.
+// In the hand count above (one strategy, no recompute, 1F1B only: 24 layouts), cp > 1 holds for
+// (1,2) 6, (1,4) 2, (2,2) 2 = 10 layouts, tp > 1 for (2,1) 6, (2,2) 2, (4,1) 2 = 10, both for (2,2)'s
+// 2. Three exchanges: 24 + 2 x 10 = 44; then overlap off and on: each tp > 1 layout twice,
+// 44 + (6 + 2 x 3 + 2) = 58. Overlap on sets sequence parallelism, which it needs.
+TEST(LayoutSearch, CpExchangesAndTpOverlapApplyWhereTheyMeanSomething) {
+  SearchSpace space;
+  space.max_pp = 2;
+  space.max_virtual_stages = 2;
+  space.max_micro_batch = 2;
+  space.strategies = {DataParallel::zero2};
+  space.recompute = {Recompute::none};
+  space.schedules = {PipelineSchedule::one_f_one_b};
+  space.cp_comms = {CpComm::p2p, CpComm::all_gather, CpComm::a2a};
+  EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 44u);
+  space.tp_overlap = {false, true};
+  const auto all = enumerate_layouts(4, 4, 8, space);
+  EXPECT_EQ(all.size(), 58u);
+  for (const LayoutChoice& l : all) {
+    EXPECT_EQ(l.cp_comm.has_value(), l.cp > 1) << l.name();
+    EXPECT_EQ(l.tp_overlap.has_value(), l.tp > 1) << l.name();
+    if (!l.tp_overlap || !*l.tp_overlap) continue;
+    EXPECT_NE(l.name().find(" tp-overlap"), std::string::npos) << l.name();
+    bool overlap = false, sp = false;
+    for (const ScenarioEdit& e : l.edits()) {
+      if (e.key == "parallel.tp_overlap") overlap = std::get<bool>(e.value);
+      if (e.key == "parallel.sequence_parallel") sp = std::get<bool>(e.value);
+    }
+    EXPECT_TRUE(overlap && sp) << l.name();
+  }
+}
+
 // A mixture of experts adds expert parallelism: 16 GPUs, tp 1 or 2 (cp 1, pp 1), so tp x cp x dp =
 // 16 ranks a stage; 8 experts: ep over the divisors of gcd(8, 16) = 8, i.e. 1, 2, 4, 8, for each
 // tp: 8 layouts, and 4 with --max-ep 2 (ep 1, 2). Sequence parallelism follows tp.
