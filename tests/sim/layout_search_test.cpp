@@ -16,6 +16,18 @@ namespace {
 
 const std::string kScenario = "tests/sim/data/search_16gpu.toml";
 
+// The hand-counted case below: 4 GPUs in one node, pp <= 2, v <= 2, micro-batch <= 2, one
+// strategy, no recompute.
+SearchSpace hand_counted_space() {
+  SearchSpace space;
+  space.max_pp = 2;
+  space.max_virtual_stages = 2;
+  space.max_micro_batch = 2;
+  space.strategies = {DataParallel::zero2};
+  space.recompute = {Recompute::none};
+  return space;
+}
+
 TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   // 4 GPUs in one node, global batch 8, pp <= 2, v <= 2, micro-batch <= 2, one strategy, no
   // checkpointing. (tp, cp) with tp x cp <= 4: (1,1) (1,2) (1,4) (2,1) (2,2) (4,1).
@@ -24,12 +36,7 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
   //   (1,4), (2,2), (4,1): pp 1 only (dp 1: mb 1, 2)                                    -> 2 each
   // 6 + 6 + 6 + 3 x 2 = 24; with two strategies and checkpointing on and off, 96. ZB-H1 adds a
   // plain pipeline's second schedule: (1,1), (1,2), (2,1) pp 2 v 1 (mb 1, 2): 3 x 2 = 6 more, 30.
-  SearchSpace space;
-  space.max_pp = 2;
-  space.max_virtual_stages = 2;
-  space.max_micro_batch = 2;
-  space.strategies = {DataParallel::zero2};
-  space.recompute = {Recompute::none};
+  SearchSpace space = hand_counted_space();
   EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 30u);
   int zero_bubble = 0;
   for (const LayoutChoice& l : enumerate_layouts(4, 4, 8, space)) {
@@ -71,12 +78,7 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
 // 2. Three exchanges: 24 + 2 x 10 = 44; then overlap off and on: each tp > 1 layout twice,
 // 44 + (6 + 2 x 3 + 2) = 58. Overlap on sets sequence parallelism, which it needs.
 TEST(LayoutSearch, CpExchangesAndTpOverlapApplyWhereTheyMeanSomething) {
-  SearchSpace space;
-  space.max_pp = 2;
-  space.max_virtual_stages = 2;
-  space.max_micro_batch = 2;
-  space.strategies = {DataParallel::zero2};
-  space.recompute = {Recompute::none};
+  SearchSpace space = hand_counted_space();
   space.schedules = {PipelineSchedule::one_f_one_b};
   space.cp_comms = {CpComm::p2p, CpComm::all_gather, CpComm::a2a};
   EXPECT_EQ(enumerate_layouts(4, 4, 8, space).size(), 44u);

@@ -43,6 +43,15 @@ TEST(SegmentsOf, KeepsOneSegmentPerGroup) {
   for (const Segment& s : segments) EXPECT_EQ(s.edges.size(), 512u);
 }
 
+// 8 one-GPU nodes on a fat tree of radix 4 at oversubscription 3: leaves of 3 nodes behind one
+// up-port each.
+network::ClusterSpec oversubscribed_8_nodes() {
+  network::ClusterSpec spec = testing::one_gpu_nodes(8, network::Topology::fat_tree);
+  spec.fabric.switch_radix = 4;
+  spec.fabric.oversubscription = 3;
+  return spec;
+}
+
 // A PAT step (every rank sends to the rank `distance` before it) over 8 one-GPU nodes on a fat
 // tree of radix 4 at oversubscription 3: leaves of 3 nodes (0-2, 3-5, 6-7) behind one up-port each.
 // At distance 1 one edge leaves and one enters each leaf: every edge at the NIC's rate r. At
@@ -51,9 +60,7 @@ TEST(SegmentsOf, KeepsOneSegmentPerGroup) {
 // and the step ends with the slowest; with every edge capped at the rate they reach together
 // (coupled_group_rates, as run_pat runs its steps) it ends at the same instant: bytes / (r / k).
 TEST(RunFluid, EdgesCappedAtTheirCoupledRateEndWhenUncappedOnesDo) {
-  network::ClusterSpec spec = testing::one_gpu_nodes(8, network::Topology::fat_tree);
-  spec.fabric.switch_radix = 4;
-  spec.fabric.oversubscription = 3;
+  const network::ClusterSpec spec = oversubscribed_8_nodes();
   auto platform = Platform::create(spec);
   ASSERT_TRUE(platform) << platform.error().message;
   const double r = spec.fabric.nic_bw_bytes_per_s();
@@ -85,10 +92,8 @@ TEST(RunFluid, EdgesCappedAtTheirCoupledRateEndWhenUncappedOnesDo) {
 // edge at r / 2 at once, and not at r. `simulate` switches
 // unsimulated calls off (LinkOccupancy::disable). Returns its bandwidth time, or with `flows` the
 // flows SimGrid started.
-double ring_of_8(double cap_of_nic, bool simulate, bool flows) {
-  network::ClusterSpec spec = testing::one_gpu_nodes(8, network::Topology::fat_tree);
-  spec.fabric.switch_radix = 4;
-  spec.fabric.oversubscription = 3;
+double distance_2_step(double cap_of_nic, bool simulate, bool flows) {
+  const network::ClusterSpec spec = oversubscribed_8_nodes();
   auto platform = Platform::create(spec);
   EXPECT_TRUE(platform) << platform.error().message;
   const double r = spec.fabric.nic_bw_bytes_per_s();
@@ -107,24 +112,24 @@ double ring_of_8(double cap_of_nic, bool simulate, bool flows) {
 // Alone, a call capped at rates its links carry at once moves every segment at its cap: it starts
 // no flow and takes 64 MB / (r / 2), as SimGrid takes simulating it, to rounding.
 TEST(RunFluid, AnUnsimulatedCallEndsAsItsFlowsWould) {
-  const double r = testing::one_gpu_nodes(8, network::Topology::fat_tree).fabric.nic_bw_bytes_per_s();
+  const double r = oversubscribed_8_nodes().fabric.nic_bw_bytes_per_s();
   const double expected_s = 64e6 / (r / 2);
-  const double unsimulated_s = testing::in_child([] { return ring_of_8(0.5, false, false); });
-  const double simulated_s = testing::in_child([] { return ring_of_8(0.5, true, false); });
+  const double unsimulated_s = testing::in_child([] { return distance_2_step(0.5, false, false); });
+  const double simulated_s = testing::in_child([] { return distance_2_step(0.5, true, false); });
   EXPECT_NEAR(unsimulated_s, expected_s, 1e-12 * expected_s);
   EXPECT_NEAR(simulated_s, expected_s, 1e-12 * expected_s);
-  EXPECT_EQ(testing::in_child([] { return ring_of_8(0.5, false, true); }), 0);
-  EXPECT_GT(testing::in_child([] { return ring_of_8(0.5, true, true); }), 0);
+  EXPECT_EQ(testing::in_child([] { return distance_2_step(0.5, false, true); }), 0);
+  EXPECT_GT(testing::in_child([] { return distance_2_step(0.5, true, true); }), 0);
 }
 
 // Capped at the NIC's rate, the two edges through each up-port cannot both have their cap: the call
 // is simulated (priced at its caps it would end in half the time), and ends when those edges have
 // moved their bytes at r / 2 each.
 TEST(RunFluid, CapsTheLinksCannotCarryAreSimulated) {
-  const double r = testing::one_gpu_nodes(8, network::Topology::fat_tree).fabric.nic_bw_bytes_per_s();
+  const double r = oversubscribed_8_nodes().fabric.nic_bw_bytes_per_s();
   const double expected_s = 64e6 / (r / 2);
-  EXPECT_GT(testing::in_child([] { return ring_of_8(1.0, false, true); }), 0);
-  EXPECT_NEAR(testing::in_child([] { return ring_of_8(1.0, false, false); }), expected_s, 1e-9 * expected_s);
+  EXPECT_GT(testing::in_child([] { return distance_2_step(1.0, false, true); }), 0);
+  EXPECT_NEAR(testing::in_child([] { return distance_2_step(1.0, false, false); }), expected_s, 1e-9 * expected_s);
 }
 
 }  // namespace
