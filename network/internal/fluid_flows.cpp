@@ -15,7 +15,6 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace sg4 = simgrid::s4u;
 
