@@ -232,9 +232,9 @@ nccl-tests-published.csv and points-1to4-nodes.csv) and from nccl-tests logs as 
 always the scenario's: read the source column.
 
 --format markdown with --plots DIR writes the accuracy document with one figure per measured
-sweep (measured and simulated busbw against size). docs/accuracy.md is made so:
+sweep (measured and simulated busbw against size). docs/accuracy_nccl_tests.md is made so:
   commbound validate scenarios/examples/dgx-h100-ib-ndr.toml --plots docs/figures/accuracy \
-      --format markdown --out docs/accuracy.md --force
+      --format markdown --out docs/accuracy_nccl_tests.md --force
 )");
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--reference", a->references,
