@@ -15,9 +15,13 @@ Two checks of the parts of that figure (PyTorch eager only):
                  time held behind a sleep kernel on an H100 (docs/reference/pytorch-h100-profiled/
                  held.csv, 32 shapes);
   --host-replay  the host: the forward rows replayed through the engine's issue rule (a kernel
-                 starts once issued and once the one before it ended) with the host time per op
-                 measured in the layer's own code (host_layer_ops.csv) instead of one cost per op,
-                 scaled so the sum of the host-bound row's costs is that row's real forward time.
+                 starts once issued and once the one before it ended) with other host costs than
+                 one per op: the host time per op measured in the layer's own code
+                 (host_layer_ops.csv), and each op's single-op cost by its kind (host_ops.csv: a
+                 view, an elementwise op, F.linear, SDPA). Each set is scaled so the sum of the
+                 host-bound row's costs is that row's real forward time. Last column: the scale of
+                 the per-kind costs at which the row would come out as measured (none where no
+                 scale from 0.2 to 3 does); one host would need one scale.
 """
 import argparse
 import csv
@@ -106,22 +110,45 @@ def host_of(name, cost, nth_fp32):
                               "add": "add"}[op]]
 
 
+# Each forward op of host_layer_ops.csv by the kind host_ops.csv timed it as (tiny tensors, one op
+# at a time): the norms' casts, the RoPE products of a strided slice, the fused projections.
+OP_KIND = {"to_fp32": "to_fp32", "to_fp32_2": "to_fp32", "to_bf16": "to_fp32", "pow": "pow", "mean": "mean",
+           "add_eps": "add_scalar", "rsqrt": "rsqrt", "mul": "mul_broadcast", "mul_weight": "mul_broadcast",
+           "qkv_linear": "linear", "o_linear": "linear", "gate_up_linear": "linear", "down_linear": "linear",
+           "split": "split3", "view_q": "view", "view_k": "view", "view_v": "view", "flatten": "view",
+           "transpose_q": "transpose", "transpose_k": "transpose", "transpose_v": "transpose",
+           "transpose_out": "transpose", "slice1": "slice_step2", "slice2": "slice_step2",
+           "mul1": "mul_strided", "mul2": "mul_strided", "mul3": "mul_strided", "mul4": "mul_strided",
+           "sub": "mul", "add": "mul", "residual": "mul", "swiglu_mul": "mul", "stack": "stack2", "sdpa": "sdpa",
+           "reshape_copy": "reshape_copy", "chunk": "chunk2", "silu": "silu"}
+
+
+class KindCost(dict):
+    """host_layer_ops.csv's op names -> that op's kind's single-op cost (host_ops.csv)."""
+
+    def __missing__(self, op):
+        return self["__kinds__"][OP_KIND[op.split(".")[-1]]]
+
+
 def host_replay(binary, extra_sets):
     measured = {}
     for r in csv.DictReader(open(PROFILED / "host_layer_ops.csv")):
         measured.setdefault(r["op"], []).append(float(r["host_us"]))
-    cost = {op: statistics.median(v) for op, v in measured.items()}
+    in_layer = {op: statistics.median(v) for op, v in measured.items()}
+    by_kind = KindCost(__kinds__={r["op"]: float(r["per_op_us"]) for r in csv.DictReader(open(PROFILED / "host_ops.csv"))
+                                  if r["direction"] == "forward"})
 
     def forward(row):
         d = kernels_of(binary, row, extra_sets)
         ks = [k for k in d["kernels"] if k["part"] == "layer.forward"]
         seen = {}
-        hosts = []
+        hosts = {"in_layer": [], "by_kind": []}
         for k in ks:
             norm = k["kernel"].split(".fwd.", 1)[1].split(".")[0]
             if k["kernel"].endswith(".to_fp32"):
                 seen[norm] = seen.get(norm, 0) + 1
-            hosts.append(host_of(k["kernel"], cost, seen.get(norm, 0)))
+            hosts["in_layer"].append(host_of(k["kernel"], in_layer, seen.get(norm, 0)))
+            hosts["by_kind"].append(host_of(k["kernel"], by_kind, seen.get(norm, 0)))
         part = next(p for p in d["parts"] if p["part"] == "layer.forward")
         return ks, hosts, part["time_ms"]
 
@@ -132,21 +159,37 @@ def host_replay(binary, extra_sets):
             end = max(issued, end) + k["gpu_us"]
         return end / 1e3
 
+    def scale_for(ks, hosts, real_ms):  # replay() grows with the scale: bisect
+        lo, hi = 0.2, 3.0
+        if not replay(ks, hosts, lo) <= real_ms <= replay(ks, hosts, hi):
+            return None
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if replay(ks, hosts, mid) < real_ms else (lo, mid)
+        return (lo + hi) / 2
+
     rows = list(csv.DictReader(open(ROOT / "docs/reference/pytorch-h100/layer_fwd_bwd.csv")))
     host_row = next(r for r in rows if (r["model"], r["tp"], r["batch"], r["seq"]) == HOST_ROW)
     ks, hosts, _ = forward(host_row)
-    scale = float(host_row["fwd_ms"]) * 1e3 / sum(hosts)
-    print(f"host replay: measured forward host costs sum to {sum(hosts):.0f} us at the host-bound row; x {scale:.3f}")
-    uniform, measured_errors = [], []
+    scale = {name: float(host_row["fwd_ms"]) * 1e3 / sum(h) for name, h in hosts.items()}
+    for name, what in (("in_layer", "measured in the layer"), ("by_kind", "single-op by kind")):
+        print(f"host replay: {what}, forward host costs sum to {sum(hosts[name]):.0f} us at the host-bound row; "
+              f"x {scale[name]:.3f}")
+    errors = {"one cost per op": [], "measured in the layer": [], "by kind": []}
     for r in rows:
         ks, hosts, today_ms = forward(r)
         real = float(r["fwd_ms"])
-        t = replay(ks, hosts, scale)
-        uniform.append(abs(today_ms / real - 1) * 100)
-        measured_errors.append(abs(t / real - 1) * 100)
-        print(f"{r['model']:5} {r['tp']:>2} {r['batch']:>2} {r['seq']:>5} | real {real:7.3f} | one cost per op "
-              f"{(today_ms / real - 1) * 100:+6.1f}% | measured costs {(t / real - 1) * 100:+6.1f}%")
-    for name, e in (("one cost per op", uniform), ("measured costs", measured_errors)):
+        errs = {"one cost per op": today_ms / real - 1,
+                "measured in the layer": replay(ks, hosts["in_layer"], scale["in_layer"]) / real - 1,
+                "by kind": replay(ks, hosts["by_kind"], scale["by_kind"]) / real - 1}
+        needed = scale_for(ks, hosts["by_kind"], real)
+        line = f"{r['model']:5} {r['tp']:>2} {r['batch']:>2} {r['seq']:>5} | real {real:7.3f}"
+        for name, e in errs.items():
+            errors[name].append(abs(e) * 100)
+            line += f" | {name} {e * 100:+6.1f}%"
+        line += f" | by kind exact at x {needed / scale['by_kind']:.2f}" if needed else " | by kind exact at none"
+        print(line)
+    for name, e in errors.items():
         print(f"{name}: |error| median {statistics.median(e):.1f}%, {sum(x <= 5 for x in e)} of {len(e)} within 5%")
 
 
@@ -157,7 +200,7 @@ def main():
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a scenario key for every row, as `commbound profile --set` takes it")
     parser.add_argument("--held", action="store_true", help="the GPU alone against held.csv (eager only)")
-    parser.add_argument("--host-replay", action="store_true", help="the forward rows with the measured host cost per op")
+    parser.add_argument("--host-replay", action="store_true", help="the forward rows with other host costs per op")
     args = parser.parse_args()
     binary = ROOT / args.build / "bin" / "commbound"
     if args.held:
