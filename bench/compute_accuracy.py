@@ -123,20 +123,14 @@ OP_KIND = {"to_fp32": "to_fp32", "to_fp32_2": "to_fp32", "to_bf16": "to_fp32", "
            "reshape_copy": "reshape_copy", "chunk": "chunk2", "silu": "silu"}
 
 
-class KindCost(dict):
-    """host_layer_ops.csv's op names -> that op's kind's single-op cost (host_ops.csv)."""
-
-    def __missing__(self, op):
-        return self["__kinds__"][OP_KIND[op.split(".")[-1]]]
-
-
 def host_replay(binary, extra_sets):
     measured = {}
     for r in csv.DictReader(open(PROFILED / "host_layer_ops.csv")):
         measured.setdefault(r["op"], []).append(float(r["host_us"]))
     in_layer = {op: statistics.median(v) for op, v in measured.items()}
-    by_kind = KindCost(__kinds__={r["op"]: float(r["per_op_us"]) for r in csv.DictReader(open(PROFILED / "host_ops.csv"))
-                                  if r["direction"] == "forward"})
+    single_op = {r["op"]: float(r["per_op_us"]) for r in csv.DictReader(open(PROFILED / "host_ops.csv"))
+                 if r["direction"] == "forward"}
+    by_kind = {op: single_op[OP_KIND[op.split(".")[-1]]] for op in in_layer}
 
     def forward(row):
         d = kernels_of(binary, row, extra_sets)
