@@ -87,8 +87,8 @@ std::vector<BandSummary> summarise(const std::vector<ValidationRow>& rows);
 void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows, bool csv);
 void write_summary(std::ostream& out, const std::vector<BandSummary>& bands);
 
-// docs/accuracy_nccl_tests.md: how to regenerate it (`command`), the band summary, one figure per series
-// (`figures`: series -> path relative to the document, "" for none) and every point.
+// docs/accuracy_nccl_tests.md: how to regenerate it (`command`), the band summary, one figure per
+// series (`figures`: series -> path relative to the document, "" for none) and every point.
 struct SeriesFigure {
   std::string series;
   std::string path;
