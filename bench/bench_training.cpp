@@ -69,6 +69,11 @@ int main(int argc, char** argv) {
                       "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
                       "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
                       "training.activation_checkpointing=full"}});
+    cases.push_back({"Llama 3.1 405B TP8 PP16 DP1024, 131072 GPUs", "scenarios/published/llama3.1_405b_dgxc_bf16.toml",
+                     {"cluster.nodes=16384", "fabric.switch_radix=128", "training.global_batch=2048",
+                      "sweep.values=[[16384, 2048]]", "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
+                      "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
+                      "training.activation_checkpointing=full"}});
     cases.push_back({"DeepSeek-V3-shaped TP2 PP8 EP64, 2048 GPUs", "bench/scenarios/deepseek_v3_ep64_2048gpu.toml", {}});
   }
   for (const Case& c : cases) {

@@ -135,14 +135,15 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
-  const std::string v = lower(s);
+  // nccl-tests' and NCCL's spellings alike: allgather, all_gather, send_recv, all_to_all.
+  std::string v = lower(s);
+  std::erase(v, '_');
   for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,
                           CollectiveOp::send_recv, CollectiveOp::all_to_all}) {
     if (v == to_string(op)) {
       return op;
     }
   }
-  if (v == "all_to_all") return CollectiveOp::all_to_all;
   return std::nullopt;
 }
 

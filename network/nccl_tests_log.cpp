@@ -1,5 +1,6 @@
 #include "network/nccl_tests_log.hpp"
 
+#include "calibration/base/file_type.hpp"
 #include "calibration/base/number_text.hpp"
 #include "calibration/base/one_line.hpp"
 #include "calibration/table/table_reader.hpp"
@@ -250,6 +251,7 @@ Expected<std::vector<NcclTestsLog>> parse_nccl_tests_log(const std::string& path
 }
 
 Expected<std::vector<NcclTestsLog>> read_nccl_tests_log(const std::string& path, const LogFacts& facts) {
+  if (Status ok = check_readable_file(path); !ok) return ok.error();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error{path + ": cannot be read"};
   std::string text;

@@ -81,6 +81,11 @@ std::unique_ptr<sg4::Engine> start_engine(MaxMinScope scope) {
       "--cfg=network/crosstraffic:0",      // no reverse-direction ACK load (RDMA, NVLink)
       std::string("--cfg=contexts/stack-size:") + kStackSizeKiB,
       "--cfg=contexts/factory:raw",
+      // No guard page below each actor's stack: protecting one splits the stack's mapping, and the
+      // kernel's limit on mappings per process (vm.max_map_count, 65530 by default) then stops
+      // SimGrid near 32k actors ("Failed to protect stack"), where a 131,072-GPU run needs more.
+      // Our actors' frames are shallow (64 KiB stacks, above) and never recurse.
+      "--cfg=contexts/guard-size:0",
       // Actions are updated at every event, not lazily through a heap: measured by
       // bench/bench_training, Llama-2 7B FSDP on 16384 GPUs in 9.0 s instead of 13.3 s
       // (bench_collectives' 256-rank step ring: 3.8 s instead of 5.4 s); outputs are byte-identical.

@@ -12,4 +12,12 @@ Expected<std::filesystem::file_type> file_type_at(const std::filesystem::path& p
   return Error{path.string() + ": " + ec.message()};
 }
 
+Status check_readable_file(const std::filesystem::path& path) {
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::directory) return Error{path.string() + ": is a folder, not a file"};
+  if (*type == std::filesystem::file_type::not_found) return Error{path.string() + ": cannot be read"};
+  return Ok{};
+}
+
 }  // namespace commbound

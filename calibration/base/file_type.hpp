@@ -16,4 +16,9 @@ namespace commbound {
 // "loop.json: Too many levels of symbolic links".
 Expected<std::filesystem::file_type> file_type_at(const std::filesystem::path& path);
 
+// Fails unless `path` names something a reader can open as a file: "<path>: is a folder, not a
+// file" (a stream opens a folder and then reads nothing, which a reader would report as an empty
+// file), "<path>: cannot be read" when nothing is there, or the system's reason.
+Status check_readable_file(const std::filesystem::path& path);
+
 }  // namespace commbound

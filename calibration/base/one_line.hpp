@@ -11,6 +11,15 @@
 
 namespace commbound {
 
+// Whether `text` holds a control character (below 0x20, or DEL): what one_line escapes, and what a
+// path may not hold where it is written into another program's input (a job script).
+inline bool has_control_character(const std::string& text) {
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
 // `error` with the control characters of its message escaped as C does: a newline becomes the two
 // characters \n, a carriage return \r, a tab \t, ESC \x1b (any other as \xNN).
 inline Error one_line(Error error) {

@@ -1,9 +1,11 @@
 #include "sim/cli/common.hpp"
 
 #include "sim/cli/command.hpp"
+#include "sim/scenario/size_limits.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 namespace commbound::cli {
@@ -33,16 +35,44 @@ Expected<sim::ScenarioFile> load(const ScenarioArgs& args, const std::vector<std
   return sim::ScenarioFile::load(args.scenario, sets, presets(args.calibration));
 }
 
+void add_force_large_flag(CLI::App& cmd, bool& force_large) {
+  cmd.add_flag("--force-large", force_large,
+               "run a [sweep] of more than " + std::to_string(sim::kMaxSweepPoints) + " points (docs/limits.md)");
+}
+
+Status check_points(const sim::ScenarioFile& file, bool force_large) {
+  const auto points = static_cast<std::int64_t>(file.points());
+  if (force_large || points <= sim::kMaxSweepPoints) return Ok{};
+  return Error{file.scenario().path + ": sweep.values: " + std::to_string(points) + " points, more than " +
+               std::to_string(sim::kMaxSweepPoints) + " (docs/limits.md); pass --force-large to run them all"};
+}
+
 int fail(const std::string& message) {
   std::cerr << "commbound: " << message << "\n";
   return kExitBadInput;
+}
+
+CLI::Validator op_choice(std::vector<network::CollectiveOp> ops) {
+  std::string names;
+  for (network::CollectiveOp op : ops) names += (names.empty() ? "" : " | ") + std::string(network::to_string(op));
+  return CLI::Validator(
+      [ops, names](std::string& value) -> std::string {
+        const auto op = network::parse_collective_op(value);
+        if (!op || std::find(ops.begin(), ops.end(), *op) == ops.end()) {
+          return value + " is not a collective here: " + names + " (or nccl-tests' all_reduce, ...)";
+        }
+        value = network::to_string(*op);
+        return "";
+      },
+      names);
 }
 
 CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsMember(std::move(formats)); }
 
 void add_log_fact_args(CLI::App& cmd, LogFactArgs& args) {
   cmd.add_option("--op", args.op, "the logs' collective when they do not say")
-      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "sendrecv"}));
+      ->check(op_choice({network::CollectiveOp::all_reduce, network::CollectiveOp::all_gather,
+                         network::CollectiveOp::reduce_scatter, network::CollectiveOp::send_recv}));
   cmd.add_option("--nodes", args.nodes, "the logs' node count when they do not say")->check(CLI::Range(1, network::kMaxNodes));
   cmd.add_option("--gpus-per-node", args.gpus_per_node, "the logs' GPUs per node when they do not say")
       ->check(CLI::Range(1, 1024));

@@ -38,8 +38,17 @@ struct LogFactArgs {
 void add_log_fact_args(CLI::App& cmd, LogFactArgs& args);
 network::LogFacts log_facts(const LogFactArgs& args);
 
+// --force-large on `cmd`: lifts the limit on a [sweep]'s points (sim/scenario/size_limits.hpp).
+void add_force_large_flag(CLI::App& cmd, bool& force_large);
+// Fails when `file`'s [sweep] has more than kMaxSweepPoints points and `force_large` is not set.
+Status check_points(const sim::ScenarioFile& file, bool force_large);
+
 // Prints "commbound: <message>" on stderr and returns kExitBadInput.
 int fail(const std::string& message);
+
+// --op's values: each of `ops` by its name or nccl-tests' ("allreduce" or "all_reduce"); the value
+// is rewritten to commbound's name.
+CLI::Validator op_choice(std::vector<network::CollectiveOp> ops);
 
 // --format's values.
 CLI::Validator format_choice(std::vector<std::string> formats);

@@ -51,9 +51,10 @@ int run_collective(const CollectiveArgs& a) {
     return fail("--gpus-per-node " + std::to_string(a.gpus_per_node) + ": node type " + sc.cluster.node.name +
                 " has " + std::to_string(sc.cluster.node.gpus) + " GPUs");
   }
-  if (a.gpus_per_node == 1 && sweep.op != network::CollectiveOp::send_recv &&
-      *std::min_element(sweep.nodes.begin(), sweep.nodes.end()) == 1) {
-    return fail("--gpus-per-node 1 on 1 node is a single GPU: a collective needs at least 2");
+  const int gpus_per_node = a.gpus_per_node > 0 ? a.gpus_per_node : sc.cluster.node.gpus;
+  if (gpus_per_node == 1 && *std::min_element(sweep.nodes.begin(), sweep.nodes.end()) == 1) {
+    return fail(std::string(a.gpus_per_node > 0 ? "--gpus-per-node 1" : "node type " + sc.cluster.node.name + " (1 GPU)") +
+                " on 1 node is a single GPU: " + network::to_string(sweep.op) + " needs at least 2 ranks");
   }
   sweep.gpus_per_node = a.gpus_per_node;
   sweep.algorithm = a.algo.empty() ? sc.nccl_options.algorithm : network::parse_algorithm(a.algo);
@@ -63,7 +64,9 @@ int run_collective(const CollectiveArgs& a) {
     if (sweep.op != network::CollectiveOp::all_to_all) return fail("--dispatcher " + a.dispatcher + ": for --op alltoall only");
     sweep.all_to_all_method = *network::parse_all_to_all_method(a.dispatcher);
   }
-  if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  if (Status ok = sim::check_outputs({{"--out", a.out}}, {{"scenario", a.scenario.scenario}}, a.force); !ok) {
+    return fail(ok.error().message);
+  }
   auto platform = network::Platform::create(sc.cluster);
   if (!platform) return fail(sc.path + ": " + platform.error().message);
   const bool show_progress = isatty(STDERR_FILENO) != 0;
@@ -87,7 +90,9 @@ int run_platform(const PlatformArgs& a) {
   auto file = load(a.scenario);
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
-  if (Status ok = sim::check_writable(a.export_path, a.force); !ok) return fail(ok.error().message);
+  if (Status ok = sim::check_outputs({{"--export", a.export_path}}, {{"scenario", a.scenario.scenario}}, a.force); !ok) {
+    return fail(ok.error().message);
+  }
   auto platform = network::Platform::create(sc.cluster);
   if (!platform) return fail(sc.path + ": " + platform.error().message);
   const network::Platform& p = **platform;
@@ -131,7 +136,10 @@ int run_validate(const ValidateArgs& a) {
   auto file = load(a.scenario, {"cluster.nodes=" + std::to_string(sim::largest_node_count(*points))});
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
-  if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  std::vector<sim::NamedPath> inputs = {{"scenario", a.scenario.scenario}};
+  for (const std::string& r : a.references) inputs.push_back({"--reference", r});
+  for (const std::string& l : a.logs) inputs.push_back({"--nccl-tests", l});
+  if (Status ok = sim::check_outputs({{"--out", a.out}}, inputs, a.force); !ok) return fail(ok.error().message);
   const auto figures = sim::series_figures(*points, a.plots);
   if (Status ok = sim::check_series_figures(a.plots, figures, a.force); !ok) return fail(ok.error().message);
   const bool show_progress = isatty(STDERR_FILENO) != 0;
@@ -181,7 +189,9 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--op", a->op, "allgather | reducescatter | allreduce | sendrecv | alltoall")
       ->type_name("OP")->required()
-      ->check(CLI::IsMember({"allgather", "reducescatter", "allreduce", "sendrecv", "alltoall"}));
+      ->check(op_choice({network::CollectiveOp::all_gather, network::CollectiveOp::reduce_scatter,
+                         network::CollectiveOp::all_reduce, network::CollectiveOp::send_recv,
+                         network::CollectiveOp::all_to_all}));
   cmd->add_option("--nodes", a->nodes, "node counts: \"1,2,4\" or \"1:512\" (doubling)")->type_name("LIST")->required();
   cmd->add_option("--bytes", a->bytes, "sizes with binary suffixes K M G: \"1G\", \"8M,64M\", \"1K:1G\" (doubling)")
       ->type_name("LIST")->required();

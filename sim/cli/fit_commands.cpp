@@ -39,8 +39,11 @@ int run_fit_fabric(FitArgs a) {
   if (!max) return fail(max.error().message);
   options.min_bytes = min->front();
   options.max_bytes = max->front();
+  if (Status ok = sim::check_plain_name("--name", a.name); !ok) return fail(ok.error().message);
   const std::string out = a.out.empty() ? (presets(a.scenario.calibration).dir() / "fabric" / (a.name + ".toml")).string() : a.out;
-  if (Status ok = sim::check_writable(out, a.force); !ok) return fail(ok.error().message);
+  std::vector<sim::NamedPath> inputs = {{"--scenario", a.scenario.scenario}};
+  for (const std::string& log : a.logs) inputs.push_back({"log", log});
+  if (Status ok = sim::check_outputs({{"--out", out}}, inputs, a.force); !ok) return fail(ok.error().message);
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto report = sim::fit_fabric(sc, *logs, options, a.name, [&](int evaluations) {
     if (tty) std::cerr << "\rfit-fabric: " << evaluations << " model evaluations" << std::flush;

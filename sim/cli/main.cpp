@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -45,6 +46,40 @@ public:
   }
 };
 
+// Edits (insert, delete, replace one character) that turn `a` into `b`: Levenshtein's distance.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "unknown command 'rn' (did you mean 'run'?)": the command nearest `word` when it is at most two
+// edits away (or `word` starts it), else the list.
+std::string unknown_command(const CLI::App& app, const std::string& word) {
+  std::string nearest, all;
+  std::size_t best = 3;
+  for (const CLI::App* cmd : app.get_subcommands({})) {
+    const std::string& name = cmd->get_name();
+    all += (all.empty() ? "" : ", ") + name;
+    const std::size_t d = name.rfind(word, 0) == 0 ? 1 : edit_distance(word, name);
+    if (d < best) {
+      best = d;
+      nearest = name;
+    }
+  }
+  return "commbound: unknown command '" + word + "' " +
+         (nearest.empty() ? "(commands: " + all + ")" : "(did you mean '" + nearest + "'?)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,6 +111,15 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << app.help();
     return kExitBadInput;
+  }
+  // A first word that is no option and no command is a mistyped command, not an extra argument.
+  if (const std::string first = argv[1]; !first.empty() && first[0] != '-') {
+    const auto commands = app.get_subcommands({});
+    const bool known = std::any_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->get_name() == first; });
+    if (!known) {
+      std::cerr << unknown_command(app, first) << "\n";
+      return kExitBadInput;
+    }
   }
   try {
     app.parse(argc, argv);

@@ -48,7 +48,9 @@ int profile(const ProfileArgs& args) {
     return fail(sc.path + ": profile needs one point: the [sweep] has " + std::to_string(file->points()) +
                 "; pick one with --set 'sweep.values=[...]'");
   }
-  if (Status ok = sim::check_writable(args.out, args.force); !ok) return fail(ok.error().message);
+  if (Status ok = sim::check_outputs({{"--out", args.out}}, {{"scenario", args.scenario.scenario}}, args.force); !ok) {
+    return fail(ok.error().message);
+  }
   const sim::TrainingSpec& t = *sc.training;
   const sim::CostModel cost = sim::cost_model(sc);
   const sim::ComputeProfile profile = sim::profile_compute(t, cost);

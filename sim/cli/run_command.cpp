@@ -54,6 +54,7 @@ struct RunArgs {
   std::string trace;
   bool force = false;
   bool explain = false;
+  bool force_large = false;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
@@ -97,9 +98,12 @@ int run(const RunArgs& args) {
   if (!file) return fail(file.error().message);
   const sim::Scenario& base = file->scenario();
   if (!base.training) return fail(base.path + ": run needs a [model] section (and optionally [training], [parallel])");
-  for (const std::string& path : {args.out, args.trace}) {
-    if (Status ok = sim::check_writable(path, args.force); !ok) return fail(ok.error().message);
+  if (Status ok = sim::check_outputs({{"--out", args.out}, {"--trace", args.trace}}, {{"scenario", args.scenario.scenario}},
+                                     args.force);
+      !ok) {
+    return fail(ok.error().message);
   }
+  if (Status ok = check_points(*file, args.force_large); !ok) return fail(ok.error().message);
   if (!args.trace.empty() && file->points() > 1) {
     return fail("--trace needs one point: the [sweep] has " + std::to_string(file->points()) +
                 "; pick one with --set 'sweep.values=[...]'");
@@ -160,6 +164,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "collective kind (calls, bytes, NCCL algorithm, time, exposed time, wait) and the pipeline "
                 "bubble; one table per point (see below)");
   cmd->add_flag("--force", args->force, "allow --out and --trace to replace existing files");
+  add_force_large_flag(*cmd, args->force_large);
   cmd->add_option("-j,--jobs", args->jobs, "points simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
   cmd->footer(std::string(kRunDescription) + "\n" + sim::explain_columns_help() + R"(

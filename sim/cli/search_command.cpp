@@ -89,7 +89,9 @@ int run_search(SearchArgs a) {
   if (!file) return fail(file.error().message);
   const sim::Scenario& base = file->scenario();
   if (!base.training) return fail(base.path + ": search needs a [model] section (and [training] global_batch)");
-  if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  if (Status ok = sim::check_outputs({{"--out", a.out}}, {{"scenario", a.scenario.scenario}}, a.force); !ok) {
+    return fail(ok.error().message);
+  }
   if (!a.strategies.empty()) {
     a.space.strategies.clear();
     for (const std::string& s : a.strategies) a.space.strategies.push_back(*sim::parse_data_parallel(s));

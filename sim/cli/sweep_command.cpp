@@ -3,6 +3,7 @@
 // the finished points of such a folder collected into its results.
 #include "calibration/base/file_type.hpp"
 #include "calibration/base/number_text.hpp"
+#include "calibration/base/one_line.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"
@@ -33,6 +34,7 @@ struct SweepArgs {
   std::string out_dir;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool force = false;
+  bool force_large = false;
   std::vector<std::string> emit;  // {"slurm", DIR}
   int tasks = 0;                  // --emit: array tasks (0: one per point, at most kMaxArrayTasks)
   std::string collect;            // --collect DIR
@@ -52,11 +54,14 @@ Expected<LoadedSweep> load_sweep(const SweepArgs& a) {
   if (!file->scenario().training) {
     return Error{file->scenario().path + ": sweep needs a [model] section (and optionally [training], [parallel])"};
   }
+  if (Status ok = check_points(*file, a.force_large); !ok) return ok.error();
   std::ifstream in(a.scenario.scenario);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   sim::SweepManifest manifest{a.scenario.scenario, a.scenario.sets, a.scenario.calibration, {}};
   for (std::size_t i = 0; i < file->points(); ++i) {
-    if (auto p = file->point(i); !p) return p.error();
+    auto p = file->point(i);
+    if (!p) return p.error();
+    if (Status size = sim::check_training_size(*p); !size) return size.error();
     const std::string name = file->point_name(i);
     manifest.points.push_back({name, sim::sweep_fingerprint(text, a.scenario.sets, name)});
   }
@@ -155,6 +160,7 @@ int emit_slurm(const SweepArgs& a) {
   std::error_code ec;
   const fs::path dir = fs::absolute(a.emit[1], ec).lexically_normal();
   if (ec) return fail(a.emit[1] + ": " + ec.message());
+  if (Status ok = sim::check_folder_writable(dir.string()); !ok) return fail(ok.error().message);
   auto type = file_type_at(dir);
   if (!type) return fail(type.error().message);
   const bool empty = *type == fs::file_type::not_found || fs::is_empty(dir, ec);
@@ -162,6 +168,18 @@ int emit_slurm(const SweepArgs& a) {
   if (!empty && !a.force) {
     return fail(a.emit[1] + ": exists and is not empty; not written into (pass --force to rewrite its job script; "
                             "finished points of the same sweep are kept)");
+  }
+  // The tasks run this binary on the absolute paths (the job may start anywhere).
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return fail("/proc/self/exe: " + ec.message());
+  const fs::path cwd = fs::current_path(ec);
+  if (ec) return fail("the working directory: " + ec.message());
+  // The paths go into a shell script's comments and #SBATCH lines, where quoting does not reach: a
+  // newline there would start a command of its own.
+  for (const std::string& path : {exe.string(), cwd.string(), a.scenario.scenario, a.scenario.calibration}) {
+    if (has_control_character(path)) {
+      return fail(one_line(Error{path + ": a path with a control character cannot go into a job script"}).message);
+    }
   }
   auto sweep = load_sweep(a);
   if (!sweep) return fail(sweep.error().message);
@@ -173,12 +191,6 @@ int emit_slurm(const SweepArgs& a) {
   if (ec) return fail((dir / "logs").string() + ": cannot create: " + ec.message());
   if (Status s = folder.write_manifest(sweep->manifest); !s) return fail(s.error().message);
 
-  // The tasks run this binary on the absolute paths (the job may start anywhere); every path here
-  // was opened already, so none of these fails short of the system losing the working directory.
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return fail("/proc/self/exe: " + ec.message());
-  const fs::path cwd = fs::current_path(ec);
-  if (ec) return fail("the working directory: " + ec.message());
   std::string command = shell_quoted(exe.string()) + " sweep " + shell_quoted((cwd / a.scenario.scenario).string());
   for (const auto& s : a.scenario.sets) command += " --set " + shell_quoted(s);
   if (!a.scenario.calibration.empty()) {
@@ -291,6 +303,7 @@ Examples:
   cmd->add_flag("--force", a->force,
                 "write into a folder that is not this sweep's (another sweep's points and results are removed "
                 "first), or rewrite an emitted job");
+  add_force_large_flag(*cmd, a->force_large);
   cmd->callback([a, &exit_code] { exit_code = sweep_command(*a); });
 }
 

@@ -6,6 +6,7 @@
 #include "sim/workload/memory_model.hpp"
 #include "sim/report/output.hpp"
 #include "sim/workload/shape_set.hpp"
+#include "sim/run/training_run.hpp"
 #include "sim/workload/workload.hpp"
 
 #include <chrono>
@@ -23,7 +24,9 @@ struct ShapesArgs {
 };
 
 int run_shapes(const ShapesArgs& a) {
-  if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  std::vector<sim::NamedPath> inputs;
+  for (const std::string& path : a.scenarios) inputs.push_back({"scenario", path});
+  if (Status ok = sim::check_outputs({{"--out", a.out}}, inputs, a.force); !ok) return fail(ok.error().message);
   sim::ShapeSet shapes;
   int simulated = 0, skipped = 0;
   for (const std::string& path : a.scenarios) {
@@ -38,6 +41,7 @@ int run_shapes(const ShapesArgs& a) {
         ++skipped;
         continue;
       }
+      if (Status size = sim::check_training_size(*sc); !size) return fail(size.error().message);
       ++simulated;
       for (const sim::Program& p : sim::build_programs(t)) shapes.add(p);
     }
@@ -96,7 +100,7 @@ Status read_achievable(const std::string& path, calibration::KernelTable::Datash
 }
 
 int run_derive_table(DeriveArgs a) {
-  if (Status ok = sim::check_writable(a.out, a.force); !ok) return fail(ok.error().message);
+  if (Status ok = sim::check_outputs({{"--out", a.out}}, {{"--from", a.from}}, a.force); !ok) return fail(ok.error().message);
   const sim::Presets presets = cli::presets(a.calibration);
   auto source = calibration::KernelTable::load(a.from, a.from);
   if (!source) return fail(source.error().message);

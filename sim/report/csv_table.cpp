@@ -1,5 +1,6 @@
 #include "sim/report/csv_table.hpp"
 
+#include "calibration/base/file_type.hpp"
 #include "calibration/base/number_text.hpp"
 #include "calibration/base/one_line.hpp"
 
@@ -50,6 +51,7 @@ Expected<double> CsvTable::number(std::size_t row, const std::string& name) cons
 }
 
 Expected<CsvTable> read_csv_table(const std::string& path) {
+  if (Status ok = check_readable_file(path); !ok) return ok.error();
   std::ifstream in(path);
   if (!in) return Error{path + ": cannot be read"};
   CsvTable table;

@@ -2,10 +2,14 @@
 
 #include "calibration/base/atomic_write.hpp"
 #include "calibration/base/file_type.hpp"
+#include "calibration/base/one_line.hpp"
 #include "network/cluster_spec.hpp"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cctype>
 #include <cmath>
@@ -15,12 +19,117 @@
 
 namespace commbound::sim {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a path names, not following a symbolic link at its end: the entry itself.
+const char* kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory: return "a folder";
+    case fs::file_type::symlink: return "a symbolic link";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::block:
+    case fs::file_type::character: return "a device";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+// Fails unless `dir` is an existing folder this process may create files in. `shown` names it.
+Status check_writable_folder(const fs::path& dir, const std::string& shown) {
+  auto type = file_type_at(dir);
+  if (!type) return type.error();
+  if (*type == fs::file_type::not_found) return Error{shown + ": no such folder"};
+  if (*type != fs::file_type::directory) return Error{shown + ": not a folder"};
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return Error{shown + ": folder not writable"};
+  return Ok{};
+}
+
+}  // namespace
+
 Status check_writable(const std::string& path, bool force) {
   if (path.empty() || path == "-") return Ok{};
-  auto type = file_type_at(path);
-  if (!type) return type.error();  // a symlink loop, a name too long: not writable either
-  if (force || *type == std::filesystem::file_type::not_found) return Ok{};
-  return Error{path + ": exists; not overwritten (pass --force to replace it)"};
+  if (has_control_character(path)) return one_line(Error{path + ": a file name with a control character"});
+  if (path.back() == '/') return Error{path + ": names a folder; give a file name"};
+  std::error_code ec;
+  const fs::file_status entry = fs::symlink_status(path, ec);
+  if (!fs::status_known(entry)) return Error{path + ": " + ec.message()};
+  if (entry.type() == fs::file_type::directory) return Error{path + ": is a folder; give a file name"};
+  const fs::path folder = fs::path(path).parent_path();
+  if (Status ok = check_writable_folder(folder.empty() ? fs::path(".") : folder, folder.empty() ? "." : folder.string());
+      !ok) {
+    return Error{path + ": " + (folder.empty() ? std::string("the current folder") : ok.error().message)};
+  }
+  if (entry.type() == fs::file_type::not_found) return Ok{};
+  if (!force) return Error{path + ": exists; not overwritten (pass --force to replace it)"};
+  if (entry.type() != fs::file_type::regular) {
+    return Error{path + ": " + kind_of(entry.type()) + "; --force replaces only regular files"};
+  }
+  return Ok{};
+}
+
+Status check_folder_writable(const std::string& dir) {
+  if (dir.empty()) return Error{"an empty folder name"};
+  if (has_control_character(dir)) return one_line(Error{dir + ": a folder name with a control character"});
+  // The nearest part of `dir` that exists must be a writable folder: the rest is created there.
+  fs::path existing = fs::path(dir).lexically_normal();
+  for (;;) {
+    auto type = file_type_at(existing);
+    if (!type) return Error{dir + ": " + type.error().message};
+    if (*type != fs::file_type::not_found) break;
+    if (!existing.has_parent_path() || existing.parent_path() == existing) {
+      existing = ".";
+      break;
+    }
+    existing = existing.parent_path();
+  }
+  if (Status ok = check_writable_folder(existing, existing.string()); !ok) {
+    return existing == fs::path(dir).lexically_normal() ? Error{ok.error().message}
+                                                         : Error{dir + ": cannot be created: " + ok.error().message};
+  }
+  return Ok{};
+}
+
+Status check_plain_name(const std::string& flag, const std::string& name) {
+  const std::string bad = flag + " \"" + name + "\": ";
+  if (name.empty()) return Error{flag + ": empty; give a plain file name"};
+  if (has_control_character(name)) return Error{flag + ": a name with a control character"};
+  if (name.find('/') != std::string::npos) return Error{bad + "a name, not a path (no '/')"};
+  if (name.front() == '.') return Error{bad + "a name may not start with '.' (hidden, or a folder)"};
+  return Ok{};
+}
+
+Status check_distinct(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  // The file a path names: what exists resolved (symbolic links, "..", "."), the rest as written.
+  auto identity = [](const std::string& path) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    return ec ? fs::absolute(path).lexically_normal() : p;
+  };
+  auto named = [](const std::string& path) { return !path.empty() && path != "-"; };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (!named(outputs[i].path)) continue;
+    const fs::path mine = identity(outputs[i].path);
+    auto same_as = [&](const NamedPath& other) -> Status {
+      if (!named(other.path) || identity(other.path) != mine) return Ok{};
+      return Error{outputs[i].flag + " " + outputs[i].path + ": the same file as " + other.flag + " " + other.path};
+    };
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      if (Status ok = same_as(outputs[j]); !ok) return ok;
+    }
+    for (const NamedPath& input : inputs) {
+      if (Status ok = same_as(input); !ok) return ok;
+    }
+  }
+  return Ok{};
+}
+
+Status check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs, bool force) {
+  for (const NamedPath& out : outputs) {
+    if (Status ok = check_writable(out.path, force); !ok) return Error{out.flag + " " + ok.error().message};
+  }
+  return check_distinct(outputs, inputs);
 }
 
 Status write_output(const std::string& path, bool force, const std::function<void(std::ostream&)>& write) {
@@ -66,6 +175,7 @@ Expected<double> parse_one(const std::string& flag, const std::string& text, Lis
   v *= scale;
   if (sizes) {
     if (v < 0) return Error{bad + "must be >= 0"};
+    if (v != std::floor(v)) return Error{bad + "not a whole number of bytes"};
     if (v > kMaxListBytes) {
       return Error{fmt::format("{}more than 1T ({:.0f} bytes), the largest buffer taken: no GPU's memory holds one that "
                                "large (the largest hold a few hundred GB)",

@@ -3,44 +3,56 @@
 #include "calibration/base/atomic_write.hpp"
 #include "sim/report/output.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <sstream>
 
 namespace commbound::sim {
-namespace {
 
-// A gnuplot single-quoted string: no escapes inside, a quote is written twice.
-std::string quoted(const std::string& s) {
+std::string gnuplot_string(const std::string& text) {
   std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\'') {
+      out += "''";
+    } else {
+      out += u < 0x20 || u == 0x7f ? ' ' : c;
+    }
+  }
   return out + "'";
 }
 
-std::string terminal_for(const std::string& output) {
-  const std::string ext = std::filesystem::path(output).extension().string();
+namespace {
+
+std::string terminal_for(const std::string& format) {
   // 1200x750 px reads in a README at half width and in a slide at full width.
-  if (ext == ".svg") return "svg size 1200,750 dynamic font 'sans,14'";
+  if (format == "svg") return "svg size 1200,750 dynamic font 'sans,14'";
   return "pngcairo size 1200,750 font 'sans,12'";
 }
 
-// Terminal, output, title and y label: what every figure starts with.
-std::string preamble(const std::string& output, const std::string& title, const std::string& y_label) {
-  return "set terminal " + terminal_for(output) + "\nset output " + quoted(output) + "\nset title " + quoted(title) +
-         " noenhanced\nset ylabel " + quoted(y_label) + " noenhanced\nset grid\n";
+// Terminal, title and y label: what every figure starts with. No `set output`: the figure goes to
+// gnuplot's standard output.
+std::string preamble(const std::string& format, const std::string& title, const std::string& y_label) {
+  return "set terminal " + terminal_for(format) + "\nset title " + gnuplot_string(title) + " noenhanced\nset ylabel " +
+         gnuplot_string(y_label) + " noenhanced\nset grid\n";
 }
 
 }  // namespace
 
-std::string gnuplot_script(const LinePlot& plot, const std::string& output) {
+std::string gnuplot_script(const LinePlot& plot, const std::string& format) {
   std::ostringstream s;
-  s << preamble(output, plot.title, plot.y_label) << "set xlabel " << quoted(plot.x_label) << " noenhanced\n"
+  s << preamble(format, plot.title, plot.y_label) << "set xlabel " << gnuplot_string(plot.x_label) << " noenhanced\n"
     << "set key above noenhanced\n";
   if (plot.x_bytes) {
     s << "set logscale x 2\nset format x '%.0b%B'\n";
@@ -66,15 +78,15 @@ std::string gnuplot_script(const LinePlot& plot, const std::string& output) {
     // names its own dashes keeps them.
     if (style.find("points") != std::string::npos) s << " pt " << kPointTypes[cycle];
     if (cycle > 0 && style.find(" dt ") == std::string::npos) s << " dt " << cycle + 1;
-    s << " title " << quoted(plot.series[i].title);
+    s << " title " << gnuplot_string(plot.series[i].title);
   }
   s << "\n";
   return s.str();
 }
 
-std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
+std::string gnuplot_script(const BarPlot& plot, const std::string& format) {
   std::ostringstream s;
-  s << preamble(output, plot.title, plot.y_label)
+  s << preamble(format, plot.title, plot.y_label)
     << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
     << "set boxwidth 0.7\nset yrange [0:*]\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n";
   // A bar's label as a double-quoted gnuplot data string. With few bars, a long label is wrapped
@@ -94,7 +106,12 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
     std::string label = "\"";
     for (std::size_t i = 0; i < lines.size(); ++i) {
       longest = std::max(longest, lines[i].size());
-      for (char ch : lines[i]) label += ch == '"' || ch == '\\' ? std::string{'\\', ch} : std::string(1, ch);
+      // A datablock's lines are data (gnuplot substitutes nothing there); a control character,
+      // which would end the line or the block, becomes a space as in gnuplot_string.
+      for (char ch : lines[i]) {
+        const auto u = static_cast<unsigned char>(ch);
+        label += ch == '"' || ch == '\\' ? std::string{'\\', ch} : std::string(1, u < 0x20 || u == 0x7f ? ' ' : ch);
+      }
       if (i + 1 < lines.size()) label += "\\n";
     }
     labels.push_back(label + "\"");
@@ -113,7 +130,7 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
   }
   s << "EOD\nplot ";
   for (std::size_t k = 0; k < plot.stacks.size(); ++k) {
-    s << (k ? ", '' " : "$bars ") << "using " << k + 2 << (k ? "" : ":xtic(1)") << " title " << quoted(plot.stacks[k].title);
+    s << (k ? ", '' " : "$bars ") << "using " << k + 2 << (k ? "" : ":xtic(1)") << " title " << gnuplot_string(plot.stacks[k].title);
   }
   s << "\n";
   return s.str();
@@ -121,21 +138,50 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& output) {
 
 namespace {
 
-// Draws `path` by running the script `script_for(tmp)` through gnuplot into a temporary beside it.
-Status run_gnuplot(const std::string& path, const std::function<std::string(const std::string& output)>& script_for) {
-  return replace_atomically(path, [&](const std::filesystem::path& tmp) -> Status {
-    FILE* pipe = popen("gnuplot >/dev/null", "w");
-    if (!pipe) return Error{path + ": cannot start gnuplot (install Debian's gnuplot-nox)"};
-    const std::string script = script_for(tmp.string());
-    std::fwrite(script.data(), 1, script.size(), pipe);
-    const int status = pclose(pipe);
-    std::error_code ec;
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(tmp, ec)) {
-      const bool missing = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127;
-      return Error{path + (missing ? ": gnuplot not found (install Debian's gnuplot-nox)" : ": gnuplot failed")};
-    }
-    return Ok{};
-  });
+// Runs gnuplot on `script` with its standard output in the new file `figure`: what it draws goes
+// there. The script reaches gnuplot through an anonymous memory file (nothing on disk, no pipe to
+// break), gnuplot is started without a shell, and its messages go to /dev/null. Errors name `shown`.
+Status run_gnuplot(const std::string& script, const std::filesystem::path& figure, const std::string& shown) {
+  const int script_fd = ::memfd_create("commbound-plot", MFD_CLOEXEC);
+  if (script_fd < 0) return Error{shown + ": cannot hand gnuplot its script (" + std::strerror(errno) + ")"};
+  const bool written = ::write(script_fd, script.data(), script.size()) == static_cast<ssize_t>(script.size()) &&
+                       ::lseek(script_fd, 0, SEEK_SET) == 0;
+  const int figure_fd = ::open(figure.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (!written || figure_fd < 0) {
+    ::close(script_fd);
+    if (figure_fd >= 0) ::close(figure_fd);
+    return Error{shown + ": cannot write (" + std::strerror(errno) + ")"};
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, script_fd, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, figure_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  char name[] = "gnuplot";
+  char* argv[] = {name, nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(script_fd);
+  ::close(figure_fd);
+  if (spawned == ENOENT) return Error{shown + ": gnuplot not found (install Debian's gnuplot-nox)"};
+  if (spawned != 0) return Error{shown + ": cannot start gnuplot (" + std::strerror(spawned) + ")"};
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::error_code ec;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || std::filesystem::file_size(figure, ec) == 0) {
+    return Error{shown + ": gnuplot failed"};
+  }
+  return Ok{};
+}
+
+// Draws `plot` into `path` through a temporary beside it, in the format its extension names.
+template <typename Plot>
+Status draw(const Plot& plot, const std::string& path) {
+  const std::string format = std::filesystem::path(path).extension() == ".svg" ? "svg" : "png";
+  const std::string script = gnuplot_script(plot, format);
+  return replace_atomically(path, [&](const std::filesystem::path& tmp) { return run_gnuplot(script, tmp, path); });
 }
 
 }  // namespace
@@ -143,18 +189,19 @@ Status run_gnuplot(const std::string& path, const std::function<std::string(cons
 Status render_plot(const BarPlot& plot, const std::string& path, bool force) {
   if (Status ok = check_writable(path, force); !ok) return ok;
   if (plot.categories.empty() || plot.stacks.empty()) return Error{path + ": nothing to plot"};
-  return run_gnuplot(path, [&](const std::string& output) { return gnuplot_script(plot, output); });
+  return draw(plot, path);
 }
 
 Status render_plot(const LinePlot& plot, const std::string& path, bool force) {
   if (Status ok = check_writable(path, force); !ok) return ok;
   if (plot.series.empty()) return Error{path + ": nothing to plot"};
-  return run_gnuplot(path, [&](const std::string& output) { return gnuplot_script(plot, output); });
+  return draw(plot, path);
 }
 
 Status draw_figures(const std::vector<Figure>& figures, const std::string& dir, const std::string& format, bool force,
                     const std::function<void(const std::string& path)>& drawn) {
   namespace fs = std::filesystem;
+  if (Status ok = check_folder_writable(dir); !ok) return ok;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec)) {

@@ -2,6 +2,12 @@
 // or SVG by the file's extension. The data travels in the script as gnuplot datablocks, so no
 // temporary data files are left behind; the figure is written beside its target and moved into
 // place only when gnuplot succeeded, so a failed plot never leaves a partial file.
+//
+// A gnuplot script is a program: gnuplot runs `system "..."` and the backquotes of a double-quoted
+// string, and a newline ends a command. Every text that reaches a script (titles, labels, legend
+// entries, which come from files, scenario keys and --title) goes through gnuplot_string, which
+// makes it one single-quoted string on one line; no path is ever written into a script (gnuplot
+// draws to its standard output, which is the figure's temporary file).
 #pragma once
 
 #include "calibration/base/expected.hpp"
@@ -42,9 +48,14 @@ struct BarPlot {
   std::vector<BarStack> stacks;
 };
 
-// The gnuplot script that draws `plot` into `output` (png or svg, by its extension).
-std::string gnuplot_script(const LinePlot& plot, const std::string& output);
-std::string gnuplot_script(const BarPlot& plot, const std::string& output);
+// `text` as a gnuplot single-quoted string: inside one, gnuplot substitutes nothing (no
+// backquotes, no macros), and only a quote needs escaping (written twice). A control character
+// (a newline would end the command; the others have no place in a label) becomes a space.
+std::string gnuplot_string(const std::string& text);
+
+// The gnuplot script that draws `plot` as `format` ("png" or "svg") on gnuplot's standard output.
+std::string gnuplot_script(const LinePlot& plot, const std::string& format);
+std::string gnuplot_script(const BarPlot& plot, const std::string& format);
 
 // Draws `plot` into `path` (.png or .svg). Refuses an existing file unless `force`; gnuplot's
 // failure (or its absence) is an error naming the file.

@@ -12,6 +12,13 @@ CostModel cost_model(const Scenario& sc) {
   return CostModel(t.gpu, sc.roofline_reason);
 }
 
+Status check_training_size(const Scenario& sc) {
+  if (!sc.training || sc.workload) return Ok{};
+  const Status size = check_program_size(*sc.training);
+  if (size || !memory_per_gpu(*sc.training, sc.cluster.node.nccl_channels).fits()) return Ok{};
+  return Error{sc.path + ": " + size.error().message};
+}
+
 Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOptions& options) {
   if (!sc.training) return Error{sc.path + ": a training run needs a [model] section (and optionally [training], [parallel])"};
   const TrainingSpec& t = *sc.training;
@@ -22,12 +29,14 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
     if (!traced) return traced.error();
     run.stages = {std::move(traced->program)};
     trace_description = traced->description;
-  } else {
-    run.stages = build_programs(t);
   }
+  const MemoryUse memory = memory_per_gpu(t, sc.cluster.node.nccl_channels);
+  if (Status size = check_training_size(sc); !size) return size.error();
+  // A layout that does not fit in memory is reported by its memory alone: its program is built
+  // only within the size limits.
+  if (!sc.workload && (memory.fits() || check_program_size(t))) run.stages = build_programs(t);
   const Layout layout(t.dp, t.tp, t.pp, t.cp);
   for (int r = 0; r < layout.world(); ++r) run.stage_of.push_back(layout.coords(r).pp);
-  const MemoryUse memory = memory_per_gpu(t, sc.cluster.node.nccl_channels);
   CostModel cost = cost_model(sc);
   cost.hold_at_power_limit(run.stages);
   if (!memory.fits()) {

@@ -36,6 +36,11 @@ struct TrainingRun {
   std::optional<IterationTimeline> timeline;  // unset when the layout does not fit in memory
 };
 
+// Whether `sc`'s iteration can be built within the size limits (check_program_size), asked before
+// any work: a layout that does not fit in GPU memory passes, as it is reported by its memory alone
+// and its program never built. Errors name the scenario's file.
+Status check_training_size(const Scenario& sc);
+
 // Simulates one training iteration of `sc` (which must have a [model]). Starts SimGrid's engine:
 // once per process (the sweep runner gives every point a child process). Fails when the platform
 // cannot be built.

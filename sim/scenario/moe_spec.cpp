@@ -1,5 +1,6 @@
 #include "sim/scenario/moe_spec.hpp"
 
+#include "calibration/base/file_type.hpp"
 #include "calibration/base/enum_names.hpp"
 #include "calibration/base/number_text.hpp"
 #include "calibration/base/one_line.hpp"
@@ -79,6 +80,7 @@ Status check_routing(const Routing& routing, const LayerShape& shape) {
 }
 
 Expected<std::vector<double>> read_expert_histogram(const std::string& path, int experts) {
+  if (Status ok = check_readable_file(path); !ok) return ok.error();
   std::ifstream in(path);
   if (!in) return Error{path + ": cannot be read"};
   std::vector<double> loads;

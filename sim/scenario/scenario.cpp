@@ -6,6 +6,7 @@
 #include "calibration/table/table_reader.hpp"
 #include "sim/scenario/model.hpp"
 #include "sim/scenario/scenario_schema.hpp"
+#include "sim/scenario/size_limits.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -80,13 +81,22 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
   if (text_key) return set_value(doc, key, toml::value<std::string>(value), origin, origins);
   try {
     parsed = toml::parse("v = " + value, origin);
-  } catch (const toml::parse_error&) {
+  } catch (const toml::parse_error& e) {
     // A number TOML cannot hold (an integer past 64 bits, a float past a double) is out of range,
     // not the bare string the fallback below would make of it.
     for (const Status& number : {parse_number<int64_t>(value).status(), parse_number<double>(value).status()}) {
       if (!number && number.error().message.rfind("out of range", 0) == 0) {
         return Error{origin + ": " + key + " = " + value + ": " + number.error().message};
       }
+    }
+    // A value that opens an array, an inline table or a quoted string was meant as TOML: say what
+    // is wrong with it rather than take it as a bare string.
+    if (value.starts_with('[') || value.starts_with('{') || value.starts_with('"')) {
+      const auto count = [&value](char c) { return std::count(value.begin(), value.end(), c); };
+      const std::string why = count('[') > count(']')   ? "an unclosed array (a ']' is missing)"
+                              : count('{') > count('}') ? "an unclosed inline table (a '}' is missing)"
+                                                        : "not a TOML value: " + std::string(e.description());
+      return one_line(Error{origin + ": " + key + " = " + value + ": " + why});
     }
     std::string quoted = "\"";
     for (char c : value) {
@@ -183,8 +193,17 @@ Expected<Sweep> read_sweep(const toml::table& table, const Overrides& origins) {
   if (values != nullptr && grid == "cartesian" && sw.keys.size() > 1) {
     const bool shaped = values->size() == sw.keys.size() &&
                         std::all_of(values->begin(), values->end(), [](const toml::node& n) { return n.is_array(); });
+    // The grid's size first, in checked arithmetic: a few long axes multiply past any memory.
+    std::optional<std::int64_t> grid_points = 1;
+    for (std::size_t k = 0; shaped && grid_points && k < values->size(); ++k) {
+      grid_points = checked_product(*grid_points, static_cast<std::int64_t>(values->get(k)->as_array()->size()));
+    }
     if (!shaped) {
       sweep.fail("values", "grid = \"cartesian\" needs one array of values per key (" + std::to_string(sw.keys.size()) + ")");
+    } else if (!grid_points || *grid_points > kMaxSweepPointsForced) {
+      sweep.fail("values", "a cartesian grid of " + (grid_points ? std::to_string(*grid_points) : "more than 2^63") +
+                               " points, more than " + std::to_string(kMaxSweepPointsForced) +
+                               " (docs/limits.md): split the sweep");
     } else {
       std::vector<toml::array> points(1);
       for (const auto& axis : *values) {
@@ -201,6 +220,10 @@ Expected<Sweep> read_sweep(const toml::table& table, const Overrides& origins) {
       for (auto& point : points) combinations.push_back(std::move(point));
       values = &combinations;
     }
+  }
+  if (values != nullptr && !sweep.failed() && static_cast<std::int64_t>(values->size()) > kMaxSweepPointsForced) {
+    sweep.fail("values", std::to_string(values->size()) + " points, more than " + std::to_string(kMaxSweepPointsForced) +
+                             " (docs/limits.md): split the sweep");
   }
   if (values != nullptr && !sweep.failed()) {
     for (const auto& v : *values) {
@@ -339,6 +362,13 @@ private:
     if (Status s = cluster.finish(); !s) return s;
     if (Status s = check_node_choice(cluster, v); !s) return s;
     if (Status s = load_node(v); !s) return s;
+    const std::int64_t gpus = std::int64_t{sc_.cluster.nodes} * sc_.cluster.node.gpus;  // both below 2^31
+    if (gpus > kMaxGpus) {
+      cluster.fail("nodes", std::to_string(sc_.cluster.nodes) + " nodes of " + std::to_string(sc_.cluster.node.gpus) +
+                                " GPUs are " + std::to_string(gpus) + " GPUs, more than " + std::to_string(kMaxGpus) +
+                                " (docs/limits.md)");
+      return cluster.finish();
+    }
     // The kernel table prices a training iteration's compute: read it only for one.
     if (model_t_ != nullptr) return load_kernel_table();
     return Ok{};
@@ -819,6 +849,12 @@ private:
       tr.fail("global_batch", "must be divisible by the " + std::to_string(t.dp) + " data-parallel replicas");
     }
     const long micro = v.has("micro_batch") ? v.integer("micro_batch") : per_replica;
+    if (!tr.failed() && per_replica / micro > kMaxMicroBatches) {
+      tr.fail(v.has("micro_batch") ? "micro_batch" : has_global ? "global_batch" : "local_batch",
+              std::to_string(per_replica) + " sequences per replica in micro-batches of " + std::to_string(micro) +
+                  " are " + std::to_string(per_replica / micro) + " micro-batches, more than " +
+                  std::to_string(kMaxMicroBatches) + " (docs/limits.md)");
+    }
     if (!tr.failed() && per_replica % micro != 0) {
       tr.fail("micro_batch", "must divide the " + std::to_string(per_replica) + " sequences per replica");
     }

@@ -246,7 +246,7 @@ std::vector<Key> training_keys() {
       {.key = "seq_len", .type = KeyType::integer, .lower = 1, .upper = 1 << 24, .fallback = KeyValue{4096L},
        .doc = "tokens per sequence", .set = Training<&TrainingSpec::seq_len>::set,
        .get = Training<&TrainingSpec::seq_len>::get},
-      {.key = "global_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 40,
+      {.key = "global_batch", .type = KeyType::integer, .lower = 1, .upper = (1L << 31) - 1,
        .derived = "`local_batch` x dp", .doc = "sequences per iteration, all replicas together (divisible by dp)",
        .get = Training<&TrainingSpec::global_batch>::get},
       {.key = "local_batch", .type = KeyType::integer, .lower = 1, .upper = 1L << 30, .fallback = KeyValue{2L},

@@ -214,6 +214,12 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
       all.push_back(std::move(c));
       continue;
     }
+    if (Status size = check_program_size(t); !size) {
+      c.verdict = Verdict::invalid;
+      c.reason = size.error().message;
+      all.push_back(std::move(c));
+      continue;
+    }
     c.bound = compute_only_bound(t, cost);
     c.objective_bound = objective_bound_of(t, c.bound, options.objective);
     c.verdict = Verdict::pruned;  // until simulated

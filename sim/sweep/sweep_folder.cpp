@@ -63,6 +63,7 @@ bool is_point_file(const fs::path& file) {
 }  // namespace
 
 Status SweepFolder::prepare(const SweepManifest& manifest, bool force) const {
+  if (Status ok = check_folder_writable(dir_.string()); !ok) return ok;
   std::error_code ec;
   auto type = file_type_at(dir_);
   if (!type) return type.error();

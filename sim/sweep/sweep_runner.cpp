@@ -83,6 +83,7 @@ Expected<std::vector<PointResult>> run_sweep(const ScenarioFile& file, const Swe
     auto sc = file.point(i, options.overrides);
     if (!sc) return sc.error();
     if (!sc->training) return Error{sc->path + ": run needs a [model] section (and optionally [training], [parallel])"};
+    if (Status size = check_training_size(*sc); !size) return size.error();
     points.push_back({file.point_name(i), std::move(*sc)});
   }
   auto outcomes = run_point_outcomes(points, options);

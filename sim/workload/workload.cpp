@@ -3,7 +3,11 @@
 #include "sim/workload/internal/data_parallel.hpp"
 #include "sim/workload/internal/pipeline_schedule.hpp"
 #include "sim/workload/internal/program_writer.hpp"
+#include "sim/scenario/size_limits.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -359,6 +363,40 @@ Program build_part(const TrainingSpec& t, ProgramPart part) {
     }
   }
   return w.take();
+}
+
+Status check_program_size(const TrainingSpec& t) {
+  const auto per_layer = static_cast<std::int64_t>(build_part(t, ProgramPart::layer_forward_backward).ops.size());
+  // A stage's count is capped just past the larger limit, so that the sum over stages (fewer
+  // than 2^18) cannot overflow either.
+  constexpr std::int64_t kCap = kMaxOpsAllStages + 1;
+  std::int64_t busiest = 0, busiest_layers = 0, all = 0;
+  for (int s = 0; s < t.pp; ++s) {
+    std::int64_t layers = s == t.pp - 1 ? t.model.mtp_layers : 0;
+    for (int c = 0; c < t.virtual_stages; ++c) layers += t.chunk_layers(c * t.pp + s);
+    const auto passes = checked_product(t.micro_batches, layers);
+    const auto ops = passes ? checked_product(*passes, per_layer) : std::nullopt;
+    const std::int64_t stage_ops = std::min(ops.value_or(kCap), kCap);
+    if (stage_ops > busiest) busiest_layers = layers;
+    busiest = std::max(busiest, stage_ops);
+    all += stage_ops;
+  }
+  const std::string what = fmt::format("{} micro-batches x {} layers on the busiest pipeline stage x {} ops a layer "
+                                       "(forward and backward)",
+                                       t.micro_batches, busiest_layers, per_layer);
+  if (busiest > kMaxOpsPerGpu) {
+    return Error{fmt::format("{} are {} ops per GPU, more than {} (docs/limits.md): fewer micro-batches "
+                             "(training.global_batch, training.micro_batch) or layers (model.layers), or more "
+                             "pipeline stages (parallel.pp)",
+                             what, busiest >= kCap ? "more than " + std::to_string(kMaxOpsAllStages) : "at least " + std::to_string(busiest),
+                             kMaxOpsPerGpu)};
+  }
+  if (all > kMaxOpsAllStages) {
+    return Error{fmt::format("{}: the {} pipeline stages' programs together are more than {} ops (docs/limits.md): "
+                             "fewer micro-batches (training.global_batch, training.micro_batch) or layers (model.layers)",
+                             what, t.pp, kMaxOpsAllStages)};
+  }
+  return Ok{};
 }
 
 std::vector<Program> build_programs(const TrainingSpec& t) {

@@ -20,6 +20,7 @@
 // from their FLOPs and bytes (the kernel shape's, calibration/table/kernel_shape.hpp).
 #pragma once
 
+#include "calibration/base/expected.hpp"
 #include "calibration/table/kernel_shape.hpp"
 #include "network/collective.hpp"
 #include "sim/scenario/training.hpp"
@@ -152,7 +153,14 @@ Program build_part(const TrainingSpec& t, ProgramPart part);
 // One iteration of `t` (all micro-batches, gradient reduction, optimizer step) on pipeline stage
 // `stage`: its layers, the embedding on the first stage, the LM head on the last, in 1F1B order.
 Program build_program(const TrainingSpec& t, int stage = 0);
-// Every stage's program.
+// Every stage's program. Call check_program_size first where `t` comes from a user.
 std::vector<Program> build_programs(const TrainingSpec& t);
+
+// What build_programs(t) would write, bounded before it is built: at least micro-batches x the
+// stage's layers x the ops of one layer's forward and backward (build_part, recomputation
+// included) in each stage's program, counted in checked 64-bit arithmetic. Error, naming the
+// keys, when the busiest stage passes kMaxOpsPerGpu or all stages together kMaxOpsAllStages
+// (size_limits.hpp).
+Status check_program_size(const TrainingSpec& t);
 
 }  // namespace commbound::sim

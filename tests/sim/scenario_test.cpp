@@ -3,6 +3,7 @@
 #include "sim/report/output.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/scenario_schema.hpp"
+#include "sim/scenario/size_limits.hpp"
 
 #include <gtest/gtest.h>
 
@@ -447,27 +448,74 @@ TEST(ParseList, BoundsAreSaidAsTheyAre) {
 }
 
 
-// docs/scenarios.md's key tables are generated from the schema: the file must hold exactly what
-// the schema generates between its markers. When it does not, the current file is written beside
-// the test's scratch files, to copy over docs/scenarios.md.
-TEST(ScenarioSchema, DocsTablesAreCurrent) {
-  const std::string begin = "<!-- BEGIN keys generated from sim/scenario/scenario_schema.cpp: do not edit -->\n";
-  const std::string end = "<!-- END keys -->\n";
-  std::ifstream in("docs/scenarios.md");
+// The counts a scenario implies are checked where its keys are read: 32,769 DGX H100 nodes are
+// 262,152 GPUs, past 2^18; 65,537 micro-batches of one sequence are past 2^16.
+TEST(SizeLimits, ClustersAndMicroBatchesAreBoundedWhereRead) {
+  const Presets& presets = kPresets;
+  auto at_limit = ScenarioFile::load("scenarios/examples/dgx-h100-ib-ndr.toml",
+                                     {"cluster.nodes=32768", "fabric.topology=single-switch"}, presets);
+  EXPECT_TRUE(at_limit) << at_limit.error().message;
+  auto past = ScenarioFile::load("scenarios/examples/dgx-h100-ib-ndr.toml",
+                                 {"cluster.nodes=32769", "fabric.topology=single-switch"}, presets);
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.error().message, "--set cluster.nodes=32769: cluster.nodes = 32769: 32769 nodes of 8 GPUs are 262152 GPUs, "
+                                  "more than 262144 (docs/limits.md)");
+  auto batches = ScenarioFile::load("scenarios/examples/workstation-1gpu.toml",
+                                    {"training.micro_batch=1", "training.global_batch=65537"}, presets);
+  ASSERT_FALSE(batches);
+  EXPECT_NE(batches.error().message.find("training.micro_batch = 1: 65537 sequences per replica in micro-batches of 1 "
+                                         "are 65537 micro-batches, more than 65536"),
+            std::string::npos)
+      << batches.error().message;
+}
+
+// A cartesian [sweep] is sized before it is expanded: 3 axes of 101 values are 1,030,301 points.
+TEST(SizeLimits, ACartesianGridIsSizedBeforeItIsBuilt) {
+  std::string axis = "[";
+  for (int v = 1; v <= 101; ++v) axis += std::to_string(v) + (v < 101 ? ", " : "]");
+  const std::string path = ::testing::TempDir() + "grid_limit.toml";
+  std::ofstream(path) << "[cluster]\nnode_type = \"dgx-h100\"\n[model]\nname = \"llama2-1b\"\n[sweep]\n"
+                      << "key = [\"cluster.nodes\", \"training.seq_len\", \"training.local_batch\"]\n"
+                      << "grid = \"cartesian\"\nvalues = [" << axis << ", " << axis << ", " << axis << "]\n";
+  auto grid = ScenarioFile::load(path, {}, kPresets);
+  ASSERT_FALSE(grid);
+  EXPECT_NE(grid.error().message.find("a cartesian grid of 1030301 points, more than 1000000"), std::string::npos)
+      << grid.error().message;
+}
+
+// A generated section of a doc: `file` must hold exactly `generated` between its markers. When it
+// does not, the current file is written beside the test's scratch files, to copy over `file`.
+void expect_generated_section(const std::string& file, const std::string& begin, const std::string& end,
+                              const std::string& generated) {
+  std::ifstream in(file);
   ASSERT_TRUE(in) << "run from the source root";
   std::ostringstream text;
   text << in.rdbuf();
   const std::string doc = text.str();
   const auto a = doc.find(begin);
   const auto b = doc.find(end);
-  ASSERT_NE(a, std::string::npos) << "docs/scenarios.md has no " << begin;
-  ASSERT_NE(b, std::string::npos) << "docs/scenarios.md has no " << end;
-  const std::string current = doc.substr(0, a + begin.size()) + scenario_keys_markdown() + doc.substr(b);
+  ASSERT_NE(a, std::string::npos) << file << " has no " << begin;
+  ASSERT_NE(b, std::string::npos) << file << " has no " << end;
+  const std::string current = doc.substr(0, a + begin.size()) + generated + doc.substr(b);
   if (current != doc) {
-    const std::string out = ::testing::TempDir() + "scenarios.md";
+    const std::string out = ::testing::TempDir() + std::filesystem::path(file).filename().string();
     std::ofstream(out) << current;
-    FAIL() << "docs/scenarios.md is not what the schema generates: cp " << out << " docs/scenarios.md";
+    FAIL() << file << " is not what the code generates: cp " << out << " " << file;
   }
+}
+
+// docs/scenarios.md's key tables are generated from the schema.
+TEST(ScenarioSchema, DocsTablesAreCurrent) {
+  expect_generated_section("docs/scenarios.md",
+                           "<!-- BEGIN keys generated from sim/scenario/scenario_schema.cpp: do not edit -->\n",
+                           "<!-- END keys -->\n", scenario_keys_markdown());
+}
+
+// docs/limits.md's table is generated from the limits.
+TEST(SizeLimits, DocsTableIsCurrent) {
+  expect_generated_section("docs/limits.md",
+                           "<!-- BEGIN limits generated from sim/scenario/size_limits.cpp: do not edit -->\n",
+                           "<!-- END limits -->\n", size_limits_markdown());
 }
 
 // Every key of the schema reads back what the writer writes (each is read and written by one entry).

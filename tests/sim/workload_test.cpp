@@ -3,6 +3,7 @@
 // HSDP / DiLoCo on Llama-2 7B (32 layers, hidden 4096; a layer's bf16 parameters are 2 x 202,383,360 =
 // 404,766,720 bytes, over DDP's 25 MB bucket cap, so every layer fills a bucket alone).
 #include "sim/scenario/presets.hpp"
+#include "sim/scenario/size_limits.hpp"
 #include "sim/workload/internal/pipeline_schedule.hpp"
 #include "sim/workload/layout.hpp"
 #include "sim/workload/moe_routing.hpp"
@@ -401,6 +402,44 @@ TEST(ExpertParallelism, ExpertsArePricedAtTheBusiestRanksTokens) {
   EXPECT_EQ(batches, 1) << "one local expert a rank: one batch";
   EXPECT_GE(rows, routing.busiest_rank_tokens);
   EXPECT_LE(rows, routing.busiest_rank_tokens + batches);
+}
+
+// check_program_size bounds a program from below before it is built: micro-batches x layers x one
+// layer's forward and backward ops. Llama-2 7B FSDP on 16 replicas, 4 micro-batches: the program
+// built holds at least 4 x 32 x (the layer's ops), and less than 1.5 times that (collectives,
+// embedding, head and optimizer come on top of the layers).
+TEST(ProgramSize, TheCountIsALowerBoundOfTheProgramBuilt) {
+  const TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 4);
+  const auto per_layer = static_cast<double>(build_part(t, ProgramPart::layer_forward_backward).ops.size());
+  const double bound = 4 * 32 * per_layer;
+  const auto built = static_cast<double>(build_program(t).ops.size());
+  EXPECT_GE(built, bound);
+  EXPECT_LT(built, 1.5 * bound);
+  EXPECT_TRUE(check_program_size(t));
+}
+
+// Past 2^20 ops on one GPU the program is refused, naming the keys; one micro-batch fewer passes.
+TEST(ProgramSize, RefusedPastTheOpsLimit) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
+  const auto per_layer = static_cast<std::int64_t>(build_part(t, ProgramPart::layer_forward_backward).ops.size());
+  const std::int64_t most = kMaxOpsPerGpu / (32 * per_layer);  // micro-batches within the limit
+  t.micro_batches = static_cast<int>(most);
+  EXPECT_TRUE(check_program_size(t));
+  t.micro_batches = static_cast<int>(most + 1);
+  const Status refused = check_program_size(t);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find(std::to_string(most + 1) + " micro-batches x 32 layers"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("more than 1048576 (docs/limits.md)"), std::string::npos);
+  // A pipeline of 4 stages holds a quarter of the layers a stage: the same micro-batches pass.
+  t.pp = 4;
+  EXPECT_TRUE(check_program_size(t));
+}
+
+TEST(SizeLimits, CheckedProductSaysWhenItOverflows) {
+  EXPECT_EQ(checked_product(3, 4), 12);
+  EXPECT_EQ(checked_product(std::int64_t{1} << 31, std::int64_t{1} << 31), std::int64_t{1} << 62);
+  EXPECT_EQ(checked_product(std::int64_t{1} << 32, std::int64_t{1} << 31), std::nullopt);
 }
 
 }  // namespace

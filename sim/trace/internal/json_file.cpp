@@ -1,5 +1,7 @@
 #include "sim/trace/internal/json_file.hpp"
 
+#include "calibration/base/file_type.hpp"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -66,6 +68,7 @@ std::size_t values_in(const nlohmann::json& j) {
 }  // namespace
 
 Expected<nlohmann::json> read_json_file(const std::string& path, const KeepObject& keep, const JsonLimits& limits) {
+  if (Status ok = check_readable_file(path); !ok) return ok.error();
   std::unique_ptr<gzFile_s, decltype(&gzclose_r)> file(gzopen(path.c_str(), "rb"), gzclose_r);
   if (!file) return Error{path + ": cannot be read"};
   GzipStreambuf buffer(file.get(), limits.max_text_bytes);
