@@ -7,6 +7,7 @@
 #include "sim/report/output.hpp"
 #include "sim/report/platform_report.hpp"
 #include "sim/report/validation.hpp"
+#include "sim/scenario/size_limits.hpp"
 #include "sim/validate/validation_run.hpp"
 
 #include <fmt/format.h>
@@ -42,8 +43,13 @@ int run_collective(const CollectiveArgs& a) {
   sweep.sizes_bytes = *size_list;
   const sim::Format format = a.format == "csv" ? sim::Format::csv : a.format == "json" ? sim::Format::json : sim::Format::table;
   // The file as written must be valid, even where --nodes will resize the cluster.
-  if (auto as_written = load(a.scenario); !as_written) return fail(as_written.error().message);
+  auto as_written = load(a.scenario);
+  if (!as_written) return fail(as_written.error().message);
   const int max_nodes = *std::max_element(sweep.nodes.begin(), sweep.nodes.end());
+  if (const int gpus = as_written->scenario().cluster.node.gpus; std::int64_t{max_nodes} * gpus > sim::kMaxGpus) {
+    return fail(fmt::format("--nodes {}: {} nodes of {} GPUs are more than {} GPUs (docs/limits.md)", a.nodes, max_nodes,
+                            gpus, sim::kMaxGpus));
+  }
   auto file = load(a.scenario, {"cluster.nodes=" + std::to_string(max_nodes)});
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();

@@ -57,9 +57,9 @@ Status check_writable(const std::string& path, bool force) {
   if (!fs::status_known(entry)) return Error{path + ": " + ec.message()};
   if (entry.type() == fs::file_type::directory) return Error{path + ": is a folder; give a file name"};
   const fs::path folder = fs::path(path).parent_path();
-  if (Status ok = check_writable_folder(folder.empty() ? fs::path(".") : folder, folder.empty() ? "." : folder.string());
-      !ok) {
-    return Error{path + ": " + (folder.empty() ? std::string("the current folder") : ok.error().message)};
+  const bool here = folder.empty();
+  if (Status ok = check_writable_folder(here ? fs::path(".") : folder, here ? "the current folder" : folder.string()); !ok) {
+    return Error{path + ": " + ok.error().message};
   }
   if (entry.type() == fs::file_type::not_found) return Ok{};
   if (!force) return Error{path + ": exists; not overwritten (pass --force to replace it)"};
@@ -104,8 +104,10 @@ Status check_distinct(const std::vector<NamedPath>& outputs, const std::vector<N
   // The file a path names: what exists resolved (symbolic links, "..", "."), the rest as written.
   auto identity = [](const std::string& path) {
     std::error_code ec;
-    fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
-    return ec ? fs::absolute(path).lexically_normal() : p;
+    const fs::path absolute = fs::absolute(path, ec);
+    if (ec) return fs::path(path).lexically_normal();
+    const fs::path resolved = fs::weakly_canonical(absolute, ec);
+    return ec ? absolute.lexically_normal() : resolved;
   };
   auto named = [](const std::string& path) { return !path.empty() && path != "-"; };
   for (std::size_t i = 0; i < outputs.size(); ++i) {

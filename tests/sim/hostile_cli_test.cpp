@@ -193,6 +193,8 @@ TEST(HostileCli, AClusterPastTheGpuLimitIsRefused) {
     SCOPED_TRACE(command);
     expect_one_line_refusal(run(command), "1048576 nodes of 8 GPUs are 8388608 GPUs, more than 262144");
   }
+  expect_one_line_refusal(run("collective " + kDgx + " --op allgather --nodes 1:65536 --bytes 1M"),
+                          "--nodes 1:65536: 65536 nodes of 8 GPUs are more than 262144 GPUs (docs/limits.md)");
   EXPECT_LT(peak_child_rss_kib(), kMemoryCapKib);
 }
 
