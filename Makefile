@@ -14,7 +14,7 @@ DEBS := cmake g++ make pkg-config libsimgrid-dev libtomlplusplus-dev libboost-de
 DEMO_SCENARIO := scenarios/examples/dgx-h100-ib-ndr.toml
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := scenario nccl_tests_log kineto_trace csv_table
+FUZZ_TARGETS := scenario nccl_tests_log kineto_trace csv_table cli_sets
 FUZZ_DEBS := clang libclang-rt-14-dev
 SANITIZE_LABELS ?=
 # Sanitizer reports go to files (SimGrid's stack switching makes ASan print a warning that would
