@@ -4,8 +4,8 @@
 // its first [sweep] points are read, the size limits are checked (docs/limits.md), memory is
 // worked out, the programs are built, and a small cluster's iteration is simulated in a child.
 // Contract: an error is one line naming the scenario file or the --set; memory is finite and
-// non-negative; every op's FLOPs, bytes and collective size are finite and non-negative, a program
-// stays within 1.5 times the ops limit (the limit bounds it from below); a simulated iteration has
+// non-negative; every op's FLOPs, bytes and collective size are finite and non-negative (programs
+// are built up to kMaxBuiltLayerPasses); a simulated iteration has
 // a finite positive time and finite non-negative figures; no child aborts, crashes or passes the
 // memory cap (kChildRssCapKib).
 #include "calibration/base/child_process.hpp"
@@ -43,6 +43,13 @@ constexpr std::size_t kMaxPoints = 2;      // points read per input (the rest re
 // inside libFuzzer's 10 s per input under the sanitizers.
 constexpr int kMaxSimulatedGpus = 64;
 constexpr std::size_t kMaxSimulatedOps = 20000;
+constexpr std::int64_t kMaxSimulatedLayerPasses = 256;
+// Programs are built only up to this many layer passes (micro-batches x layers, about 100 ops
+// each): the size limits allow 2^22 ops (1.2 GB), more than the sanitizers' doubling leaves under
+// libFuzzer's 2 GB cap, and building is slow there (Llama-2 7B tp 4 pp 2 on one node, 256
+// micro-batches x 32 layers, passed libFuzzer's 10 s in a campaign). Past it, the limits
+// themselves are what is checked (unit tests build programs at the limit).
+constexpr std::int64_t kMaxBuiltLayerPasses = 4096;
 constexpr long kChildRssCapKib = 2L << 20;  // 2 GiB: a child under ASan takes about twice the plain build
 
 const sim::Presets& presets() {
@@ -59,8 +66,6 @@ void check_memory(const sim::MemoryUse& m) {
 
 void check_programs(const std::vector<sim::Program>& stages) {
   for (const sim::Program& p : stages) {
-    require(static_cast<double>(p.ops.size()) <= 1.5 * static_cast<double>(sim::kMaxOpsPerGpu),
-            "a program of " + std::to_string(p.ops.size()) + " ops passed the size check");
     for (const sim::Op& op : p.ops) {
       require(finite_non_negative(op.flops) && finite_non_negative(op.bytes) && finite_non_negative(op.size_bytes),
               "op " + op.name + " with a negative or non-finite size");
@@ -92,11 +97,13 @@ void check_point(const sim::Scenario& sc, const std::string& path) {
   const sim::MemoryUse memory = sim::memory_per_gpu(t, sc.cluster.node.nccl_channels);
   check_memory(memory);
   if (sc.workload || !memory.fits()) return;
+  if (std::int64_t{t.micro_batches} * (t.model.layers + t.model.mtp_layers) > kMaxBuiltLayerPasses) return;  // see above
   const std::vector<sim::Program> stages = sim::build_programs(t);
   check_programs(stages);
   std::size_t ops = 0;
   for (const sim::Program& p : stages) ops += p.ops.size();
-  if (sc.cluster.gpus() > kMaxSimulatedGpus || ops > kMaxSimulatedOps) return;
+  const std::int64_t passes = std::int64_t{t.micro_batches} * (t.model.layers + t.model.mtp_layers);
+  if (sc.cluster.gpus() > kMaxSimulatedGpus || ops > kMaxSimulatedOps || passes > kMaxSimulatedLayerPasses) return;
   auto outcome = run_in_child([&sc] { return simulate_and_check(sc); });
   rusage children{};
   getrusage(RUSAGE_CHILDREN, &children);
