@@ -20,6 +20,9 @@ std::string cost_note(const Metrics& m) {
   const CostSummary& c = m.cost_summary;
   if (m.cost_model_source == "roofline") return "every compute op by the datasheet roofline (no kernel table)";
   if (m.cost_model_source == "trace") return "every compute op at its duration in the replayed trace";
+  if (m.oom && c.exact_ops == 0 && c.fallback_ops == 0) {
+    return "no op priced: the layout does not fit, and its program, past the size limits (docs/limits.md), was not built";
+  }
   std::string note = std::to_string(c.exact_ops) + " compute ops exact from " + m.cost_model_table + ", " +
                      std::to_string(c.fallback_ops) + " by fallback";
   std::string kinds;

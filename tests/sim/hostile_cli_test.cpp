@@ -209,6 +209,8 @@ TEST(HostileCli, AHundredThousandLayers) {
   const CommandRun oom = run("run " + deep.string());
   EXPECT_EQ(oom.exit_code, 0) << oom.out;
   EXPECT_NE(oom.out.find("OUT OF MEMORY"), std::string::npos) << oom.out;
+  EXPECT_NE(oom.out.find("no op priced: the layout does not fit, and its program, past the size limits"), std::string::npos)
+      << oom.out;
   expect_one_line_refusal(run("run " + deep.string() +
                               " --set model.hidden=64 --set model.heads=1 --set model.kv_heads=1 --set model.ffn=64 "
                               "--set model.vocab=64 --set training.seq_len=8"),
