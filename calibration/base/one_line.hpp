@@ -11,11 +11,14 @@
 
 namespace commbound {
 
-// Whether `text` holds a control character (below 0x20, or DEL): what one_line escapes, and what a
-// path may not hold where it is written into another program's input (a job script).
+// Whether `c` is a control character (below 0x20, or DEL): what one_line escapes, and what a text
+// may not hold where it is written into another program's input (a gnuplot script, a job script).
+inline bool is_control_character(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+// Whether `text` holds a control character.
 inline bool has_control_character(const std::string& text) {
   for (const char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+    if (is_control_character(c)) return true;
   }
   return false;
 }
@@ -32,7 +35,7 @@ inline Error one_line(Error error) {
       out += "\\r";
     } else if (c == '\t') {
       out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
+    } else if (is_control_character(c)) {
       static constexpr char kDigits[] = "0123456789abcdef";
       out += std::string("\\x") + kDigits[u >> 4] + kDigits[u & 0xf];
     } else {

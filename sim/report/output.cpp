@@ -23,10 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What a path names, not following a symbolic link at its end: the entry itself.
+// What a path names that is neither a regular file nor a folder (an entry not followed if a link).
 const char* kind_of(fs::file_type type) {
   switch (type) {
-    case fs::file_type::directory: return "a folder";
     case fs::file_type::symlink: return "a symbolic link";
     case fs::file_type::fifo: return "a FIFO";
     case fs::file_type::block:
@@ -37,7 +36,7 @@ const char* kind_of(fs::file_type type) {
 }
 
 // Fails unless `dir` is an existing folder this process may create files in. `shown` names it.
-Status check_writable_folder(const fs::path& dir, const std::string& shown) {
+Status check_existing_folder(const fs::path& dir, const std::string& shown) {
   auto type = file_type_at(dir);
   if (!type) return type.error();
   if (*type == fs::file_type::not_found) return Error{shown + ": no such folder"};
@@ -58,7 +57,7 @@ Status check_writable(const std::string& path, bool force) {
   if (entry.type() == fs::file_type::directory) return Error{path + ": is a folder; give a file name"};
   const fs::path folder = fs::path(path).parent_path();
   const bool here = folder.empty();
-  if (Status ok = check_writable_folder(here ? fs::path(".") : folder, here ? "the current folder" : folder.string()); !ok) {
+  if (Status ok = check_existing_folder(here ? fs::path(".") : folder, here ? "the current folder" : folder.string()); !ok) {
     return Error{path + ": " + ok.error().message};
   }
   if (entry.type() == fs::file_type::not_found) return Ok{};
@@ -84,7 +83,7 @@ Status check_folder_writable(const std::string& dir) {
     }
     existing = existing.parent_path();
   }
-  if (Status ok = check_writable_folder(existing, existing.string()); !ok) {
+  if (Status ok = check_existing_folder(existing, existing.string()); !ok) {
     return existing == fs::path(dir).lexically_normal() ? Error{ok.error().message}
                                                          : Error{dir + ": cannot be created: " + ok.error().message};
   }

@@ -1,6 +1,7 @@
 #include "sim/report/plot.hpp"
 
 #include "calibration/base/atomic_write.hpp"
+#include "calibration/base/one_line.hpp"
 #include "sim/report/output.hpp"
 
 #include <fcntl.h>
@@ -23,11 +24,10 @@ namespace commbound::sim {
 std::string gnuplot_string(const std::string& text) {
   std::string out = "'";
   for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
     if (c == '\'') {
       out += "''";
     } else {
-      out += u < 0x20 || u == 0x7f ? ' ' : c;
+      out += is_control_character(c) ? ' ' : c;
     }
   }
   return out + "'";
@@ -109,8 +109,7 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& format) {
       // A datablock's lines are data (gnuplot substitutes nothing there); a control character,
       // which would end the line or the block, becomes a space as in gnuplot_string.
       for (char ch : lines[i]) {
-        const auto u = static_cast<unsigned char>(ch);
-        label += ch == '"' || ch == '\\' ? std::string{'\\', ch} : std::string(1, u < 0x20 || u == 0x7f ? ' ' : ch);
+        label += ch == '"' || ch == '\\' ? std::string{'\\', ch} : std::string(1, is_control_character(ch) ? ' ' : ch);
       }
       if (i + 1 < lines.size()) label += "\\n";
     }
