@@ -1,9 +1,9 @@
-// Flash attention (kernels/attention.hpp) forward and backward in TFLOP/s, causal, batch 2. The
+// Flash attention (kernels/device/attention.hpp) forward and backward in TFLOP/s, causal, batch 2. The
 // attention issue's acceptance shape is 32 heads, seq 4096, head_dim 128 on an H100 SXM: forward
 // and forward + backward at >= 0.6 of PyTorch SDPA's flash backend (FlashAttention-2: about
 // 300-350 TFLOP/s forward, 200-250 backward there). Also seq 2048 and 8192, head_dim 64, and GQA
-// (8 KV heads). Random inputs (kernels/random_fill.hpp); median of 20 timed runs after 3 warm-ups
-// (kernels/timing.hpp).
+// (8 KV heads). Random inputs (kernels/device/random_fill.hpp); median of 20 timed runs after 3 warm-ups
+// (kernels/device/timing.hpp).
 //
 // FLOPs, FlashAttention's convention: forward 4 b h s^2 d (Q K^T and P V, 2 s^2 d each per head),
 // halved for causal (the unmasked half); backward 2.5 x the forward (five products).
@@ -13,10 +13,10 @@
 //   build/bin/bench_attention --csv    direction,batch,heads,kv_heads,seq,head_dim,p50_ms,tflops
 //                                      (read by bench/attention_vs_sdpa.py)
 #include "bench/bench_support.hpp"
-#include "kernels/attention.hpp"
-#include "kernels/cuda_support.hpp"
-#include "kernels/random_fill.hpp"
-#include "kernels/timing.hpp"
+#include "kernels/device/attention.hpp"
+#include "kernels/device/cuda_support.hpp"
+#include "kernels/device/random_fill.hpp"
+#include "kernels/device/timing.hpp"
 
 #include <cstdio>
 #include <functional>
@@ -31,7 +31,7 @@ using commbound::bench::median_millis;
 
 namespace {
 
-// Executed FLOPs of each pass: the calibration room's formula (calibration/table/kernel_shape.hpp).
+// Executed FLOPs of each pass: model/'s formula (model/kernel_shape.hpp).
 double pass_flops(AttentionShape s, Direction direction) {
   s.direction = direction;
   return s.flops();

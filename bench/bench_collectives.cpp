@@ -4,7 +4,7 @@
 // process); platform construction is timed separately. Prints figures, asserts nothing.
 //
 //   build/bin/bench_collectives            (make bench)
-#include "calibration/base/child_process.hpp"
+#include "core/child_process.hpp"
 #include "network/collective_runner.hpp"
 #include "sim/scenario/presets.hpp"
 

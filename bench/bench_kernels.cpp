@@ -1,21 +1,21 @@
 // GPU kernels: the memory-bound ones against the device's copy bandwidth, measured in the same run
 // (the kernels issue asks for at least 70%), and the issue's GEMM shape in TFLOP/s (target 700 on
-// an H100), fresh and under sustained load. Memory-bound: every kernel of kernels/elementwise.hpp on Llama-7B shapes (8192 tokens,
+// an H100), fresh and under sustained load. Memory-bound: every kernel of kernels/device/elementwise.hpp on Llama-7B shapes (8192 tokens,
 // hidden 4096, ffn 11008, 32 + 32 heads of 128, vocab 32000; AdamW and the gradient norm over a
-// 256M-parameter fp32 shard), on random inputs (kernels/random_fill.hpp), each rated by the fewest
-// bytes it must move (calibration/table/memory_bound_op.hpp states the formula of each). Median of 20 timed
-// runs after 3 warm-ups (kernels/timing.hpp).
+// 256M-parameter fp32 shard), on random inputs (kernels/device/random_fill.hpp), each rated by the fewest
+// bytes it must move (model/memory_bound_op.hpp states the formula of each). Median of 20 timed
+// runs after 3 warm-ups (kernels/device/timing.hpp).
 // Needs a GPU; prints one line and exits 0 without one.
 //
 //   build/bin/bench_kernels
 #include "bench/bench_support.hpp"
-#include "calibration/table/memory_bound_op.hpp"
-#include "kernels/cuda_support.hpp"
-#include "kernels/elementwise.hpp"
-#include "kernels/gemm.hpp"
-#include "kernels/power_sampler.hpp"
-#include "kernels/random_fill.hpp"
-#include "kernels/timing.hpp"
+#include "model/memory_bound_op.hpp"
+#include "kernels/device/cuda_support.hpp"
+#include "kernels/device/elementwise.hpp"
+#include "kernels/device/gemm.hpp"
+#include "kernels/host/power_sampler.hpp"
+#include "kernels/device/random_fill.hpp"
+#include "kernels/device/timing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -29,8 +29,8 @@
 using namespace commbound;
 using namespace commbound::kernels;
 using commbound::bench::all_ok;
-using commbound::calibration::MemoryBoundOp;
-using commbound::calibration::memory_bound_min_bytes;
+using commbound::model::MemoryBoundOp;
+using commbound::model::memory_bound_min_bytes;
 using commbound::bench::median_millis;
 
 namespace {

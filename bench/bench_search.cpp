@@ -7,7 +7,7 @@
 //
 //   build/bin/bench_search [SCENARIO] [JOBS]   (default scenarios/studies/search_7b_256gpu.toml and
 //                                               the cores; relative to the repository root)
-#include "calibration/base/number_text.hpp"
+#include "core/number_text.hpp"
 #include "sim/search/layout_search.hpp"
 #include "sim/scenario/presets.hpp"
 

@@ -1,9 +1,9 @@
 // Helpers the GPU benchmarks share: errors are printed where a benchmark meets them, and a
-// benchmark line is the median of kernels/timing.hpp's default runs (3 warm-ups, 20 timed).
+// benchmark line is the median of kernels/device/timing.hpp's default runs (3 warm-ups, 20 timed).
 #pragma once
 
-#include "kernels/timing.hpp"
-#include "calibration/base/expected.hpp"
+#include "kernels/device/timing.hpp"
+#include "core/expected.hpp"
 
 #include <cstdio>
 #include <functional>

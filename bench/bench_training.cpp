@@ -14,7 +14,7 @@
 //   build/bin/bench_training [SCENARIO] [REPEATS]   (default scenarios/paper/weak_scaling_7b.toml, 3;
 //                                                    relative to the repository root; the 405B and
 //                                                    DeepSeek-V3 cases run when SCENARIO is not given)
-#include "calibration/base/number_text.hpp"
+#include "core/number_text.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep/sweep_runner.hpp"

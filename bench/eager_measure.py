@@ -574,7 +574,7 @@ def measure_sdpa(args, deadline, log):
 
 # The elementwise ops of the eager Llama layer, one kernel each, by PyTorch path. Each case gives,
 # for E output elements, a builder of one input set and the op; bytes follow the compute model's
-# rule (calibration/table/framework_recipe.hpp): every operand read once and the output written
+# rule (model/framework_recipe.hpp): every operand read once and the output written
 # once, a strided read of every other element moves the whole tensor, a small broadcast operand
 # counts once.
 def _rows(E, width=4096):

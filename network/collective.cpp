@@ -1,6 +1,6 @@
 #include "network/collective.hpp"
 
-#include "calibration/base/check.hpp"
+#include "core/check.hpp"
 #include "network/cluster_spec.hpp"
 
 namespace commbound::network {

@@ -1,8 +1,8 @@
 // Collective operations, NCCL's algorithms and protocols, and how they map onto nccl-tests' ops
-// (whose conventions, busbw among them, live in calibration/base/nccl_tests_op.hpp).
+// (whose conventions, busbw among them, live in core/nccl_tests_op.hpp).
 #pragma once
 
-#include "calibration/base/nccl_tests_op.hpp"
+#include "core/nccl_tests_op.hpp"
 
 #include <array>
 #include <memory>
@@ -65,7 +65,7 @@ struct CollectiveResult {
 NcclTestsOp nccl_tests_op(CollectiveOp op);
 CollectiveOp collective_op(NcclTestsOp op);
 
-// nccl-tests' busbw / algbw for `op` on `ranks` ranks: calibration/base/nccl_tests_op.hpp's
+// nccl-tests' busbw / algbw for `op` on `ranks` ranks: core/nccl_tests_op.hpp's
 // bus_bw_factor of nccl_tests_op(op), where the factors and their sources are written.
 double bus_bw_factor(CollectiveOp op, int ranks);
 

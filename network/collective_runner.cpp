@@ -1,6 +1,6 @@
 #include "network/collective_runner.hpp"
 
-#include "calibration/base/check.hpp"
+#include "core/check.hpp"
 #include "network/internal/algorithm_params.hpp"
 #include "network/internal/all_to_all.hpp"
 #include "network/internal/link_occupancy.hpp"

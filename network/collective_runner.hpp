@@ -25,7 +25,7 @@
 #pragma once
 
 #include "network/collective.hpp"
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_constants.hpp"
 #include "network/nccl_tuner.hpp"
 #include "network/platform.hpp"

@@ -4,7 +4,7 @@
 
 #include "network/collective.hpp"
 #include "network/collective_runner.hpp"
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <functional>
 #include <optional>

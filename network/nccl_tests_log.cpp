@@ -1,9 +1,9 @@
 #include "network/nccl_tests_log.hpp"
 
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
-#include "calibration/table/table_reader.hpp"
+#include "core/file_type.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
+#include "core/table_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -277,16 +277,16 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_logs(const std::vector<std::
       if (Status s = append(path, facts); !s) return s.error();
       continue;
     }
-    auto doc = calibration::parse_toml_file(path);
+    auto doc = parse_toml_file(path);
     if (!doc) return doc.error();
-    calibration::TableReader top(*doc, "");
+    TableReader top(*doc, "");
     const toml::array* entries = top.required_array("log");
     if (Status s = top.finish(); !s) return s.error();
     for (std::size_t i = 0; i < entries->size(); ++i) {
       const toml::table* t = entries->get(i)->as_table();
       const std::string prefix = "log[" + std::to_string(i) + "]";
       if (t == nullptr) return Error{path + ": " + prefix + " is not a table"};
-      calibration::TableReader r(*t, prefix);
+      TableReader r(*t, prefix);
       LogFacts f;
       const std::string file = r.required_string("file");
       const std::string op = r.required_string("op");

@@ -12,7 +12,7 @@
 // it would fit to noise.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/cluster_spec.hpp"
 #include "network/collective.hpp"
 
@@ -77,7 +77,7 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_logs(const std::vector<std::
                                                          const LogFacts& facts);
 
 // The op named by an nccl-tests binary or a file name: "all_gather_perf", "allgather",
-// "s4_vp_4node_ag.txt" (parse_nccl_tests_op, calibration/base/nccl_tests_op.hpp). nullopt when
+// "s4_vp_4node_ag.txt" (parse_nccl_tests_op, core/nccl_tests_op.hpp). nullopt when
 // none is named.
 std::optional<CollectiveOp> op_from_name(const std::string& name);
 

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "network/cluster_spec.hpp"
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_constants.hpp"
 
 #include <functional>

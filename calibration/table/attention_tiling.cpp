@@ -7,6 +7,9 @@
 #include <vector>
 
 namespace commbound::calibration {
+
+// The kernel shapes this table prices are model/'s.
+using namespace commbound::model;
 namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }

@@ -19,7 +19,7 @@
 // Host-only and C++17.
 #pragma once
 
-#include "calibration/table/kernel_shape.hpp"
+#include "model/kernel_shape.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -42,12 +42,12 @@ struct AttentionTiling {
 // CTAs per SM, DERIVED from the kernels' resources (not stated in the source): a 4-warp forward
 // CTA holds 48-64 KB of shared memory and up to 255 registers a thread (32,640 of an SM's 65,536),
 // so two run on one SM; the 8-warp backward CTA one. nullopt for other head dimensions.
-std::optional<AttentionTiling> flash2_tiling(std::int64_t head_dim, Direction direction);
+std::optional<AttentionTiling> flash2_tiling(std::int64_t head_dim, model::Direction direction);
 
 // The time, in score tiles, that `slots` concurrent CTA slots take to run every CTA of `s` (its
 // direction picks the grid above) in launch order. Grids of more than 2^18 CTAs (over a thousand
 // waves on an H100, where the tail is under 0.2% of the time) are taken as fluid: their tiles over
 // the slots. `slots` must be positive.
-double attention_drain_tiles(const AttentionShape& s, const AttentionTiling& tiling, long slots);
+double attention_drain_tiles(const model::AttentionShape& s, const AttentionTiling& tiling, long slots);
 
 }  // namespace commbound::calibration

@@ -1,9 +1,9 @@
 #include "calibration/table/kernel_table.hpp"
 
-#include "calibration/base/check.hpp"
-#include "calibration/base/units.hpp"
+#include "core/check.hpp"
+#include "core/units.hpp"
 #include "calibration/table/attention_tiling.hpp"
-#include "calibration/table/table_reader.hpp"
+#include "core/table_reader.hpp"
 
 #include <toml++/toml.h>
 
@@ -16,6 +16,9 @@
 #include <tuple>
 
 namespace commbound::calibration {
+
+// The kernel shapes this table prices are model/'s.
+using namespace commbound::model;
 namespace {
 
 // The runs of `rows` (sorted by ElementwiseRow::key) that time one op on one path, cold or warm:

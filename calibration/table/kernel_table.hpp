@@ -44,8 +44,8 @@
 // Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table.cpp only.
 #pragma once
 
-#include "calibration/base/expected.hpp"
-#include "calibration/table/kernel_shape.hpp"
+#include "core/expected.hpp"
+#include "model/kernel_shape.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -65,20 +65,20 @@ struct KernelTiming {
 
 // A row: a shape and, once measured, its times.
 struct GemmRow {
-  GemmShape shape;
+  model::GemmShape shape;
   std::optional<KernelTiming> time;
 };
 
 struct AttentionRow {
-  // "commbound" (kernels/attention.cu), "cudnn" (cuDNN's fused attention) or "flash2"
+  // "commbound" (kernels/device/attention.cu), "cudnn" (cuDNN's fused attention) or "flash2"
   // (FlashAttention-2 as PyTorch's SDPA flash backend runs it).
   std::string implementation = "commbound";
-  AttentionShape shape;
+  model::AttentionShape shape;
   std::optional<KernelTiming> time;
 };
 
 struct MemoryBoundRow {
-  MemoryBoundShape shape;
+  model::MemoryBoundShape shape;
   double bytes = 0;  // as a timed row states it (the fewest bytes the kernel moves); 0 when unstated
   std::optional<KernelTiming> time;
 };
@@ -202,7 +202,7 @@ public:
   void add(Fp8GemmRow row) { fp8_gemms_.push_back(std::move(row)); }
   // FP8 time / bf16 time of the [[gemm_fp8]] row of `scaling` nearest to `shape` (log-distance over
   // m, n, k; any layout: only forward products were measured), or nullopt without such rows.
-  std::optional<double> fp8_ratio(const GemmShape& shape, const std::string& scaling = "tensorwise") const;
+  std::optional<double> fp8_ratio(const model::GemmShape& shape, const std::string& scaling = "tensorwise") const;
   // Kept sorted by path, op and elements; a row of a (path, op, elements) held already is not added.
   const std::vector<ElementwiseRow>& elementwise_rows() const { return elementwise_rows_; }
   bool add(ElementwiseRow row);
@@ -218,7 +218,7 @@ public:
   // The time of `shape` (attention: the rows of `attention_implementation`), and how it was found
   // (the header's rule). std::monostate costs 0 (exact). Always-on checks: the table has [device],
   // and the rows it prices from are timed.
-  Priced price(const KernelShape& shape, const std::string& attention_implementation = "commbound") const;
+  Priced price(const model::KernelShape& shape, const std::string& attention_implementation = "commbound") const;
 
   // Writes the table in docs/calibration.md's format through toml++'s formatter: `comments` first,
   // each line prefixed with "# ", then [provenance], [device], [power], [contention] (those the
@@ -258,10 +258,10 @@ public:
 
 private:
   Priced roofline(double flops, double bytes) const;
-  Priced price_elementwise(const ElementwiseShape& s) const;
-  double indexed_issue_s(const ElementwiseShape& s) const;
-  std::optional<double> pytorch_elementwise_s(const ElementwiseShape& s) const;
-  double attention_scale(const AttentionShape& s, const AttentionShape& row, const std::string& implementation) const;
+  Priced price_elementwise(const model::ElementwiseShape& s) const;
+  double indexed_issue_s(const model::ElementwiseShape& s) const;
+  std::optional<double> pytorch_elementwise_s(const model::ElementwiseShape& s) const;
+  double attention_scale(const model::AttentionShape& s, const model::AttentionShape& row, const std::string& implementation) const;
 
   std::string display_path_;
   std::optional<TableProvenance> provenance_;
@@ -274,9 +274,9 @@ private:
   std::optional<TablePower> power_;
   std::optional<TableContention> contention_;
   // The shapes held, for add()'s one-row-per-shape rule.
-  std::set<GemmShape> gemm_keys_;
-  std::set<std::pair<std::string, AttentionShape>> attention_keys_;
-  std::set<MemoryBoundShape> memory_bound_keys_;
+  std::set<model::GemmShape> gemm_keys_;
+  std::set<std::pair<std::string, model::AttentionShape>> attention_keys_;
+  std::set<model::MemoryBoundShape> memory_bound_keys_;
 };
 
 // The name a table measured on `device_name` (what CUDA reports, e.g. "NVIDIA H100 80GB HBM3")

@@ -2,21 +2,21 @@
 // writes a calibration table (docs/calibration.md) that the simulator prices ops from; or, with
 // --replay, runs a whole layer (or a small model's step) back to back and compares it with the
 // sum of its ops timed one by one. CUDA only; never links SimGrid.
-#include "calibration/base/atomic_write.hpp"
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/units.hpp"
+#include "core/atomic_write.hpp"
+#include "core/file_type.hpp"
+#include "core/units.hpp"
 #include "calibration/table/kernel_table.hpp"
-#include "calibration/table/model_zoo.hpp"
-#include "kernels/calibrator.hpp"
-#include "kernels/contention.hpp"
-#include "kernels/cuda_support.hpp"
-#include "kernels/attention.hpp"
-#include "kernels/gemm.hpp"
-#include "kernels/model_grid.hpp"
-#include "kernels/power_phases.hpp"
-#include "kernels/power_sampler.hpp"
-#include "kernels/random_fill.hpp"
-#include "kernels/replay.hpp"
+#include "model/model_zoo.hpp"
+#include "kernels/device/calibrator.hpp"
+#include "kernels/device/contention.hpp"
+#include "kernels/device/cuda_support.hpp"
+#include "kernels/device/attention.hpp"
+#include "kernels/device/gemm.hpp"
+#include "kernels/host/model_grid.hpp"
+#include "kernels/device/power_phases.hpp"
+#include "kernels/host/power_sampler.hpp"
+#include "kernels/device/random_fill.hpp"
+#include "kernels/device/replay.hpp"
 
 #include <cublasLt.h>
 
@@ -46,7 +46,7 @@ using calibration::GemmRow;
 using calibration::KernelTable;
 using calibration::KernelTiming;
 using calibration::MemoryBoundRow;
-using calibration::ModelSpec;
+using model::ModelSpec;
 using calibration::TableContent;
 
 namespace {
@@ -310,29 +310,29 @@ Expected<KernelTable> measure_rows(Calibrator& cal, const KernelTable& shapes) {
   const std::size_t total = shapes.size();
   std::size_t done = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto progress = [&](const calibration::KernelShape& what, const Percentiles& t, const std::string& rate) {
+  auto progress = [&](const model::KernelShape& what, const Percentiles& t, const std::string& rate) {
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double eta = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
     std::fprintf(stderr, "[%5zu/%zu] %-58s %9.4f ms  %s  (eta %.0f s)\n", done, total,
-                 calibration::describe(what).c_str(), t.p50_ms, rate.c_str(), eta);
+                 model::describe(what).c_str(), t.p50_ms, rate.c_str(), eta);
   };
   KernelTable measured;
   for (const GemmRow& r : shapes.gemms()) {
     auto t = cal.measure(r.shape);
-    if (!t) return Error{calibration::describe(r.shape) + ": " + t.error().message};
+    if (!t) return Error{model::describe(r.shape) + ": " + t.error().message};
     measured.add(GemmRow{r.shape, seconds_of(*t)});
     progress(r.shape, *t, fmt(r.shape.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
   }
   for (const AttentionRow& r : shapes.attentions()) {
     auto t = cal.measure(r.shape);
-    if (!t) return Error{calibration::describe(r.shape) + ": " + t.error().message};
+    if (!t) return Error{model::describe(r.shape) + ": " + t.error().message};
     measured.add(AttentionRow{"commbound", r.shape, seconds_of(*t)});
     progress(r.shape, *t, fmt(r.shape.flops() / (t->p50_ms * 1e-3) / 1e12) + " TFLOP/s");
   }
   for (const MemoryBoundRow& r : shapes.memory_bounds()) {
     auto t = cal.measure(r.shape);
-    if (!t) return Error{calibration::describe(r.shape) + ": " + t.error().message};
+    if (!t) return Error{model::describe(r.shape) + ": " + t.error().message};
     measured.add(MemoryBoundRow{r.shape, r.shape.bytes(), seconds_of(*t)});
     progress(r.shape, *t, fmt(r.shape.bytes() / (t->p50_ms * 1e-3) / 1e9) + " GB/s");
   }
@@ -344,7 +344,7 @@ int run_replay(const Args& args, const std::vector<ModelSpec>& zoo) {
   const auto it = std::find_if(zoo.begin(), zoo.end(), [&](const ModelSpec& m) { return m.name == args.replay_model; });
   if (it == zoo.end()) return usage_error("--replay " + args.replay_model + ": not in the model zoo");
   o.model = *it;
-  if (Status s = calibration::check_exact(o.model, o.step); !s) return usage_error(s.error().message);
+  if (Status s = model::check_exact(o.model, o.step); !s) return usage_error(s.error().message);
   std::optional<KernelTable> table;
   if (!args.replay_table.empty()) {
     auto t = KernelTable::load(args.replay_table, args.replay_table.string());
@@ -411,7 +411,7 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path data = data_dir();
   if (args->models.empty()) args->models = data / "calibration" / "models.toml";
-  auto zoo = calibration::read_model_zoo(args->models);
+  auto zoo = model::read_model_zoo(args->models);
   if (!zoo) return usage_error(zoo.error().message);
   if (!args->replay_model.empty()) return run_replay(*args, *zoo);
 

@@ -1,10 +1,10 @@
 // commbound-nccl-bench: runs real NCCL collectives on this node's GPUs and prints nccl-tests'
-// output (kernels/nccl_bench.hpp), which `commbound fit-fabric` reads like any nccl-tests log.
+// output (kernels/host/nccl_bench.hpp), which `commbound fit-fabric` reads like any nccl-tests log.
 // main only parses, dispatches and turns errors into exit codes: 2 bad input, 1 the machine or
 // NCCL failed (or returned wrong data). Never links SimGrid.
-#include "calibration/base/atomic_write.hpp"
-#include "calibration/base/file_type.hpp"
-#include "kernels/nccl_bench.hpp"
+#include "core/atomic_write.hpp"
+#include "core/file_type.hpp"
+#include "kernels/host/nccl_bench.hpp"
 
 #include <CLI/CLI.hpp>
 

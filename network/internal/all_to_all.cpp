@@ -1,6 +1,6 @@
 #include "network/internal/all_to_all.hpp"
 
-#include "calibration/base/check.hpp"
+#include "core/check.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/link_occupancy.hpp"
 

@@ -1,6 +1,6 @@
 #include "network/internal/fabric_zone.hpp"
 
-#include "calibration/base/check.hpp"
+#include "core/check.hpp"
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/s4u/Host.hpp>

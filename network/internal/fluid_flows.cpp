@@ -1,6 +1,6 @@
 #include "network/internal/fluid_flows.hpp"
 
-#include "calibration/base/check.hpp"
+#include "core/check.hpp"
 #include "network/internal/fabric_zone.hpp"
 
 #include <simgrid/s4u/Comm.hpp>

@@ -2,7 +2,7 @@
 // scenario, and reporting a failure as one line on stderr.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_tests_log.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"

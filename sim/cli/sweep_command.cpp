@@ -1,9 +1,9 @@
 // commbound sweep: every [sweep] point of a scenario, in parallel, resumable, into a results folder
 // (sim/sweep/sweep_folder.hpp); or written out as a Slurm job array whose tasks fill the same folder, and
 // the finished points of such a folder collected into its results.
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/file_type.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"

@@ -2,7 +2,7 @@
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "calibration/table/kernel_table.hpp"
-#include "calibration/table/table_reader.hpp"
+#include "core/table_reader.hpp"
 #include "sim/workload/memory_model.hpp"
 #include "sim/report/output.hpp"
 #include "sim/workload/shape_set.hpp"
@@ -79,19 +79,19 @@ struct DeriveArgs {
 // The target GPU's published achievable rates (calibration/reference/<gpu>-achievable.toml):
 // [gemm] achievable_TFLOPs and [memory] copy_GBps, each table with its `source`.
 Status read_achievable(const std::string& path, calibration::KernelTable::Datasheet& to) {
-  auto doc = calibration::parse_toml_file(path);
+  auto doc = parse_toml_file(path);
   if (!doc) return doc.error();
-  calibration::TableReader top(*doc, "");
+  TableReader top(*doc, "");
   const toml::table* gemm = top.table("gemm");
   const toml::table* memory = top.table("memory");
   top.string("description", "");
   if (Status s = top.finish(); !s) return Error{path + ": " + s.error().message};
   const toml::table empty;
-  calibration::TableReader g(gemm != nullptr ? *gemm : empty, "gemm");
+  TableReader g(gemm != nullptr ? *gemm : empty, "gemm");
   to.achievable_gemm_flops_per_s = g.number("achievable_TFLOPs", 0, 1, 1e6) * 1e12;
   g.string("source", "");
   if (Status s = g.finish(); !s) return Error{path + ": " + s.error().message};
-  calibration::TableReader m(memory != nullptr ? *memory : empty, "memory");
+  TableReader m(memory != nullptr ? *memory : empty, "memory");
   to.achievable_copy_bytes_per_s = m.number("copy_GBps", 0, 1, 1e7) * 1e9;
   m.string("source", "");
   if (Status s = m.finish(); !s) return Error{path + ": " + s.error().message};

@@ -1,5 +1,5 @@
 // ComputeProfile: what one GPU computes for one micro-batch of a training setting, kernel by
-// kernel, as a framework runs it (calibration/table/framework_recipe.hpp): each kernel's shape,
+// kernel, as a framework runs it (model/framework_recipe.hpp): each kernel's shape,
 // bytes, FLOPs, its price and where the price came from, and when the host issued it.
 //
 // Each part (a decoder layer forward, backward, their sum, the embedding, the LM head, the
@@ -14,7 +14,7 @@
 // No communication, no contention: the compute of one rank, to put beside a torch.profiler table.
 #pragma once
 
-#include "calibration/table/llama_recipe.hpp"
+#include "model/llama_recipe.hpp"
 #include "sim/engine/cost_model.hpp"
 #include "sim/scenario/training.hpp"
 
@@ -26,7 +26,7 @@ namespace commbound::sim {
 struct ProfiledKernel {
   std::string part;      // "layer.forward", "layer.backward", "lm_head.forward", ... (ProgramPart)
   std::string name;      // the recipe's kernel name: "rmsnorm.pow", "qkv.dgrad", "attention"
-  calibration::KernelShape shape;
+  model::KernelShape shape;
   double flops = 0, bytes = 0;
   double gpu_s = 0;      // its price
   double host_s = 0;     // the host's time to issue it (its framework ops)

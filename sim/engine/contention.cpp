@@ -56,14 +56,14 @@ CommLoad Contention::hbm_load(double bus_bytes_per_s) const {
   return {0, kNcclHbmBytesPerBusByte * bus_bytes_per_s / hbm_bytes_per_s_};
 }
 
-double Contention::slowdown(const calibration::KernelShape& kernel, const CommLoad& load) const {
+double Contention::slowdown(const model::KernelShape& kernel, const CommLoad& load) const {
   if (load.sm_share <= 0 && load.hbm_share <= 0) return 1;
   if (std::holds_alternative<std::monostate>(kernel)) return 1;
-  if (!measured_) return std::holds_alternative<calibration::AttentionShape>(kernel) ? flat_attention_ : flat_gemm_;
+  if (!measured_) return std::holds_alternative<model::AttentionShape>(kernel) ? flat_attention_ : flat_gemm_;
   const double sm = std::min(load.sm_share, 1.0);
   const double hbm = std::min(load.hbm_share, kMaxCommHbmShare);
-  if (calibration::is_memory_bound(kernel)) return 1 / (1 - hbm);
-  const Costs& k = std::holds_alternative<calibration::AttentionShape>(kernel) ? attention_ : gemm_;
+  if (model::is_memory_bound(kernel)) return 1 / (1 - hbm);
+  const Costs& k = std::holds_alternative<model::AttentionShape>(kernel) ? attention_ : gemm_;
   return 1 + k.sm_cost * sm + k.hbm_cost * hbm;
 }
 

@@ -15,7 +15,7 @@
 // calibration/gpus.toml's comm_contention_factor, flat, for every kernel.
 #pragma once
 
-#include "calibration/table/kernel_shape.hpp"
+#include "model/kernel_shape.hpp"
 #include "calibration/table/kernel_table.hpp"
 
 #include <string>
@@ -64,7 +64,7 @@ public:
   // bus bytes over its duration) through HBM (none without a table).
   CommLoad hbm_load(double bus_bytes_per_s) const;
   // The factor by which `kernel` runs slower under `load` (1 when nothing runs beside it).
-  double slowdown(const calibration::KernelShape& kernel, const CommLoad& load) const;
+  double slowdown(const model::KernelShape& kernel, const CommLoad& load) const;
   std::string describe() const;
 
 private:

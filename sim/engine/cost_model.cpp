@@ -13,10 +13,10 @@ using calibration::Priced;
 
 // "gemm", "attention", "memory_bound" or "elementwise": the kind of a kernel shape, as reports
 // count fallbacks.
-const char* kind_of(const calibration::KernelShape& k) {
-  if (std::holds_alternative<calibration::GemmShape>(k)) return "gemm";
-  if (std::holds_alternative<calibration::AttentionShape>(k)) return "attention";
-  if (std::holds_alternative<calibration::ElementwiseShape>(k)) return "elementwise";
+const char* kind_of(const model::KernelShape& k) {
+  if (std::holds_alternative<model::GemmShape>(k)) return "gemm";
+  if (std::holds_alternative<model::AttentionShape>(k)) return "attention";
+  if (std::holds_alternative<model::ElementwiseShape>(k)) return "elementwise";
   return "memory_bound";
 }
 
@@ -40,7 +40,7 @@ Priced CostModel::price(const Op& op, double limit_slowdown) const {
 }
 
 bool CostModel::compute_bound(const Op& op) {
-  return !op.fixed_s && !std::holds_alternative<std::monostate>(op.kernel) && !calibration::is_memory_bound(op.kernel);
+  return !op.fixed_s && !std::holds_alternative<std::monostate>(op.kernel) && !model::is_memory_bound(op.kernel);
 }
 
 double CostModel::limit_slowdown_for(const std::vector<Program>& stages, int micro_batches, double* share) const {
@@ -65,8 +65,8 @@ void CostModel::hold_at_power_limit(const std::vector<Program>& stages) {
 Priced CostModel::price_once(const Op& op) const {
   if (op.fixed_s) return {*op.fixed_s, Match::exact, 0.0};  // measured: its own time, no spread to draw from
   if (!table_) {
-    const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);
-    const double peak = g && g->precision == calibration::Precision::fp8 ? gpu_.peak_fp8_flops_per_s : gpu_.peak_flops_per_s;
+    const auto* g = std::get_if<model::GemmShape>(&op.kernel);
+    const double peak = g && g->precision == model::Precision::fp8 ? gpu_.peak_fp8_flops_per_s : gpu_.peak_flops_per_s;
     return {std::max(op.flops / peak, op.bytes / gpu_.hbm_bytes_per_s), Match::roofline};
   }
   for (const PricedKernel& m : memo_) {
@@ -76,10 +76,10 @@ Priced CostModel::price_once(const Op& op) const {
   // times the FP8 / bf16 time ratio the table measured at the nearest shape ([[gemm_fp8]],
   // tensorwise scaling as Transformer Engine's recipes run it), else the datasheet's bf16 / fp8
   // peak ratio (derived).
-  calibration::KernelShape priced_as = op.kernel;
+  model::KernelShape priced_as = op.kernel;
   double factor = 1;
-  if (auto* g = std::get_if<calibration::GemmShape>(&priced_as); g && g->precision == calibration::Precision::fp8) {
-    g->precision = calibration::Precision::bf16;
+  if (auto* g = std::get_if<model::GemmShape>(&priced_as); g && g->precision == model::Precision::fp8) {
+    g->precision = model::Precision::bf16;
     const std::optional<double> measured = table_->fp8_ratio(*g);
     factor = measured ? *measured : gpu_.peak_flops_per_s / gpu_.peak_fp8_flops_per_s;
   }
@@ -114,8 +114,8 @@ CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
     for (const Op& op : p.ops) {
       if (std::holds_alternative<std::monostate>(op.kernel) || op.fixed_s) continue;
       const Priced priced = price(op);
-      const auto* g = std::get_if<calibration::GemmShape>(&op.kernel);
-      if (table_ && g && g->precision == calibration::Precision::fp8) {
+      const auto* g = std::get_if<model::GemmShape>(&op.kernel);
+      if (table_ && g && g->precision == model::Precision::fp8) {
         ++s.fallback_ops;
         ++s.fallbacks[table_->fp8_ratio(*g) ? "gemm_fp8_ratio" : "gemm_fp8_derived"];  // as price_once decides
         continue;

@@ -114,7 +114,7 @@ private:
   // thousands of times, and the table prices a shape it lacks by scanning all its rows. Not
   // thread-safe (nothing in commbound prices from several threads).
   struct PricedKernel {
-    calibration::KernelShape kernel;
+    model::KernelShape kernel;
     calibration::Priced priced;
   };
   mutable std::vector<PricedKernel> memo_;

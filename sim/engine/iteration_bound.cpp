@@ -59,7 +59,7 @@ void add_compute(IterationBound& b, const Op& op, double seconds, double times, 
   }
   const double mean_s = seconds * times / stages;
   b.compute_s += mean_s;
-  (calibration::is_memory_bound(op.kernel) ? b.memory_bound_s : b.compute_bound_s) += mean_s;
+  (model::is_memory_bound(op.kernel) ? b.memory_bound_s : b.compute_bound_s) += mean_s;
 }
 
 // An op's price as `commbound run` charges it: a model held at the power limit

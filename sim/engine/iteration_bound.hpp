@@ -15,7 +15,7 @@
 // over the ops in the order the engine finishes them). What the replay keeps is the compute of
 // every stage, the waits between pipeline stages (the bubble) and the communication no schedule
 // hides at the fabric's full rate; what it drops is latency, contention, the links' sharing and
-// jitter. tests/sim/layout_search_test.cpp checks it below simulated iterations.
+// jitter. tests/sim/search/layout_search_test.cpp checks it below simulated iterations.
 #pragma once
 
 #include "network/cluster_spec.hpp"
@@ -57,7 +57,7 @@ IterationBound iteration_lower_bound(const TrainingSpec& t, const std::vector<Pr
 // chunks; it does not change them), so a stage's compute is micro_batches x that of one
 // micro-batch plus its optimizer: worked out from the programs of one micro-batch without
 // interleaving. Never above iteration_lower_bound of the same layout (equal busiest_compute_s:
-// tests/sim/layout_search_test.cpp).
+// tests/sim/search/layout_search_test.cpp).
 IterationBound compute_only_bound(const TrainingSpec& t, const CostModel& cost);
 
 }  // namespace commbound::sim

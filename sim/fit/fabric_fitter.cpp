@@ -1,6 +1,6 @@
 #include "sim/fit/fabric_fitter.hpp"
 
-#include "calibration/base/child_process.hpp"
+#include "core/child_process.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/platform.hpp"
 #include "sim/scenario/presets.hpp"

@@ -12,7 +12,7 @@
 // a quarter of them) is refused with the reason, never absorbed into a fit.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/fabric_fit.hpp"
 #include "network/nccl_tests_log.hpp"
 #include "sim/scenario/scenario.hpp"

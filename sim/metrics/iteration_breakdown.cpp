@@ -1,6 +1,6 @@
 #include "sim/metrics/iteration_breakdown.hpp"
 
-#include "calibration/base/check.hpp"
+#include "core/check.hpp"
 #include "sim/metrics/internal/timeline_intervals.hpp"
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 
 namespace commbound::sim {
 
-using calibration::MemoryBoundShape;
+using model::MemoryBoundShape;
 using internal::Interval;
 using internal::length;
 using internal::merged;
@@ -35,7 +35,7 @@ Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stage
     const bool collective = op.kind == OpKind::collective;
     auto& [compute, comm] = per_rank[s.rank];
     (collective ? comm : compute).emplace_back(s.start_s, s.end_s);
-    if (calibration::is_memory_bound(op.kernel)) {
+    if (model::is_memory_bound(op.kernel)) {
       memory_bound_s += s.end_s - s.start_s;
     } else if (!collective) {
       compute_bound_s += s.end_s - s.start_s;

@@ -1,6 +1,6 @@
 #include "sim/report/collective_report.hpp"
 
-#include "calibration/base/units.hpp"
+#include "core/units.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

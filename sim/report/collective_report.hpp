@@ -4,7 +4,7 @@
 // GB/s are 1e9 bytes per second, as nccl-tests prints them.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_tests.hpp"
 #include "sim/report/csv_table.hpp"
 

@@ -1,8 +1,8 @@
 #include "sim/report/csv_table.hpp"
 
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/file_type.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
 
 #include <algorithm>
 #include <fstream>

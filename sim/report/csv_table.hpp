@@ -4,7 +4,7 @@
 // do the reference tables.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <optional>
 #include <string>

@@ -1,8 +1,8 @@
 #include "sim/report/output.hpp"
 
-#include "calibration/base/atomic_write.hpp"
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/atomic_write.hpp"
+#include "core/file_type.hpp"
+#include "core/one_line.hpp"
 #include "network/cluster_spec.hpp"
 
 #include <fmt/format.h>

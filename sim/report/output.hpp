@@ -2,7 +2,7 @@
 // renamed into place), and an existing file is never replaced unless the user said --force.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <functional>
 #include <ostream>

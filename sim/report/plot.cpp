@@ -1,7 +1,7 @@
 #include "sim/report/plot.hpp"
 
-#include "calibration/base/atomic_write.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/atomic_write.hpp"
+#include "core/one_line.hpp"
 #include "sim/report/output.hpp"
 
 #include <fcntl.h>

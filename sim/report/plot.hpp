@@ -10,7 +10,7 @@
 // draws to its standard output, which is the figure's temporary file).
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <functional>
 #include <string>

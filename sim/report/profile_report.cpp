@@ -1,6 +1,6 @@
 #include "sim/report/profile_report.hpp"
 
-#include "calibration/base/units.hpp"
+#include "core/units.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
@@ -24,7 +24,7 @@ void write_table(std::ostream& out, const ComputeProfile& p, const std::string& 
   for (const ProfiledKernel& k : p.kernels) {
     if (!is_layer_part(k.part)) continue;
     out << fmt::format("{:<16} {:<38} {:<44} {:>9.2f} {:>8.2f} {:>9.1f} {:>8.1f} {:>9.1f}  {}\n", k.part, k.name,
-                       calibration::describe(k.shape), k.bytes * kMBPerByte, k.flops * kGFLOPPerFLOP,
+                       model::describe(k.shape), k.bytes * kMBPerByte, k.flops * kGFLOPPerFLOP,
                        k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.end_s * kUsPerS, calibration::to_string(k.match));
   }
   out << "\n"
@@ -41,7 +41,7 @@ void write_csv(std::ostream& out, const ComputeProfile& p) {
   out << "part,kernel,shape,bytes,flops,gpu_us,host_us,issue_us,start_us,end_us,priced\n";
   for (const ProfiledKernel& k : p.kernels) {
     out << fmt::format("{},{},{},{:.0f},{:.0f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{}\n", csv_field(k.part),
-                       csv_field(k.name), csv_field(calibration::describe(k.shape)), k.bytes, k.flops,
+                       csv_field(k.name), csv_field(model::describe(k.shape)), k.bytes, k.flops,
                        k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.issue_s * kUsPerS, k.start_s * kUsPerS,
                        k.end_s * kUsPerS, calibration::to_string(k.match));
   }
@@ -50,7 +50,7 @@ void write_csv(std::ostream& out, const ComputeProfile& p) {
 void write_json(std::ostream& out, const ComputeProfile& p, const std::string& title) {
   nlohmann::json kernels = nlohmann::json::array(), parts = nlohmann::json::array();
   for (const ProfiledKernel& k : p.kernels) {
-    kernels.push_back({{"part", k.part}, {"kernel", k.name}, {"shape", calibration::describe(k.shape)},
+    kernels.push_back({{"part", k.part}, {"kernel", k.name}, {"shape", model::describe(k.shape)},
                        {"bytes", k.bytes}, {"flops", k.flops}, {"gpu_us", k.gpu_s * kUsPerS},
                        {"host_us", k.host_s * kUsPerS}, {"issue_us", k.issue_s * kUsPerS},
                        {"start_us", k.start_s * kUsPerS}, {"end_us", k.end_s * kUsPerS},

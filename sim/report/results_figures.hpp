@@ -12,7 +12,7 @@
 // (recognised by its header) gets nccl-tests' bus bandwidth against nodes and against size.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 #include "sim/report/plot.hpp"

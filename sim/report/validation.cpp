@@ -1,8 +1,8 @@
 #include "sim/report/validation.hpp"
 
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/file_type.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 #include "sim/report/output.hpp"

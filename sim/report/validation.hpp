@@ -11,7 +11,7 @@
 // instead, simulated / measured - 1, which has the opposite sign.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/nccl_tests_log.hpp"
 #include "sim/report/plot.hpp"

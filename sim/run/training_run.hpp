@@ -7,7 +7,7 @@
 // layout that does not fit in GPU memory is not simulated (its metrics say oom, with the breakdown).
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "sim/engine/cost_model.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/metrics/metrics.hpp"

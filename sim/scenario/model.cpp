@@ -2,8 +2,8 @@
 
 namespace commbound::sim {
 
-Expected<calibration::ModelSpec> load_model(const Presets& presets, const std::string& name) {
-  return calibration::load_model(presets.dir() / "models.toml", name);
+Expected<model::ModelSpec> load_model(const Presets& presets, const std::string& name) {
+  return model::load_model(presets.dir() / "models.toml", name);
 }
 
 }  // namespace commbound::sim

@@ -1,9 +1,9 @@
 #include "sim/scenario/moe_spec.hpp"
 
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/enum_names.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/file_type.hpp"
+#include "core/enum_names.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // model that turns these into tokens per expert and rank is sim/workload/moe_routing.hpp.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <cstdint>
 #include <optional>

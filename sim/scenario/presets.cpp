@@ -1,7 +1,7 @@
 #include "sim/scenario/presets.hpp"
 
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/units.hpp"
+#include "core/file_type.hpp"
+#include "core/units.hpp"
 
 #include <unistd.h>
 
@@ -15,16 +15,6 @@
 
 namespace commbound::sim {
 
-using calibration::KeyEnum;
-using calibration::KeyField;
-using calibration::KeySpec;
-using calibration::KeyType;
-using calibration::KeyValue;
-using calibration::KeyValues;
-using calibration::Overrides;
-using calibration::parse_toml_file;
-using calibration::read_keys;
-using calibration::TableReader;
 namespace {
 
 // The named sub-table of a preset file, or an error listing the names it has.
@@ -126,7 +116,7 @@ const std::vector<KeySpec<network::NodeType>>& node_keys() {
        .get = nvlink_name},
       {.key = "pcie", .required = true, .doc = "a `calibration/links.toml` preset: GPU to NIC", .get = pcie_name},
       {.key = "nvlink_topology", .type = KeyType::choice, .fallback = KeyValue{std::string("switch")},
-       .names = calibration::names_of({network::NvlinkTopology::nvswitch, network::NvlinkTopology::mesh}),
+       .names = names_of({network::NvlinkTopology::nvswitch, network::NvlinkTopology::mesh}),
        .doc = "`switch`: every GPU on an NVSwitch at the `nvlink` rate; `mesh`: no switch, one link per GPU pair "
               "at the `nvlink` rate / (gpus - 1), up to 4 GPUs, `nvls = false`",
        .set = KeyEnum<network::parse_nvlink_topology, &NodeType::nvlink_topology>::set,
@@ -143,7 +133,7 @@ const std::vector<KeySpec<network::NodeType>>& node_keys() {
       {.key = "nic", .required = true, .doc = "a `calibration/links.toml` preset: the NICs as shipped (the fabric's default link)",
        .set = KeyField<&NodeType::nic>::set, .get = KeyField<&NodeType::nic>::get},
       {.key = "host_cpu", .type = KeyType::choice, .fallback = KeyValue{std::string("intel")},
-       .names = calibration::names_of({network::HostCpu::intel, network::HostCpu::amd, network::HostCpu::other}),
+       .names = names_of({network::HostCpu::intel, network::HostCpu::amd, network::HostCpu::other}),
        .doc = "selects NCCL's netOverhead (1 us Intel, 2 us AMD)",
        .set = KeyEnum<network::parse_host_cpu, &NodeType::host_cpu>::set,
        .get = KeyEnum<network::parse_host_cpu, &NodeType::host_cpu>::get},

@@ -3,9 +3,9 @@
 // line, key and value.
 #pragma once
 
-#include "calibration/base/expected.hpp"
-#include "calibration/table/key_table.hpp"
-#include "calibration/table/table_reader.hpp"
+#include "core/expected.hpp"
+#include "core/key_table.hpp"
+#include "core/table_reader.hpp"
 #include "network/cluster_spec.hpp"
 #include "network/nccl_constants.hpp"
 
@@ -44,8 +44,8 @@ private:
 // The keys of a link technology table and of a node type table, as data (key_table.hpp): the
 // presets and a scenario's [fabric.link] and [cluster.node] are read, written back and documented
 // from these.
-const std::vector<calibration::KeySpec<network::LinkTech>>& link_keys();
-const std::vector<calibration::KeySpec<network::NodeType>>& node_keys();
+const std::vector<KeySpec<network::LinkTech>>& link_keys();
+const std::vector<KeySpec<network::NodeType>>& node_keys();
 
 // Reads one link technology table (keys as in calibration/links.toml: description, bandwidth_GBps,
 // efficiency, latency_us); `prefix` is its dotted path for error messages.

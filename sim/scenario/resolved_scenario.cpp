@@ -1,6 +1,6 @@
 #include "sim/scenario/resolved_scenario.hpp"
 
-#include "calibration/table/model_zoo.hpp"
+#include "model/model_zoo.hpp"
 #include "sim/scenario/scenario_schema.hpp"
 
 #include <sstream>
@@ -22,26 +22,26 @@ toml::table resolved_scenario(const Scenario& sc) {
     if (name_is(section, "moe") && !sc.training->model.moe()) continue;  // a dense model has no router
     const std::string name = section.name;
     if (name.empty()) {
-      calibration::write_keys(sc, section.keys, doc);
+      write_keys(sc, section.keys, doc);
       continue;
     }
     toml::table table;
-    calibration::write_keys(sc, section.keys, table);
+    write_keys(sc, section.keys, table);
     if (name == "cluster") {
       toml::table node;
-      calibration::write_keys(sc.cluster.node, node_keys(), node);
+      write_keys(sc.cluster.node, node_keys(), node);
       table.insert("node", std::move(node));
     }
     if (name == "fabric") {
       toml::table link;
-      calibration::write_keys(sc.cluster.fabric.link, link_keys(), link);
+      write_keys(sc.cluster.fabric.link, link_keys(), link);
       table.insert("link", std::move(link));
     }
     doc.insert(name, std::move(table));
   }
   if (!sc.training) return doc;
   toml::table model;
-  calibration::write_keys(sc.training->model, calibration::model_keys(), model);
+  write_keys(sc.training->model, model::model_keys(), model);
   doc.insert("model", std::move(model));
   if (sc.workload) {
     const TraceWorkload& w = *sc.workload;

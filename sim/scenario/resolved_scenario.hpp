@@ -10,7 +10,7 @@
 // [sweep] is left out: a resolved scenario is one point.
 //
 // Contract: ScenarioFile::load of the written document (with the same calibration directory)
-// gives a Scenario that simulates to the same metrics (tests/sim/sweep_cli_test.cpp).
+// gives a Scenario that simulates to the same metrics (tests/sim/cli/sweep_cli_test.cpp).
 #pragma once
 
 #include "sim/scenario/scenario.hpp"

@@ -1,9 +1,9 @@
 #include "sim/scenario/scenario.hpp"
 
-#include "calibration/base/file_type.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
-#include "calibration/table/table_reader.hpp"
+#include "core/file_type.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
+#include "core/table_reader.hpp"
 #include "sim/scenario/model.hpp"
 #include "sim/scenario/scenario_schema.hpp"
 #include "sim/scenario/size_limits.hpp"
@@ -18,13 +18,6 @@
 
 namespace commbound::sim {
 
-using calibration::KeyType;
-using calibration::KeyValues;
-using calibration::Overrides;
-using calibration::parse_toml_file;
-using calibration::read_keys;
-using calibration::TableReader;
-using calibration::where;
 namespace {
 
 // Where the value of `section_name.key` came from, for an error: its --set, else its place in
@@ -75,7 +68,7 @@ Status apply_override(toml::table& doc, const std::string& assignment, Overrides
   const std::string origin = "--set " + assignment;
   toml::table parsed;
   // A string key of the schema takes the text as given (--set nccl.release=2.30 is not 2.3).
-  const calibration::KeySpec<Scenario>* spec = find_scenario_key(key);
+  const KeySpec<Scenario>* spec = find_scenario_key(key);
   const bool text_key = spec != nullptr && (spec->type == KeyType::string || spec->type == KeyType::choice) &&
                         spec->boolean_names.empty() && !value.starts_with('"');
   if (text_key) return set_value(doc, key, toml::value<std::string>(value), origin, origins);
@@ -485,7 +478,7 @@ private:
   Status read_model() {
     TrainingSpec& t = *sc_.training;
     if (model_t_->contains("layers")) {
-      auto m = calibration::read_model(*model_t_, "custom", "model", &origins_);
+      auto m = model::read_model(*model_t_, "custom", "model", &origins_);
       if (!m) return m.error();
       t.model = *m;
     } else {
@@ -587,7 +580,7 @@ private:
   void check_expert_split(TableReader& par) const {
     const TrainingSpec& t = *sc_.training;
     if (par.failed()) return;
-    const calibration::ModelSpec& m = t.model;
+    const model::ModelSpec& m = t.model;
     if (!m.moe()) {
       for (auto [key, value] : {std::pair{"ep", t.ep}, std::pair{"expert_tp", t.expert_tp}}) {
         if (value > 1) return par.fail(key, t.model.name + " has no experts (set [model] experts for a mixture of experts)");
@@ -640,7 +633,7 @@ private:
   void check_cp_comm(TableReader& par) const {
     const TrainingSpec& t = *sc_.training;
     if (par.failed() || t.cp_comm != CpComm::a2a || t.cp == 1) return;
-    const calibration::ModelSpec& m = t.model;
+    const model::ModelSpec& m = t.model;
     const int heads = m.heads / t.tp, kv_heads = m.kv_heads / t.tp;
     if (heads % t.cp != 0 || kv_heads % t.cp != 0) {
       par.fail("cp_comm", "\"a2a\" splits the heads over cp = " + std::to_string(t.cp) + ": " + m.name + " has " +
@@ -753,9 +746,9 @@ private:
   // pytorch-eager's recipe is the Llama architecture's kernels, read from the reference code.
   void check_framework_model(TableReader& tr) const {
     const TrainingSpec& t = *sc_.training;
-    if (!tr.failed() && t.framework == calibration::Framework::pytorch_eager &&
-        (t.model.mlp != calibration::Mlp::swiglu || t.model.norm != calibration::Norm::rmsnorm ||
-         t.model.position != calibration::Position::rope || t.model.mla())) {
+    if (!tr.failed() && t.framework == model::Framework::pytorch_eager &&
+        (t.model.mlp != model::Mlp::swiglu || t.model.norm != model::Norm::rmsnorm ||
+         t.model.position != model::Position::rope || t.model.mla())) {
       tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU, standard "
                            "attention); " + t.model.name +
                                " is not");
@@ -779,10 +772,10 @@ private:
   // FP8 needs FP8 tensor cores, and runs through Transformer Engine or torch.compile (torchao).
   void check_precision(TableReader& tr) const {
     const TrainingSpec& t = *sc_.training;
-    if (tr.failed() || t.precision != calibration::Precision::fp8) return;
+    if (tr.failed() || t.precision != model::Precision::fp8) return;
     if (t.gpu.peak_fp8_flops_per_s <= 0) {
       tr.fail("precision", t.gpu.name + " has no FP8 tensor cores (no dense_fp8_TFLOPs in calibration/gpus.toml)");
-    } else if (t.framework == calibration::Framework::pytorch_eager) {
+    } else if (t.framework == model::Framework::pytorch_eager) {
       tr.fail("precision", "FP8 training runs through Transformer Engine or torch.compile (torchao): use framework "
                            "\"megatron-te\", \"pytorch-compile\" or \"fused\"");
     }
@@ -806,10 +799,10 @@ private:
   // (sdp_utils.cpp, check_flash_attention_hardware_support): below it (V100) SDPA runs its
   // memory-efficient kernel, priced as our kernel of the same algorithm. Priced from the table's
   // rows of that kernel where it has them, else from our kernel of the same algorithm.
-  static std::string default_attention_kernel(calibration::Framework f, const calibration::KernelTable* table,
+  static std::string default_attention_kernel(model::Framework f, const calibration::KernelTable* table,
                                               double compute_capability) {
-    if (f == calibration::Framework::megatron_te) return "cudnn";
-    const bool pytorch = f == calibration::Framework::pytorch_eager || f == calibration::Framework::pytorch_compile;
+    if (f == model::Framework::megatron_te) return "cudnn";
+    const bool pytorch = f == model::Framework::pytorch_eager || f == model::Framework::pytorch_compile;
     if (!pytorch || table == nullptr) return "commbound";
     const bool prefers_cudnn = compute_capability == 9.0 || compute_capability == 10.0 || compute_capability == 10.3;
     if (prefers_cudnn && table->has_attention("cudnn")) return "cudnn";
@@ -954,7 +947,7 @@ Expected<Scenario> ScenarioFile::unswept(const std::vector<ScenarioEdit>& edits,
   Overrides origins = origins_of_copy(state_->origins, state_->places);
   for (const ScenarioEdit& e : edits) {
     toml::table typed;
-    calibration::insert_value(typed, "v", e.value);
+    insert_value(typed, "v", e.value);
     if (Status s = set_value(doc, e.key, *typed.get("v"), origin, origins); !s) return one_line(s.error());
   }
   auto resolved = resolve(doc, origins, base_.path, state_->presets, state_->tables);

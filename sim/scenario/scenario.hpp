@@ -8,10 +8,10 @@
 
 #include "network/cluster_spec.hpp"
 #include "network/collective.hpp"
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_constants.hpp"
 #include "calibration/table/kernel_table.hpp"
-#include "calibration/table/key_table.hpp"
+#include "core/key_table.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/training.hpp"
 
@@ -79,7 +79,7 @@ struct Scenario {
 // format and parse. Validated like the file's own keys (scenario_schema.hpp).
 struct ScenarioEdit {
   std::string key;
-  calibration::KeyValue value;
+  KeyValue value;
 };
 
 // A scenario file read once, and the points of its [sweep] built from it: each point applies its

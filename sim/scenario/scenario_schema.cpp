@@ -1,7 +1,7 @@
 #include "sim/scenario/scenario_schema.hpp"
 
-#include "calibration/base/units.hpp"
-#include "calibration/table/model_zoo.hpp"
+#include "core/units.hpp"
+#include "model/model_zoo.hpp"
 #include "sim/scenario/presets.hpp"
 
 // Key tables are written with designated initializers that leave the fields a key does not use
@@ -10,12 +10,6 @@
 
 namespace commbound::sim {
 
-using calibration::KeyEnum;
-using calibration::KeyField;
-using calibration::KeySpec;
-using calibration::KeyType;
-using calibration::KeyValue;
-using calibration::names_of;
 using network::ClusterSpec;
 using network::FabricSpec;
 using network::NodeType;
@@ -263,17 +257,17 @@ std::vector<Key> training_keys() {
       {.key = "warmup_iterations", .type = KeyType::integer, .lower = 0, .upper = 100, .fallback = KeyValue{0L},
        .doc = "iterations simulated before the measured one (no state carries over: 0 suffices)",
        .set = Training<&TrainingSpec::warmup_iterations>::set, .get = Training<&TrainingSpec::warmup_iterations>::get},
-      {.key = "framework", .type = KeyType::choice, .fallback = text("fused"), .names = calibration::framework_names(),
-       .doc = "whose kernels a step runs and how its host issues them (calibration/table/framework_recipe.hpp; host "
+      {.key = "framework", .type = KeyType::choice, .fallback = text("fused"), .names = model::framework_names(),
+       .doc = "whose kernels a step runs and how its host issues them (model/framework_recipe.hpp; host "
               "costs per op in calibration/frameworks.toml; `commbound profile` lists the kernels)",
-       .set = KeyEnum<calibration::parse_framework, &Scenario::training, &TrainingSpec::framework>::set,
-       .get = KeyEnum<calibration::parse_framework, &Scenario::training, &TrainingSpec::framework>::get},
+       .set = KeyEnum<model::parse_framework, &Scenario::training, &TrainingSpec::framework>::set,
+       .get = KeyEnum<model::parse_framework, &Scenario::training, &TrainingSpec::framework>::get},
       {.key = "precision", .type = KeyType::choice, .fallback = text("bf16"), .names = {"bf16", "fp8"},
        .doc = "the layers' matrix products in bf16 or fp8 (Transformer Engine's casts added; FP8 GEMMs priced as the "
               "bf16 rows x the table's FP8 / bf16 time ratio measured at the nearest shape, `[[gemm_fp8]]`, else x "
               "the datasheet's bf16 / fp8 peak, derived)",
-       .set = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::set,
-       .get = KeyEnum<calibration::parse_precision, &Scenario::training, &TrainingSpec::precision>::get},
+       .set = KeyEnum<model::parse_precision, &Scenario::training, &TrainingSpec::precision>::set,
+       .get = KeyEnum<model::parse_precision, &Scenario::training, &TrainingSpec::precision>::get},
       {.key = "grad_reduce_dtype", .type = KeyType::choice, .derived = "`fp32` at `zero_stage` 1, else `bf16`",
        .names = {"fp32", "bf16"},
        .doc = "the data-parallel gradient reduction (FSDP, ZeRO-1) and the gradient buffer it reads: Megatron's "
@@ -383,16 +377,16 @@ const KeySpec<Scenario>* find_scenario_key(const std::string& key) {
 
 std::string scenario_keys_markdown() {
   std::string out;
-  auto section = [&](const std::string& title, const std::vector<calibration::KeyRow>& rows) {
-    out += "## " + title + "\n" + calibration::keys_markdown(rows) + "\n";
+  auto section = [&](const std::string& title, const std::vector<KeyRow>& rows) {
+    out += "## " + title + "\n" + keys_markdown(rows) + "\n";
   };
   for (const ScenarioSection& s : scenario_sections()) {
     const std::string prefix = std::string(s.name).empty() ? "" : std::string(s.name) + ".";
     section(std::string(s.name).empty() ? "Top level" : "[" + std::string(s.name) + "]",
-            calibration::key_rows(s.keys, prefix));
-    if (std::string(s.name) == "cluster") section("[cluster.node]", calibration::key_rows(node_keys(), "cluster.node."));
-    if (std::string(s.name) == "fabric") section("[fabric.link]", calibration::key_rows(link_keys(), "fabric.link."));
-    if (std::string(s.name) == "nccl") section("[model]", calibration::key_rows(calibration::model_keys(), "model."));
+            key_rows(s.keys, prefix));
+    if (std::string(s.name) == "cluster") section("[cluster.node]", key_rows(node_keys(), "cluster.node."));
+    if (std::string(s.name) == "fabric") section("[fabric.link]", key_rows(link_keys(), "fabric.link."));
+    if (std::string(s.name) == "nccl") section("[model]", key_rows(model::model_keys(), "model."));
   }
   return out;
 }

@@ -1,13 +1,11 @@
 #include "sim/scenario/training.hpp"
 
-#include "calibration/base/enum_names.hpp"
-#include "calibration/base/units.hpp"
-#include "calibration/table/table_reader.hpp"
+#include "core/enum_names.hpp"
+#include "core/units.hpp"
+#include "core/table_reader.hpp"
 
 namespace commbound::sim {
 
-using calibration::parse_toml_file;
-using calibration::TableReader;
 
 const char* to_string(Recompute r) {
   switch (r) {
@@ -113,12 +111,12 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   return g;
 }
 
-Expected<HostCosts> load_host_costs(const Presets& presets, calibration::Framework framework) {
-  if (framework == calibration::Framework::fused) return HostCosts{};
+Expected<HostCosts> load_host_costs(const Presets& presets, model::Framework framework) {
+  if (framework == model::Framework::fused) return HostCosts{};
   const auto path = presets.dir() / "frameworks.toml";
   auto file = parse_toml_file(path);
   if (!file) return file.error();
-  const std::string name = calibration::to_string(framework);
+  const std::string name = model::to_string(framework);
   const toml::node* node = file->get(name);
   if (node == nullptr || !node->is_table()) return Error{path.string() + ": no framework named \"" + name + "\""};
   TableReader r(*node->as_table(), name);

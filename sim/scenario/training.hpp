@@ -3,7 +3,7 @@
 // against the cluster (world size, divisibility), with errors naming file, line, key and value.
 #pragma once
 
-#include "calibration/table/llama_recipe.hpp"
+#include "model/llama_recipe.hpp"
 #include "network/collective.hpp"
 #include "sim/scenario/model.hpp"
 #include "sim/scenario/moe_spec.hpp"
@@ -97,7 +97,7 @@ struct HostCosts {
 };
 
 struct TrainingSpec {
-  calibration::ModelSpec model;
+  model::ModelSpec model;
   GpuSpec gpu;
   int seq_len = 4096;
   int global_batch = 0;       // sequences per iteration, all replicas together
@@ -147,17 +147,17 @@ struct TrainingSpec {
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
   // Iterations simulated before the measured one. The engine joins every stream at the end of an
   // iteration, so nothing carries into the next: a warm-up reproduces the measured iteration to
-  // float rounding (tests/sim/engine_test.cpp) and only costs time; hence 0.
+  // float rounding (tests/sim/engine/engine_test.cpp) and only costs time; hence 0.
   int warmup_iterations = 0;
   // Which attention kernel's rows of a calibration table price attention: "commbound" (our
   // FlashAttention-2-style kernel), "cudnn" (cuDNN's fused attention, Transformer Engine's) or
   // "flash2" (FlashAttention-2 itself, PyTorch SDPA's flash backend).
   std::string attention_kernel = "commbound";
-  // Whose kernels a step runs (calibration/table/framework_recipe.hpp) and its host's costs.
-  calibration::Framework framework = calibration::Framework::fused;
+  // Whose kernels a step runs (model/framework_recipe.hpp) and its host's costs.
+  model::Framework framework = model::Framework::fused;
   HostCosts host;
-  // The layers' matrix products in bf16 or fp8 (calibration/table/llama_recipe.hpp).
-  calibration::Precision precision = calibration::Precision::bf16;
+  // The layers' matrix products in bf16 or fp8 (model/llama_recipe.hpp).
+  model::Precision precision = model::Precision::bf16;
   // Mixture of experts ([moe]): the router's load over the experts (sim/workload/moe_routing.hpp),
   // the file a histogram of it came from (absolute; "" for none), and how expert parallelism's
   // all-to-all moves tokens (network/collective.hpp).
@@ -204,6 +204,6 @@ struct TrainingSpec {
 
 Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name);
 // The host costs of `framework` from calibration/frameworks.toml (fused: zero, not read).
-Expected<HostCosts> load_host_costs(const Presets& presets, calibration::Framework framework);
+Expected<HostCosts> load_host_costs(const Presets& presets, model::Framework framework);
 
 }  // namespace commbound::sim

@@ -15,7 +15,7 @@
 // pruned layouts depends on -j (the order in which results arrive).
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "sim/engine/iteration_bound.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/scenario/scenario.hpp"

@@ -1,6 +1,6 @@
 #include "sim/sweep/sweep_folder.hpp"
 
-#include "calibration/base/file_type.hpp"
+#include "core/file_type.hpp"
 #include "sim/report/metrics_report.hpp"
 #include "sim/report/output.hpp"
 #include "sim/scenario/resolved_scenario.hpp"

@@ -9,7 +9,7 @@
 // leaves either a finished point or none.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 

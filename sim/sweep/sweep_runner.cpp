@@ -1,6 +1,6 @@
 #include "sim/sweep/sweep_runner.hpp"
 
-#include "calibration/base/child_process.hpp"
+#include "core/child_process.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -7,7 +7,7 @@
 // table by fork (nothing is read again) and send back their metrics as JSON.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "sim/metrics/iteration_breakdown.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/run/training_run.hpp"

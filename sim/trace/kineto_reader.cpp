@@ -1,9 +1,9 @@
 #include "sim/trace/kineto_reader.hpp"
 
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
 #include "sim/trace/internal/json_file.hpp"
-#include "calibration/base/units.hpp"
+#include "core/units.hpp"
 
 #include <algorithm>
 #include <cmath>

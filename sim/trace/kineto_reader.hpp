@@ -20,7 +20,7 @@
 // before its producer ended) is not real and is dropped (counted in contradicted_dependencies).
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <optional>
 #include <string>

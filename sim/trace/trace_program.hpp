@@ -19,7 +19,7 @@
 // iteration (every start is its predecessors' end plus the kept gap).
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/trace/kineto_reader.hpp"
 #include "sim/workload/workload.hpp"

@@ -9,7 +9,7 @@
 // and the third to the largest node count measured (largest_node_count). Nothing is fitted here.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 #include "network/nccl_tests_log.hpp"
 #include "sim/report/validation.hpp"
 #include "sim/scenario/scenario.hpp"

@@ -15,7 +15,7 @@
 // form the expert-data-parallel group that reduces (and shards) those experts' gradients.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <string>
 #include <vector>

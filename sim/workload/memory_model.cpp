@@ -18,7 +18,7 @@ constexpr double kContextBytes = 1e9;
 // Pipeline stage `stage`'s GPU. Under 1F1B stage s holds the activations of up to pp - s
 // micro-batches at once (its warm-up forwards and the one in flight).
 MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
-  const calibration::ModelSpec& m = t.model;
+  const model::ModelSpec& m = t.model;
   const bool first = stage == 0, last = stage == t.pp - 1;
   // The input embedding on the first stage, the final norm and LM head on the last (a tied head
   // shares the embedding's weights only when both are on one stage).
@@ -112,7 +112,7 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
 }  // namespace
 
 double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) {
-  const calibration::ModelSpec& m = t.model;
+  const model::ModelSpec& m = t.model;
   const double tokens = static_cast<double>(t.micro_batch) * t.seq_len / t.cp;
   const double tp = t.tp;
   const double h = m.hidden, kv = m.kv_dim(), f = m.ffn, a = m.heads;

@@ -6,7 +6,7 @@
 // by ep and sharded over their own replicas (tp x cp x dp / ep GPUs).
 //
 // Activations are what a Llama layer's backward reads, counted tensor by tensor for the kernels of
-// the recipe (calibration/table/llama_recipe.hpp: fused RMSNorm, fused SwiGLU, flash attention),
+// the recipe (model/llama_recipe.hpp: fused RMSNorm, fused SwiGLU, flash attention),
 // the way Korthikanti et al. 2022 (arXiv 2205.05198, sec. 4.1) count a GPT layer, without its
 // dropout masks (Llama has no dropout) and without its 5 a s^2 b score term (flash attention
 // stores no score matrix, only the softmax's log-sum-exp). Per token of the micro-batch, bf16

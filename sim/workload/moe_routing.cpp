@@ -1,9 +1,9 @@
 #include "sim/workload/moe_routing.hpp"
 
-#include "calibration/base/check.hpp"
-#include "calibration/base/enum_names.hpp"
-#include "calibration/base/number_text.hpp"
-#include "calibration/base/one_line.hpp"
+#include "core/check.hpp"
+#include "core/enum_names.hpp"
+#include "core/number_text.hpp"
+#include "core/one_line.hpp"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>

@@ -8,10 +8,10 @@ void ShapeSet::add(const Program& program) {
   for (const Op& op : program.ops) add(op.kernel);
 }
 
-void ShapeSet::add(const calibration::KernelShape& shape) {
-  if (const auto* g = std::get_if<calibration::GemmShape>(&shape)) gemms_.insert(*g);
-  if (const auto* a = std::get_if<calibration::AttentionShape>(&shape)) attentions_.insert(*a);
-  if (const auto* m = std::get_if<calibration::MemoryBoundShape>(&shape)) memory_bounds_.insert(*m);
+void ShapeSet::add(const model::KernelShape& shape) {
+  if (const auto* g = std::get_if<model::GemmShape>(&shape)) gemms_.insert(*g);
+  if (const auto* a = std::get_if<model::AttentionShape>(&shape)) attentions_.insert(*a);
+  if (const auto* m = std::get_if<model::MemoryBoundShape>(&shape)) memory_bounds_.insert(*m);
 }
 
 void ShapeSet::write(std::ostream& out, const std::vector<std::string>& comments) const {

@@ -10,7 +10,7 @@
 // the file is stable across runs.
 #pragma once
 
-#include "calibration/table/kernel_shape.hpp"
+#include "model/kernel_shape.hpp"
 #include "sim/workload/workload.hpp"
 
 #include <ostream>
@@ -24,20 +24,20 @@ class ShapeSet {
 public:
   // Adds every kernel shape of `program`'s compute ops (not the synchronisation points).
   void add(const Program& program);
-  void add(const calibration::KernelShape& shape);
+  void add(const model::KernelShape& shape);
 
-  const std::set<calibration::GemmShape>& gemms() const { return gemms_; }
-  const std::set<calibration::AttentionShape>& attentions() const { return attentions_; }
-  const std::set<calibration::MemoryBoundShape>& memory_bounds() const { return memory_bounds_; }
+  const std::set<model::GemmShape>& gemms() const { return gemms_; }
+  const std::set<model::AttentionShape>& attentions() const { return attentions_; }
+  const std::set<model::MemoryBoundShape>& memory_bounds() const { return memory_bounds_; }
   std::size_t size() const { return gemms_.size() + attentions_.size() + memory_bounds_.size(); }
 
   // `comments` go first, each line prefixed with "# ".
   void write(std::ostream& out, const std::vector<std::string>& comments) const;
 
 private:
-  std::set<calibration::GemmShape> gemms_;
-  std::set<calibration::AttentionShape> attentions_;
-  std::set<calibration::MemoryBoundShape> memory_bounds_;
+  std::set<model::GemmShape> gemms_;
+  std::set<model::AttentionShape> attentions_;
+  std::set<model::MemoryBoundShape> memory_bounds_;
 };
 
 }  // namespace commbound::sim

@@ -263,7 +263,7 @@ private:
   }
 
   const TrainingSpec& t_;
-  const calibration::ModelSpec& m_;
+  const model::ModelSpec& m_;
   const int stage_;
   const int virtual_stages_;
   const double root_params_;

@@ -5,7 +5,7 @@
 // Every data-parallel replica and every tensor-parallel rank runs the same program on the same
 // hardware, so the engine simulates one representative rank (rank 0) and runs its collectives
 // over their full groups (and the data-parallel groups of the other tensor-parallel ranks, which
-// share the NICs); tests/sim/engine_test.cpp checks the shortcut against simulating every rank.
+// share the NICs); tests/sim/engine/engine_test.cpp checks the shortcut against simulating every rank.
 //
 // A stage's program is built by passes (workload/internal/): the pipeline schedule orders its
 // forward and backward passes (1F1B, plain or interleaved); a ProgramWriter lays out each pass's
@@ -14,14 +14,14 @@
 // gathers and gradient reductions around them.
 //
 // The compute ops of a layer, the embedding, the LM head and the optimizer are the calibration
-// room's Llama recipe (calibration/table/llama_recipe.hpp), each kernel wrapped into an op with its
+// room's Llama recipe (model/llama_recipe.hpp), each kernel wrapped into an op with its
 // stream and dependencies. Compute ops are priced by a CostModel (cost_model.hpp): from a
 // calibration table by their kernel shapes when one is in use, else by the datasheet roofline
-// from their FLOPs and bytes (the kernel shape's, calibration/table/kernel_shape.hpp).
+// from their FLOPs and bytes (the kernel shape's, model/kernel_shape.hpp).
 #pragma once
 
-#include "calibration/base/expected.hpp"
-#include "calibration/table/kernel_shape.hpp"
+#include "core/expected.hpp"
+#include "model/kernel_shape.hpp"
 #include "network/collective.hpp"
 #include "sim/scenario/training.hpp"
 
@@ -93,7 +93,7 @@ struct Op {
   double bytes = 0;            // compute ops: the kernel's fewest HBM bytes (what the datasheet roofline prices)
   // Compute ops: the real kernel's shape (what a calibration table prices); std::monostate for
   // the zero-cost synchronisation points and for collectives.
-  calibration::KernelShape kernel;
+  model::KernelShape kernel;
   int runs = 1;                // compute ops: the kernel runs this many times back to back (a group of experts)
   network::CollectiveOp collective = network::CollectiveOp::all_gather;
   GroupKind group = GroupKind::data_parallel;

@@ -8,6 +8,8 @@
 namespace commbound::calibration {
 namespace {
 
+using namespace commbound::model;
+
 constexpr double kMs = 1e-3;
 
 AttentionShape shape(Direction d, std::int64_t batch, std::int64_t heads, std::int64_t seq, bool causal = true) {

@@ -15,6 +15,8 @@
 namespace commbound::calibration {
 namespace {
 
+using namespace commbound::model;
+
 constexpr double kMs = 1e-3;
 
 std::string temp_file(const std::string& name, const std::string& text) {
@@ -359,6 +361,8 @@ TEST(TableName, ShippedPresetNamesTheTableElseTheDeviceName) {
 
 namespace commbound::calibration {
 namespace {
+
+using namespace commbound::model;
 
 // small_table() with three residual_add rows exactly on t = 4 us + bytes / (3000 GB/s).
 KernelTable table_on_the_streaming_line() {

@@ -8,7 +8,7 @@
 // are built up to kMaxBuiltLayerPasses); a simulated iteration has
 // a finite positive time and finite non-negative figures; no child aborts, crashes or passes the
 // memory cap (kChildRssCapKib).
-#include "calibration/base/child_process.hpp"
+#include "core/child_process.hpp"
 #include "sim/run/training_run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/size_limits.hpp"

@@ -4,7 +4,7 @@
 // reports as a crash and saves the input of.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The flash-attention kernels against the fp64 reference (kernels/attention_reference.hpp) on fresh
+// The flash-attention kernels against the fp64 reference (kernels/host/attention_reference.hpp) on fresh
 // random inputs (normal, scale 1), every output poisoned with 0xff bytes (bf16 and fp32 NaN) before
 // its launch and checked fully written. The backward is fed the kernel's own O and lse, as in
 // training. Skips itself without a GPU.
@@ -7,9 +7,9 @@
 // fp32 accumulation) leave relative errors of a few 2^-9 per element that average out in a norm,
 // so ||out - ref|| / ||ref|| < 1e-2 for O, dQ, dK, dV; lse is computed in fp32 from exact bf16
 // products, so within 1e-3 (1 + |lse|).
-#include "kernels/attention.hpp"
-#include "kernels/bf16.hpp"
-#include "kernels/cuda_support.hpp"
+#include "kernels/device/attention.hpp"
+#include "kernels/host/bf16.hpp"
+#include "kernels/device/cuda_support.hpp"
 
 #include <gtest/gtest.h>
 

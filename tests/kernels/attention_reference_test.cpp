@@ -1,6 +1,6 @@
 // The fp64 attention reference against values worked out by hand, and its backward against central
 // finite differences of a scalar loss of its forward.
-#include "kernels/attention_reference.hpp"
+#include "kernels/host/attention_reference.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // The memory-bound kernels against their CPU references, on fresh random inputs, outputs poisoned
 // (NaN) before the launch so that an element never written shows (in-place kernels: see RoPE).
 // Skips itself without a GPU.
-#include "kernels/cuda_support.hpp"
-#include "kernels/elementwise.hpp"
-#include "kernels/gemm.hpp"
+#include "kernels/device/cuda_support.hpp"
+#include "kernels/device/elementwise.hpp"
+#include "kernels/device/gemm.hpp"
 
 #include <gtest/gtest.h>
 

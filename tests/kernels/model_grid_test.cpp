@@ -1,6 +1,6 @@
 // The calibration tool's grid: the distinct shapes of a Llama step at a layout, worked out by hand
 // from the model's dimensions, and one row per shape across layouts.
-#include "kernels/model_grid.hpp"
+#include "kernels/host/model_grid.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,12 +9,12 @@
 namespace commbound::kernels {
 namespace {
 
-using calibration::AttentionShape;
-using calibration::Direction;
-using calibration::GemmLayout;
-using calibration::GemmShape;
-using calibration::ModelSpec;
-using calibration::StepLayout;
+using model::AttentionShape;
+using model::Direction;
+using model::GemmLayout;
+using model::GemmShape;
+using model::ModelSpec;
+using model::StepLayout;
 
 ModelSpec llama2_7b() { return {"llama2-7b", 32, 4096, 32, 32, 11008, 32000}; }
 

@@ -1,7 +1,7 @@
 // NcclBench's data check without a GPU: the expected outputs against each collective computed here
 // by its definition (a CPU reference of allreduce, allgather, reducescatter and sendrecv over the
 // ranks' inputs), and the comparison catching a wrong element and a misplaced block.
-#include "kernels/internal/nccl_bench_check.hpp"
+#include "kernels/host/internal/nccl_bench_check.hpp"
 
 #include <gtest/gtest.h>
 

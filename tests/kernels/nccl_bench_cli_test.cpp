@@ -1,7 +1,7 @@
 // commbound-nccl-bench's command line: help, bad arguments (exit 2, one line naming the problem),
 // nothing the user gave overwritten without --force, and a run that either works (with a GPU) or
 // says in one line that there is none (exit 1), never a crash.
-#include "kernels/cuda_support.hpp"
+#include "kernels/device/cuda_support.hpp"
 
 #include "tests/support/run_command.hpp"
 

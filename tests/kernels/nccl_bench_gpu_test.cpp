@@ -3,7 +3,7 @@
 // nothing given beside it must say which op, how many ranks on one node, and hold every size
 // asked for, with right data, positive times and busbw = algbw x nccl-tests' factor.
 // Skips itself without a GPU.
-#include "kernels/cuda_support.hpp"
+#include "kernels/device/cuda_support.hpp"
 #include "network/nccl_tests_log.hpp"
 
 #include <gtest/gtest.h>

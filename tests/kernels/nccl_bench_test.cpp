@@ -2,7 +2,7 @@
 // nccl-tests printed in real logs (calibration/fabric/logs/), its rows against real rows character
 // for character, and everything it prints read back by the one nccl-tests reader
 // (network/nccl_tests_log.hpp) with nothing given beside the text.
-#include "kernels/nccl_bench.hpp"
+#include "kernels/host/nccl_bench.hpp"
 #include "network/nccl_tests_log.hpp"
 
 #include <gtest/gtest.h>

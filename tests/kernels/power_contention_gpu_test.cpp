@@ -1,10 +1,10 @@
 // NVML readings, the power sampler, the communication-like copy kernel and the contention and power
 // measurements, on the GPU. Sanity bounds, not fits: the numbers themselves go to calibration data.
 // Skips itself without a GPU; the NVML tests also skip when NVML cannot be opened.
-#include "kernels/contention.hpp"
-#include "kernels/cuda_support.hpp"
-#include "kernels/power_phases.hpp"
-#include "kernels/power_sampler.hpp"
+#include "kernels/device/contention.hpp"
+#include "kernels/device/cuda_support.hpp"
+#include "kernels/device/power_phases.hpp"
+#include "kernels/host/power_sampler.hpp"
 
 #include <gtest/gtest.h>
 

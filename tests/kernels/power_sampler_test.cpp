@@ -1,5 +1,5 @@
 // summarize() on hand-worked sample sets: the power and clock statistics of the [power] table.
-#include "kernels/power_sampler.hpp"
+#include "kernels/host/power_sampler.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // CPU references of the elementwise kernels against values worked out by hand.
-#include "kernels/reference.hpp"
-#include "kernels/timing.hpp"
+#include "kernels/host/reference.hpp"
+#include "kernels/device/timing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -190,7 +190,7 @@ TEST(GemmReference, AllLayoutsGiveTheSameProduct) {
     std::vector<bf16_bits> c;
     gemm_reference({2, 2, 3, layout}, bf(ta ? at : a), bf(tb ? bt : b), c);
     ASSERT_EQ(c.size(), 4u);
-    EXPECT_EQ(from_bf16(c[0]), 58) << calibration::to_string(layout);
+    EXPECT_EQ(from_bf16(c[0]), 58) << model::to_string(layout);
     EXPECT_EQ(from_bf16(c[1]), 64);
     EXPECT_EQ(from_bf16(c[2]), 139);
     EXPECT_EQ(from_bf16(c[3]), 154);

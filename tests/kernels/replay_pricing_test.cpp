@@ -1,19 +1,19 @@
 // Pricing a replayed sequence from a calibration table (no GPU needed), by the table's one rule
 // (calibration::KernelTable::price): exact rows, the nearest row's rate, the table's roofline.
-#include "kernels/replay.hpp"
+#include "kernels/device/replay.hpp"
 
 #include <gtest/gtest.h>
 
 namespace commbound::kernels {
 namespace {
 
-using calibration::AttentionShape;
-using calibration::Direction;
-using calibration::GemmLayout;
-using calibration::GemmShape;
+using model::AttentionShape;
+using model::Direction;
+using model::GemmLayout;
+using model::GemmShape;
 using calibration::KernelTable;
 using calibration::KernelTiming;
-using calibration::MemoryBoundShape;
+using model::MemoryBoundShape;
 
 TEST(ReplayPricing, ExactNearestAndRooflineOps) {
   // [device] 1000 GB/s copy, 100 TFLOP/s GEMM.

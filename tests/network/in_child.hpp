@@ -3,8 +3,8 @@
 // two platforms runs each in a child.
 #pragma once
 
-#include "calibration/base/child_process.hpp"
-#include "calibration/base/number_text.hpp"
+#include "core/child_process.hpp"
+#include "core/number_text.hpp"
 
 #include <cstdio>
 #include <functional>

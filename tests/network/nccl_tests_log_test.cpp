@@ -193,7 +193,7 @@ TEST(NcclTestsLog, AsksForWhatTheLogDoesNotSay) {
   ASSERT_FALSE(wrong);
 }
 
-// The names themselves are calibration/base/nccl_tests_op's (tested there); here, that each lands
+// The names themselves are core/nccl_tests_op's (tested there); here, that each lands
 // on its own CollectiveOp.
 TEST(NcclTestsLog, NamesTheOpFromBinaryOrFileName) {
   for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,

@@ -2,7 +2,7 @@
 #include "network/internal/fabric_zone.hpp"
 #include "network/platform.hpp"
 
-#include "calibration/base/child_process.hpp"
+#include "core/child_process.hpp"
 #include "tests/network/test_support.hpp"
 
 #include <gtest/gtest.h>

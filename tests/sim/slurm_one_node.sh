@@ -4,7 +4,7 @@
 # Starts a one-node Slurm cluster on this machine (munged, slurmctld and slurmd, every file of
 # theirs in WORKDIR: key, socket, slurm.conf, state, spool, logs; free ports), runs COMMAND with
 # SLURM_CONF pointing at it, and stops the daemons when it exits, however it exits. Used by
-# tests/sim/sweep_cli_test.cpp to run a `commbound sweep --emit slurm` job array for real.
+# tests/sim/cli/sweep_cli_test.cpp to run a `commbound sweep --emit slurm` job array for real.
 #
 # Exit status: COMMAND's; 77 (ctest's skip) when Slurm cannot be started here (not installed, a
 # daemon does not come up), with the reason on stderr. Every wait has a time limit.

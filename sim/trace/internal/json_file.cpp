@@ -1,6 +1,6 @@
 #include "sim/trace/internal/json_file.hpp"
 
-#include "calibration/base/file_type.hpp"
+#include "core/file_type.hpp"
 
 #include <zlib.h>
 

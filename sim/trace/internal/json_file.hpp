@@ -2,7 +2,7 @@
 // are): what a PyTorch profiler trace (.json or .json.gz) is stored as.
 #pragma once
 
-#include "calibration/base/expected.hpp"
+#include "core/expected.hpp"
 
 #include <nlohmann/json.hpp>
 

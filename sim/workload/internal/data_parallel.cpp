@@ -1,6 +1,6 @@
 #include "sim/workload/internal/data_parallel.hpp"
 
-#include "calibration/table/framework_recipe.hpp"
+#include "model/framework_recipe.hpp"
 
 #include <optional>
 
@@ -8,7 +8,7 @@ namespace commbound::sim::internal {
 namespace {
 
 using network::CollectiveOp;
-namespace recipe = calibration::recipe;
+namespace recipe = model::recipe;
 
 // Parameter tensors of a unit, for the kernels PyTorch's wrappers launch once per tensor: a Llama
 // layer's q, k, v, o, gate, up and down weights and its two norms (torchtitan's and Hugging Face's
@@ -220,8 +220,8 @@ std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t)
   const int expert_replicas = t.model.moe() ? t.expert_replicas() : 1;
   // PyTorch's wrappers launch their own kernels around the collectives; Megatron-LM's buffers are
   // the parameters and gradients themselves (views), and `fused` is the ideal without either.
-  const bool glue = t.framework == calibration::Framework::pytorch_eager ||
-                    t.framework == calibration::Framework::pytorch_compile;
+  const bool glue = t.framework == model::Framework::pytorch_eager ||
+                    t.framework == model::Framework::pytorch_compile;
   std::unique_ptr<DataParallelPass> pass;
   if (t.replicas() < 2 && expert_replicas < 2) {
     pass = std::make_unique<DataParallelPass>();

@@ -1,6 +1,6 @@
 #include "sim/workload/internal/program_writer.hpp"
 
-#include "calibration/table/framework_recipe.hpp"
+#include "model/framework_recipe.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -8,8 +8,8 @@
 namespace commbound::sim::internal {
 namespace {
 
-using calibration::Direction;
-using calibration::RecipeKernel;
+using model::Direction;
+using model::RecipeKernel;
 
 Op compute_op(std::string name, OpKind kind, double flops, double bytes) {
   Op op;
@@ -20,9 +20,9 @@ Op compute_op(std::string name, OpKind kind, double flops, double bytes) {
   return op;
 }
 
-OpKind kind_of(const calibration::KernelShape& shape) {
-  if (std::holds_alternative<calibration::GemmShape>(shape)) return OpKind::gemm;
-  if (std::holds_alternative<calibration::AttentionShape>(shape)) return OpKind::attention;
+OpKind kind_of(const model::KernelShape& shape) {
+  if (std::holds_alternative<model::GemmShape>(shape)) return OpKind::gemm;
+  if (std::holds_alternative<model::AttentionShape>(shape)) return OpKind::attention;
   return OpKind::elementwise;
 }
 
@@ -42,15 +42,15 @@ struct RingBlocks {
 RingBlocks load_balanced_blocks(const RecipeKernel& k) {
   RingBlocks b{k, k};
   b.diagonal.runs = b.off_diagonal.runs = 1;
-  auto& a = std::get<calibration::AttentionShape>(b.off_diagonal.shape);
+  auto& a = std::get<model::AttentionShape>(b.off_diagonal.shape);
   a.batch *= 2;
   a.seq = (a.seq + 1) / 2;
   a.causal = false;
   return b;
 }
 
-calibration::StepLayout layout_of(const TrainingSpec& t) {
-  calibration::StepLayout l;
+model::StepLayout layout_of(const TrainingSpec& t) {
+  model::StepLayout l;
   l.micro_batch = t.micro_batch;
   l.seq = t.seq_len;
   l.tp = t.tp;
@@ -71,7 +71,7 @@ constexpr int kExpertBatches = 4;
 // One MoE layer's routing (moe_routing.hpp) as the rank the step waits for runs it: each rank of
 // the expert-parallel group routes tokens() / tp tokens (sequence parallelism splits them) to
 // top_k experts; the busiest rank's local experts, with its expected tokens, in batches.
-std::vector<calibration::ExpertBatch> busiest_rank_batches(const TrainingSpec& t, const moe::LayerRouting& routing) {
+std::vector<model::ExpertBatch> busiest_rank_batches(const TrainingSpec& t, const moe::LayerRouting& routing) {
   const int local = t.model.experts / t.ep;
   const int r = routing.busiest_rank;
   std::vector<double> tokens(routing.expert_tokens_mean.begin() + r * local,
@@ -81,7 +81,7 @@ std::vector<calibration::ExpertBatch> busiest_rank_batches(const TrainingSpec& t
   const double mean = routing.rank_tokens_mean[static_cast<std::size_t>(r)];
   for (double& x : tokens) x *= mean > 0 ? routing.busiest_rank_tokens / mean * t.expert_tp : 0;
   std::sort(tokens.begin(), tokens.end());
-  std::vector<calibration::ExpertBatch> batches;
+  std::vector<model::ExpertBatch> batches;
   const int groups = std::min(kExpertBatches, local);
   for (int g = 0; g < groups; ++g) {
     const int lo = g * local / groups, hi = (g + 1) * local / groups;
@@ -131,7 +131,7 @@ const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
   auto [it, fresh] = moe_layers_.try_emplace(l);
   if (!fresh) return it->second;
   const moe::LayerRouting routing = moe::route_layer(t_.routing, t_.moe_layer_shape(), l);
-  const std::vector<calibration::ExpertBatch> batches = busiest_rank_batches(t_, routing);
+  const std::vector<model::ExpertBatch> batches = busiest_rank_batches(t_, routing);
   MoeLayer& layer = it->second;
   layer.forward = recipe_.moe_layer(Direction::forward, batches);
   layer.backward = recipe_.moe_layer(Direction::backward, batches);
@@ -148,7 +148,7 @@ int ProgramWriter::add(Op op) {
 }
 
 int ProgramWriter::kernel(const std::string& name, const RecipeKernel& k, std::vector<int> deps, bool backward) {
-  Op op = compute_op(name, kind_of(k.shape), k.runs * calibration::flops(k.shape), k.runs * calibration::bytes(k.shape));
+  Op op = compute_op(name, kind_of(k.shape), k.runs * model::flops(k.shape), k.runs * model::bytes(k.shape));
   op.kernel = k.shape;
   op.runs = k.runs;
   op.deps = std::move(deps);
@@ -189,9 +189,9 @@ int ProgramWriter::run(const std::string& prefix, const std::vector<RecipeKernel
       after.push_back(ep_exchange_in_flight_);
       ep_exchange_in_flight_ = -1;
     }
-    x = std::holds_alternative<calibration::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
+    x = std::holds_alternative<model::AttentionShape>(k.shape) ? attention(prefix, k, after, backward)
                                                                      : kernel(prefix + k.name, k, after, backward);
-    if (tp_gather_in_flight_ >= 0 && std::holds_alternative<calibration::GemmShape>(k.shape)) {
+    if (tp_gather_in_flight_ >= 0 && std::holds_alternative<model::GemmShape>(k.shape)) {
       x = sync(prefix + k.name + ".tp_overlap_join", {x, tp_gather_in_flight_});
       tp_gather_in_flight_ = -1;
     }
@@ -220,7 +220,7 @@ int ProgramWriter::run_on(StreamId stream, const std::string& prefix, const std:
 
 int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::vector<int> deps) {
   const int first = size();
-  const int last = run(prefix, calibration::LlamaRecipe::optimizer(parameters, t_.framework), std::move(deps), false);
+  const int last = run(prefix, model::LlamaRecipe::optimizer(parameters, t_.framework), std::move(deps), false);
   for (int i = first; i < size(); ++i) op(i).kind = OpKind::optimizer;
   return last;
 }
@@ -263,7 +263,7 @@ int ProgramWriter::recompute(int l, const std::string& tag, int after) {
   const std::string prefix = "layer" + std::to_string(l) + tag + ".recompute.fwd.";
   std::vector<RecipeKernel> replay;
   for (RecipeKernel k : kernels_of_layer(l, false)) {
-    const bool is_attention = std::holds_alternative<calibration::AttentionShape>(k.shape);
+    const bool is_attention = std::holds_alternative<model::AttentionShape>(k.shape);
     if (t_.recompute == Recompute::selective) {
       if (is_attention) replay.push_back(k);
       continue;
@@ -273,7 +273,7 @@ int ProgramWriter::recompute(int l, const std::string& tag, int after) {
       continue;
     }
     if (is_attention || k.name == "down") continue;
-    if (auto* g = std::get_if<calibration::GemmShape>(&k.shape)) {
+    if (auto* g = std::get_if<model::GemmShape>(&k.shape)) {
       // qkv's output columns are q (hidden / tp), k and v (kv_dim / tp each); gate_up's gate and up (ffn / tp each).
       if (k.name == "qkv") g->n = static_cast<std::int64_t>(t_.model.kv_dim()) / t_.tp;
       if (k.name == "gate_up") g->n /= 2;
@@ -336,14 +336,14 @@ int ProgramWriter::tp_sync(const std::string& prefix, const std::string& tag, bo
   }
   // PyTorch's DTensor shards the sequence on dim 1: a cat before each reduce-scatter and after
   // each all-gather (recipe::dtensor_cat), on the compute stream, which waits for both.
-  const bool dtensor = t_.framework == calibration::Framework::pytorch_eager ||
-                       t_.framework == calibration::Framework::pytorch_compile;
-  if (dtensor) after = kernel(name + ".dtensor_rs_cat", calibration::recipe::dtensor_cat(reduced), {after}, backward);
+  const bool dtensor = t_.framework == model::Framework::pytorch_eager ||
+                       t_.framework == model::Framework::pytorch_compile;
+  if (dtensor) after = kernel(name + ".dtensor_rs_cat", model::recipe::dtensor_cat(reduced), {after}, backward);
   const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
                             network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, reduced, {after});
   const int ag = collective(name + ".tp_allgather", StreamId::tensor_parallel, network::CollectiveOp::all_gather,
                             GroupKind::tensor_parallel, gathered, {rs});
-  return dtensor ? kernel(name + ".dtensor_ag_cat", calibration::recipe::dtensor_cat(gathered), {ag}, backward) : ag;
+  return dtensor ? kernel(name + ".dtensor_ag_cat", model::recipe::dtensor_cat(gathered), {ag}, backward) : ag;
 }
 
 // Expert parallelism's all-to-all after op `after` (MoE layers, ep > 1): each of the rank's routed

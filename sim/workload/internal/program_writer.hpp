@@ -4,7 +4,7 @@
 // reductions, ring attention over the context-parallel group, expert parallelism's all-to-all).
 #pragma once
 
-#include "calibration/table/llama_recipe.hpp"
+#include "model/llama_recipe.hpp"
 #include "sim/workload/moe_routing.hpp"
 #include "sim/workload/workload.hpp"
 
@@ -25,7 +25,7 @@ public:
 
   // An op running the recipe's kernel `k`: its FLOPs and fewest bytes are the kernel shape's
   // (what the datasheet roofline prices when no table is in use). Returns its index.
-  int kernel(const std::string& name, const calibration::RecipeKernel& k, std::vector<int> deps,
+  int kernel(const std::string& name, const model::RecipeKernel& k, std::vector<int> deps,
              bool backward = false);
   // A synchronisation point: no kernel, no cost.
   int sync(const std::string& name, std::vector<int> deps);
@@ -34,11 +34,11 @@ public:
 
   // The recipe's `kernels` one after another, the first after `deps`, each named `prefix` + its
   // name, with the tensor-parallel reductions the recipe marks; returns the last op.
-  int run(const std::string& prefix, const std::vector<calibration::RecipeKernel>& kernels, std::vector<int> deps,
+  int run(const std::string& prefix, const std::vector<model::RecipeKernel>& kernels, std::vector<int> deps,
           bool backward);
   // `kernels` one after another on `stream`, the first after `deps`, each named `prefix` + its
   // name (what a framework launches around its collectives); returns the last op, or -1 for none.
-  int run_on(StreamId stream, const std::string& prefix, const std::vector<calibration::RecipeKernel>& kernels,
+  int run_on(StreamId stream, const std::string& prefix, const std::vector<model::RecipeKernel>& kernels,
              std::vector<int> deps, bool backward);
   // The recipe's optimizer step over `parameters` fp32 parameters (one flat buffer), after `deps`,
   // its ops marked OpKind::optimizer; returns the last.
@@ -86,19 +86,19 @@ private:
   // An MoE layer as this rank runs it: its kernels priced for the busiest rank of the
   // expert-parallel group, and the bytes of its two all-to-alls (null: even), worked out once.
   struct MoeLayer {
-    std::vector<calibration::RecipeKernel> forward, backward;
+    std::vector<model::RecipeKernel> forward, backward;
     std::shared_ptr<const std::vector<double>> to_experts, from_experts;
     double received_bytes = 0;  // the busiest rank's routed tokens, bf16 rows of hidden
   };
   const MoeLayer& moe_layer(int l);
   // Layer `l`'s kernels: a dense layer's or an MoE layer's.
-  const std::vector<calibration::RecipeKernel>& kernels_of_layer(int l, bool backward);
-  int attention(const std::string& prefix, const calibration::RecipeKernel& k, const std::vector<int>& after,
+  const std::vector<model::RecipeKernel>& kernels_of_layer(int l, bool backward);
+  int attention(const std::string& prefix, const model::RecipeKernel& k, const std::vector<int>& after,
                 bool backward);
 
   const TrainingSpec& t_;
-  const calibration::LlamaRecipe recipe_;
-  const std::vector<calibration::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
+  const model::LlamaRecipe recipe_;
+  const std::vector<model::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
       embedding_bwd_, mtp_fwd_, mtp_bwd_;
   std::map<int, MoeLayer> moe_layers_;  // by layer
   int current_layer_ = 0;               // the layer run() is laying out (its all-to-alls' bytes)
