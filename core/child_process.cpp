@@ -13,6 +13,29 @@
 namespace commbound {
 namespace {
 
+// Set by Ctrl-C (SIGINT) while run_in_children waits on its children.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int) { g_interrupted = 1; }
+
+// While it lives, Ctrl-C sets g_interrupted instead of ending the process, and interrupts the
+// parent's poll (no SA_RESTART), so the children can be stopped and the caller can say so.
+class InterruptCatcher {
+public:
+  InterruptCatcher() {
+    struct sigaction catcher {};
+    catcher.sa_handler = on_interrupt;
+    sigemptyset(&catcher.sa_mask);
+    sigaction(SIGINT, &catcher, &previous_);
+  }
+  ~InterruptCatcher() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptCatcher(const InterruptCatcher&) = delete;
+  InterruptCatcher& operator=(const InterruptCatcher&) = delete;
+
+private:
+  struct sigaction previous_ {};
+};
+
 // The child's message: one tag byte ('V' value, 'E' error) and the text.
 constexpr char kValueTag = 'V';
 constexpr char kErrorTag = 'E';
@@ -45,6 +68,10 @@ Expected<Child> start(const ChildWork& work) {
     return Error{std::string("fork: ") + std::strerror(errno)};
   }
   if (pid == 0) {
+    // A process group of its own: a terminal's Ctrl-C reaches the parent alone, which stops its
+    // children itself (SimGrid would otherwise catch it in every child and print its own exit).
+    setpgid(0, 0);
+    std::signal(SIGINT, SIG_DFL);
     close(fds[0]);
     const Expected<std::string> result = work();
     write_all(fds[1], result ? std::string(1, kValueTag) + *result : std::string(1, kErrorTag) + result.error().message);
@@ -88,6 +115,8 @@ bool drain(Child& child) {
 
 }  // namespace
 
+bool interrupted() { return g_interrupted != 0; }
+
 Expected<std::string> run_in_child(const ChildWork& work) {
   auto child = start(work);
   if (!child) return child.error();
@@ -103,12 +132,22 @@ std::vector<Expected<std::string>> run_in_children(
   COMMBOUND_CHECK(jobs >= 1, "run_in_children needs at least one job");
   std::vector<Expected<std::string>> results(count, Error{"not started"});
   std::map<std::size_t, Child> running;  // by index
+  g_interrupted = 0;
+  const InterruptCatcher catcher;
   std::size_t next = 0;
   auto complete = [&](std::size_t i, Expected<std::string> r) {
     results[i] = std::move(r);
     if (on_done) on_done(i, results[i]);
   };
   while (next < count || !running.empty()) {
+    if (g_interrupted) {  // Ctrl-C: stop every child, start no more
+      for (auto& [i, c] : running) {
+        kill(c.pid, SIGKILL);
+        finish(c);  // reaped; what it had sent is dropped
+        complete(i, Error{kInterruptedMessage});
+      }
+      break;
+    }
     while (next < count && static_cast<int>(running.size()) < jobs) {
       const std::size_t i = next++;
       if (start_if && !start_if(i)) continue;

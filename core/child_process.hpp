@@ -22,6 +22,14 @@ using ChildWork = std::function<Expected<std::string>()>;
 // signal, an abort) gives an Error naming how it ended; what it printed on stderr stays there.
 Expected<std::string> run_in_child(const ChildWork& work);
 
+// What an unfinished work's result says after Ctrl-C.
+inline constexpr const char* kInterruptedMessage = "interrupted";
+
+// Whether the last run_in_children was stopped by Ctrl-C (SIGINT). While it runs, Ctrl-C stops
+// its children (each runs in a process group of its own, so the terminal's signal reaches the
+// parent alone) and starts no more: the finished ones keep their results, on_done included.
+bool interrupted();
+
 // Runs work(i) for i in [0, count) in at most `jobs` children at once (jobs >= 1) and returns the
 // results in index order. `on_done(i, result)`, if set, is called in the parent as each finishes
 // (in completion order): progress, or keeping finished points on disk. `start_if(i)`, if set, is

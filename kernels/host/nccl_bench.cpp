@@ -99,22 +99,6 @@ const char* redop_name(NcclBenchOp op) { return op == NcclBenchOp::all_gather ? 
   return out;
 }
 
-// `line` without trailing blanks, plus a newline.
-std::string trimmed_line(std::string line) {
-  line.erase(line.find_last_not_of(' ') + 1);
-  return line + "\n";
-}
-
-// A number in exactly `width` characters, as many decimals (2, 1, 0) as fit, else in exponent
-// form: nccl-tests' column format (src/util.cu, getFloatStr).
-std::string fixed_width(double value, int width) {
-  for (const char* f : {"%*.2f", "%*.1f", "%*.0f"}) {
-    std::string s = strprintf(f, width, value);
-    if (static_cast<int>(s.size()) <= width) return s;
-  }
-  return strprintf(width >= 7 ? "%*.1e" : "%*.0e", width, value);
-}
-
 // "2.28.9" from ncclGetVersion's code: major*10000 + minor*100 + patch since NCCL 2.9,
 // major*1000 + minor*100 + patch before (nccl.h, NCCL_VERSION).
 std::string nccl_version_text(int code) {
@@ -254,48 +238,19 @@ std::string format_header(const NcclBenchOptions& o, const NcclBenchSetup& setup
                      setup.hostname.c_str(), d.cuda_device, static_cast<unsigned>(d.pci_domain),
                      static_cast<unsigned>(d.pci_bus), static_cast<unsigned>(d.pci_device), d.name.c_str());
   }
-  // src/util.cu, writeResultHeader: the column heads.
-  const char* heads = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s";
-  out += "#\n";
-  out += trimmed_line(strprintf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place", "",
-                                "", "", "", ""));
-  out += trimmed_line(strprintf(heads, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-                                "algbw", "busbw", "#wrong"));
-  out += trimmed_line(strprintf(heads, "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-                                "(GB/s)", ""));
-  return out;
+  return out + "#\n" + nccl_tests_column_heads();
 }
 
 std::string format_row(const NcclBenchOptions& o, const NcclBenchRow& row) {
-  // src/util.cu, writeBenchmarkLinePreamble and writeBenchmarkLineBody; root -1: no root.
-  std::string out = strprintf("%12zu  %12zu  %8s  %6s  %6d", row.size.size_bytes, row.size.count, type_name(o.type),
-                              redop_name(o.op), -1);
-  for (const NcclBenchTiming* t : {&row.out_of_place, &row.in_place}) {
-    out += strprintf("  %7s  %6s  %6s", fixed_width(t->time_s * 1e6, 7).c_str(),
-                     fixed_width(t->alg_bw_bytes_per_s / 1e9, 6).c_str(),
-                     fixed_width(t->bus_bw_bytes_per_s / 1e9, 6).c_str());
-    out += t->wrong < 0 ? std::string("    N/A") : strprintf("  %6g", static_cast<double>(t->wrong));
-  }
-  return out + "\n";
+  return nccl_tests_row({row.size.size_bytes, row.size.count, type_name(o.type), redop_name(o.op), row.out_of_place,
+                         row.in_place});
 }
 
 std::string format_footer(const NcclBenchOptions& o, const std::vector<NcclBenchRow>& rows) {
-  // src/common.cu: 'Out of bounds values' counts the timings with a wrong element; 'Avg bus
-  // bandwidth' is the mean busbw of every timing printed, out-of-place and in-place.
-  int failed = 0;
-  double bus_bw_sum = 0;
-  for (const NcclBenchRow& r : rows) {
-    for (const NcclBenchTiming* t : {&r.out_of_place, &r.in_place}) {
-      failed += t->wrong > 0 ? 1 : 0;
-      bus_bw_sum += t->bus_bw_bytes_per_s;
-    }
-  }
-  const double mean_GBps = rows.empty() ? 0 : bus_bw_sum / (2.0 * static_cast<double>(rows.size())) / 1e9;
-  std::string out = strprintf("# %-20s : %d %s\n", "Out of bounds values", failed, failed > 0 ? "FAILED" : "OK");
-  out += strprintf("# %-20s : %g\n", "Avg bus bandwidth", mean_GBps);
-  out += "#\n";
-  out += strprintf("# Collective test concluded: %s\n", nccl_tests_binary(nccl_tests_op(o.op)));
-  return out;
+  std::vector<NcclTestsRow> printed;
+  for (const NcclBenchRow& r : rows) printed.push_back({r.size.size_bytes, r.size.count, "", "", r.out_of_place, r.in_place});
+  return nccl_tests_footer(printed) +
+         strprintf("# Collective test concluded: %s\n", nccl_tests_binary(nccl_tests_op(o.op)));
 }
 
 struct NcclBench::Impl {

@@ -28,6 +28,7 @@
 
 #include "core/expected.hpp"
 #include "core/nccl_tests_op.hpp"
+#include "core/nccl_tests_text.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -83,12 +84,9 @@ struct NcclBenchSize {
 std::vector<NcclBenchSize> plan_sizes(const NcclBenchOptions& options, int ranks);
 
 // One timing of a row.
-struct NcclBenchTiming {
-  double time_s = 0;               // mean per launch
-  double alg_bw_bytes_per_s = 0;   // size / time
-  double bus_bw_bytes_per_s = 0;   // alg_bw x bus_bw_factor(nccl_tests_op(op), ranks)
-  long wrong = -1;                 // wrong elements; -1: not checked ("N/A")
-};
+// A timing as nccl-tests prints it (core/nccl_tests_text.hpp): mean time per launch, size / time,
+// alg_bw x bus_bw_factor(nccl_tests_op(op), ranks), wrong elements (-1: not checked, "N/A").
+using NcclBenchTiming = NcclTestsTiming;
 
 struct NcclBenchRow {
   NcclBenchSize size;

@@ -1,7 +1,7 @@
 // The commbound commands: each registers a CLI11 subcommand (its options, help and callback) on
 // the application. A callback parses nothing itself (CLI11 did), calls the library, prints, and
 // leaves its exit code in `exit_code` (0 success, 2 bad input or a refusal to overwrite, 1 an
-// internal failure). Only main() returns it.
+// internal failure, 130 stopped by Ctrl-C as a shell reports SIGINT). Only main() returns it.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 namespace commbound::cli {
 
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT
 
 void add_run_command(CLI::App& app, int& exit_code);          // run_command.cpp
 void add_collective_command(CLI::App& app, int& exit_code);   // fabric_commands.cpp

@@ -1,5 +1,7 @@
 #include "sim/cli/common.hpp"
 
+#include <fmt/format.h>
+
 #include "sim/cli/command.hpp"
 #include "sim/scenario/size_limits.hpp"
 
@@ -96,12 +98,20 @@ double ProgressLine::elapsed_s() const {
 }
 
 void ProgressLine::show(const std::string& line) {
-  if (tty_) {
-    std::cerr << "\r\033[K" << line << std::flush;
-    open_ = true;
-  } else {
-    std::cerr << line << "\n";
+  constexpr double kQuietFor_s = 1;  // work that ends sooner shows no progress at all
+  if (!tty_ || elapsed_s() < kQuietFor_s) return;
+  std::cerr << "\r\033[K" << line << std::flush;
+  open_ = true;
+}
+
+void ProgressLine::show_count(std::size_t done, std::size_t total, const std::string& what) {
+  const double elapsed = elapsed_s();
+  const double rate_per_s = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+  std::string line = fmt::format("[{}/{}] {}  elapsed {:.0f} s", done, total, what, elapsed);
+  if (done > 0 && done < total) {
+    line += fmt::format(", {:.2g} per s, about {:.0f} s left", rate_per_s, static_cast<double>(total - done) / rate_per_s);
   }
+  show(line);
 }
 
 void ProgressLine::finish() {

@@ -53,14 +53,17 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops);
 // --format's values.
 CLI::Validator format_choice(std::vector<std::string> formats);
 
-// Progress of long work on stderr: on a terminal one line rewritten in place, otherwise a line per
-// update (a log reads them all). Its clock starts when it is made.
+// Progress of long work on stderr, on a terminal only (a log or a pipe gets none): one line
+// rewritten in place, shown once the work has taken a second (quick work stays silent). Its clock
+// starts when it is made.
 class ProgressLine {
 public:
   ProgressLine();
   double elapsed_s() const;
   // Shows `line` in place of the previous one.
   void show(const std::string& line);
+  // "[3/12] what  elapsed 4 s, 0.7 per s, about 13 s left".
+  void show_count(std::size_t done, std::size_t total, const std::string& what);
   // Ends the line on a terminal (later output starts on its own line); nothing otherwise.
   void finish();
 

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <iostream>
@@ -41,7 +40,10 @@ int run_collective(const CollectiveArgs& a) {
   auto size_list = sim::parse_list("--bytes", a.bytes, sim::ListKind::sizes_bytes);
   if (!size_list) return fail(size_list.error().message);
   sweep.sizes_bytes = *size_list;
-  const sim::Format format = a.format == "csv" ? sim::Format::csv : a.format == "json" ? sim::Format::json : sim::Format::table;
+  const sim::Format format = a.format == "csv"          ? sim::Format::csv
+                            : a.format == "json"       ? sim::Format::json
+                            : a.format == "nccl-tests" ? sim::Format::nccl_tests
+                                                       : sim::Format::table;
   // The file as written must be valid, even where --nodes will resize the cluster.
   auto as_written = load(a.scenario);
   if (!as_written) return fail(as_written.error().message);
@@ -75,10 +77,11 @@ int run_collective(const CollectiveArgs& a) {
   }
   auto platform = network::Platform::create(sc.cluster);
   if (!platform) return fail(sc.path + ": " + platform.error().message);
-  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  ProgressLine progress;
   auto rows = network::run_sweep(**platform, sc.nccl, sweep, [&](int done, int total) {
-    if (show_progress) std::cerr << "\r[" << done << "/" << total << "] simulated" << (done == total ? "\n" : "") << std::flush;
+    progress.show_count(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "collectives simulated");
   });
+  progress.finish();
   if (!rows) return fail(rows.error().message);
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
     sim::write_collective_report(o, *rows, format, sim::collective_title(sweep, sc.cluster, sc.nccl.release));
@@ -148,10 +151,11 @@ int run_validate(const ValidateArgs& a) {
   if (Status ok = sim::check_outputs({{"--out", a.out}}, inputs, a.force); !ok) return fail(ok.error().message);
   const auto figures = sim::series_figures(*points, a.plots);
   if (Status ok = sim::check_series_figures(a.plots, figures, a.force); !ok) return fail(ok.error().message);
-  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  ProgressLine progress;
   auto rows = sim::simulate_measured_points(sc, *points, [&](int done, int total) {
-    if (show_progress) std::cerr << "\r[" << done << "/" << total << "] simulated" << (done == total ? "\n" : "") << std::flush;
+    progress.show_count(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "measured points simulated");
   });
+  progress.finish();
   if (!rows) return fail(rows.error().message);
   auto linked = sim::draw_series_figures(*rows, figures, a.out, a.force);
   if (!linked) return fail(linked.error().message);
@@ -214,7 +218,10 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
       ->type_name("F")->check(CLI::IsMember({"fluid", "step"}));
   cmd->add_option("--dispatcher", a->dispatcher, "alltoall: nccl (default) | hierarchical (DeepEP's normal kernels)")
       ->type_name("D")->check(CLI::IsMember({"nccl", "hierarchical"}));
-  cmd->add_option("--format", a->format, "table (default) | csv | json")->check(format_choice({"table", "csv", "json"}));
+  cmd->add_option("--format", a->format,
+                  "table (default) | csv | json | nccl-tests (nccl-tests' own columns and footer, one run per node "
+                  "count)")
+      ->check(format_choice({"table", "csv", "json", "nccl-tests"}));
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_collective(*a); });
 }

@@ -5,7 +5,6 @@
 #include "sim/report/output.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <iostream>
 #include <memory>
@@ -44,11 +43,11 @@ int run_fit_fabric(FitArgs a) {
   std::vector<sim::NamedPath> inputs = {{"--scenario", a.scenario.scenario}};
   for (const std::string& log : a.logs) inputs.push_back({"log", log});
   if (Status ok = sim::check_outputs({{"--out", out}}, inputs, a.force); !ok) return fail(ok.error().message);
-  const bool tty = isatty(STDERR_FILENO) != 0;
+  ProgressLine progress;
   auto report = sim::fit_fabric(sc, *logs, options, a.name, [&](int evaluations) {
-    if (tty) std::cerr << "\rfit-fabric: " << evaluations << " model evaluations" << std::flush;
+    progress.show(fmt::format("fit-fabric: {} model evaluations  elapsed {:.0f} s", evaluations, progress.elapsed_s()));
   });
-  if (tty) std::cerr << "\n";
+  progress.finish();
   if (!report) return fail(report.error().message);
   fmt::print("fit {}: {} points from {} log(s), {} evaluations; median |error| {:.1f}%, max {:.1f}%\n", a.name,
              report->points.size(), logs->size(), report->evaluations, 100 * report->median_abs_error,

@@ -17,8 +17,9 @@ namespace {
 const char* kDescription = R"(commbound: emulate NCCL collectives and LLM training on GPU clusters (SimGrid).
 
 A scenario file describes a cluster (nodes, NVLink/NVSwitch, InfiniBand or RoCE fabric) and,
-optionally, a training job ([model], [training], [parallel], [sweep]). Format, presets and models:
-README.md and docs/. `commbound help COMMAND` (or COMMAND --help) explains one command.
+optionally, a training job ([model], [training], [parallel], [sweep]). Every key, preset and model:
+docs/scenarios.md; every page: docs/README.md. `commbound help COMMAND` (or COMMAND --help) explains
+one command.
 )";
 
 const char* kExamples = R"(Examples:

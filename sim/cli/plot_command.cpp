@@ -22,7 +22,13 @@ struct PlotArgs {
 int run_plot(const PlotArgs& a) {
   auto table = sim::read_csv_table(a.results);
   if (!table) return fail(table.error().message);
-  const std::string title = a.title.empty() ? std::filesystem::path(a.results).stem().string() : a.title;
+  // Default title: the results file's name, or for a sweep folder's results.csv, the folder's.
+  const std::filesystem::path results = std::filesystem::absolute(a.results).lexically_normal();
+  const std::string stem = results.stem().string();
+  const std::string title = !a.title.empty() ? a.title
+                            : stem == "results" && results.has_parent_path() && !results.parent_path().filename().empty()
+                                ? results.parent_path().filename().string()
+                                : stem;
   auto chosen = sim::results_figures(*table, title);
   if (!chosen) return fail(chosen.error().message);
   const Status drawn = sim::draw_figures(chosen->figures, a.out_dir, a.format, a.force,
@@ -64,7 +70,7 @@ docs/figures/ holds every paper and study scenario's figures (docs/figures/updat
   cmd->add_option("results", a->results, "a results CSV of `commbound run --format csv` or `commbound collective --format csv`")->required()->type_name("CSV");
   cmd->add_option("--out-dir", a->out_dir, "the folder for the figures (created when missing)")->required()->type_name("DIR");
   cmd->add_option("--format", a->format, "png (default) | svg")->check(CLI::IsMember({"png", "svg"}));
-  cmd->add_option("--title", a->title, "the figures' title (default: the results file's name)");
+  cmd->add_option("--title", a->title, "the figures' title (default: the results file's name; a sweep folder's for its results.csv)");
   cmd->add_flag("--force", a->force, "allow replacing existing figures");
   cmd->callback([a, &exit_code] { exit_code = run_plot(*a); });
 }

@@ -1,4 +1,5 @@
 // commbound run: training iterations of a scenario (every [sweep] point) -> metrics table.
+#include "core/child_process.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/metrics/metrics.hpp"
@@ -8,7 +9,6 @@
 #include "sim/report/output.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <iostream>
@@ -58,38 +58,29 @@ struct RunArgs {
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
-// The report's title: the command, the scenario, its training setting, and each compute and power
-// source once.
-std::string title_of(const std::string& command, const sim::Scenario& base, const std::vector<sim::PointResult>& rows) {
+// The report's title: the command, the scenario and its training setting (the degrees of
+// parallelism above 1, or "per row" where the [sweep] sets them). The compute and power sources
+// follow on the report's second line (write_metrics).
+std::string title_of(const std::string& command, const sim::Scenario& base) {
   const sim::TrainingSpec& t = *base.training;
   // A [sweep] over the model names it in every row; the file's own [model] would mislead here.
   auto swept = [&base](const std::string& prefix) {
     return base.sweep && std::any_of(base.sweep->keys.begin(), base.sweep->keys.end(),
                                      [&prefix](const std::string& k) { return k.rfind(prefix, 0) == 0; });
   };
-  const bool model_per_row = swept("model.");
   std::ostringstream title;
-  title << command << ": " << base.path << ": " << (model_per_row ? std::string("model per row") : t.model.name)
-        << ", seq " << t.seq_len << ", "
-        << sim::display_name(t.strategy)
+  title << command << ": " << base.path << ": " << (swept("model.") ? std::string("model per row") : t.model.name)
+        << ", seq " << t.seq_len << ", " << sim::display_name(t.strategy)
         << (t.strategy == sim::Strategy::ddp ? std::string() : " ZeRO-" + std::to_string(t.zero_stage))
         << ", tp " << (swept("parallel.tp") ? std::string("per row") : std::to_string(t.tp));
-  std::vector<std::string> computes, powers;
-  for (const auto& row : rows) {
-    const sim::Metrics& m = row.metrics;
-    if (std::find(computes.begin(), computes.end(), m.cost_model_description) == computes.end()) {
-      computes.push_back(m.cost_model_description);
-    }
-    if (std::find(powers.begin(), powers.end(), m.power_model_description) == powers.end()) {
-      powers.push_back(m.power_model_description);
+  for (const auto& [key, degree] : {std::pair{"pp", t.pp}, std::pair{"cp", t.cp}, std::pair{"ep", t.ep}}) {
+    if (swept(std::string("parallel.") + key)) {
+      title << ", " << key << " per row";
+    } else if (degree > 1) {
+      title << ", " << key << " " << degree;
     }
   }
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : " | ") + x;
-    return s;
-  };
-  title << "; compute " << joined(computes) << "; power " << joined(powers);
+  if (t.sequence_parallel) title << ", sequence parallel";
   return title.str();
 }
 
@@ -119,11 +110,17 @@ int run(const RunArgs& args) {
       });
     };
   }
-  const bool show_progress = isatty(STDERR_FILENO) != 0 && file->points() > 1;
-  options.progress = [show_progress](std::size_t done, std::size_t total, const std::string& name) {
-    if (show_progress) std::cerr << "\r[" << done << "/" << total << "] " << name << "   " << (done == total ? "\n" : "") << std::flush;
+  ProgressLine progress;
+  options.progress = [&progress](std::size_t done, std::size_t total, const std::string& name) {
+    progress.show_count(done, total, "points simulated, last " + name);
   };
   auto rows = sim::run_sweep(*file, options);
+  progress.finish();
+  if (!rows && interrupted()) {
+    std::cerr << "commbound: interrupted; nothing written (`commbound sweep --out-dir DIR` keeps each point as it "
+                 "finishes, and resumes)\n";
+    return kExitInterrupted;
+  }
   if (!rows) return fail(rows.error().message);
   if (args.explain) {
     std::vector<sim::ExplainedPoint> points;
@@ -131,7 +128,7 @@ int run(const RunArgs& args) {
     const sim::Format format =
         args.format == "csv" ? sim::Format::csv : args.format == "json" ? sim::Format::json : sim::Format::table;
     Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
-      sim::write_explain_report(o, points, format, title_of("commbound run --explain", base, *rows));
+      sim::write_explain_report(o, points, format, title_of("commbound run --explain", base));
     });
     if (!written) return fail(written.error().message);
     return 0;
@@ -139,7 +136,7 @@ int run(const RunArgs& args) {
   std::vector<std::pair<std::string, sim::Metrics>> table;
   for (auto& row : *rows) table.emplace_back(row.name, row.metrics);
   Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
-    sim::write_metrics(o, table, args.format, title_of("commbound run", base, *rows));
+    sim::write_metrics(o, table, args.format, title_of("commbound run", base));
   });
   if (!written) return fail(written.error().message);
   return 0;

@@ -113,6 +113,9 @@ int run_search(SearchArgs a) {
   options.jobs = a.jobs;
   options.prune = !a.no_prune;
   ProgressLine progress;
+  options.bounding = [&](std::size_t done, std::size_t total) {
+    progress.show(fmt::format("[{}/{} layouts validated and bounded]  elapsed {:.0f} s", done, total, progress.elapsed_s()));
+  };
   options.progress = [&](std::size_t simulated, std::size_t pruned, std::size_t fits, const sim::Candidate& last) {
     progress.show(fmt::format("[{} simulated, {} pruned of {} that fit] {}: {:.5g} {}  elapsed {:.0f} s", simulated,
                               pruned, fits, last.layout.name(), sim::objective_of(*last.metrics, options.objective),
@@ -125,6 +128,7 @@ int run_search(SearchArgs a) {
       invalid += c.verdict == sim::Verdict::invalid ? 1 : 0;
       oom += c.verdict == sim::Verdict::out_of_memory ? 1 : 0;
     }
+    progress.finish();
     std::cerr << fmt::format("{} layouts: {} invalid, {} out of memory, {} fit and bounded in {:.1f} s; simulating the "
                              "best bounds first\n",
                              candidates.size(), invalid, oom, candidates.size() - invalid - oom, progress.elapsed_s());

@@ -1,6 +1,7 @@
 // commbound sweep: every [sweep] point of a scenario, in parallel, resumable, into a results folder
 // (sim/sweep/sweep_folder.hpp); or written out as a Slurm job array whose tasks fill the same folder, and
 // the finished points of such a folder collected into its results.
+#include "core/child_process.hpp"
 #include "core/file_type.hpp"
 #include "core/number_text.hpp"
 #include "core/one_line.hpp"
@@ -121,7 +122,12 @@ int run_sweep_command(const SweepArgs& a) {
     }
     return kept;
   };
-  options.on_point = [&](std::size_t i, const sim::PointResult& p) { return folder.keep(i, manifest, p); };
+  std::size_t kept_now = 0;  // points finished and kept by this run
+  options.on_point = [&](std::size_t i, const sim::PointResult& p) {
+    Status s = folder.keep(i, manifest, p);
+    if (s) ++kept_now;
+    return s;
+  };
   ProgressLine progress;
   std::size_t first_done = 0;  // points already finished when the run began
   options.progress = [&](std::size_t done, std::size_t all, const std::string& name) {
@@ -133,6 +139,12 @@ int run_sweep_command(const SweepArgs& a) {
   };
   auto rows = sim::run_sweep(sweep->file, options);
   progress.finish();
+  if (!rows && interrupted()) {
+    std::cerr << fmt::format("commbound: interrupted; {} points are kept in {}/points: run the same command again "
+                             "to resume\n",
+                             resumed + kept_now, a.out_dir);
+    return kExitInterrupted;
+  }
   if (!rows) return fail(rows.error().message);
   const std::string counts = fmt::format("{} simulated, {} kept from an earlier run{}", rows->size() - resumed, resumed,
                                          stale > 0 ? fmt::format(" ({} stale, simulated again)", stale) : "");

@@ -95,17 +95,16 @@ std::string CostModel::source() const {
 }
 
 std::string CostModel::describe() const {
-  if (table_) {
-    std::string d = table_->describe() + (attention_kernel_ == "commbound" ? "" : ", attention " + attention_kernel_);
-    if (limit_slowdown_ != 1) {
-      char limit[160];
-      std::snprintf(limit, sizeof limit, "; at the power limit GEMMs and attention x%.3f (%.0f%% of compute)",
-                    limit_slowdown_, 100 * compute_bound_share_);
-      d += limit;
-    }
-    return d;
-  }
+  if (table_) return table_->describe() + (attention_kernel_ == "commbound" ? "" : ", attention " + attention_kernel_);
   return "roofline: datasheet peaks (calibration/gpus.toml), not measured" + (why_.empty() ? "" : " (" + why_ + ")");
+}
+
+std::string CostModel::describe_power_limit() const {
+  if (limit_slowdown_ == 1) return "";
+  char limit[160];
+  std::snprintf(limit, sizeof limit, "at the power limit GEMMs and attention x%.3f (%.0f%% of compute)", limit_slowdown_,
+                100 * compute_bound_share_);
+  return limit;
 }
 
 CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
@@ -151,10 +150,8 @@ double CostModel::power_w(double compute_bound_fraction, double memory_bound_fra
 
 std::string CostModel::describe_power() const {
   if (table_ && table_->power()) {
-    return std::string(table_->provenance().derived ? "derived" : "measured") + ": [power] of " +
-           table_->display_path() + ": idle_W, gemm_W while GEMM/attention run, memory_bound_W while memory-bound kernels run; "
-           "while only communication runs " + std::to_string(std::lround(comm_w())) +
-           " W, derived (idle + memory-bound power x NCCL's share of the SMs), not measured";
+    return std::string(table_->provenance().derived ? "derived" : "measured") + ": the table's [power]; " +
+           std::to_string(std::lround(comm_w())) + " W while only communication runs (derived)";
   }
   return "derived: idle + (TDP - idle) x compute-busy fraction (calibration/gpus.toml), not measured";
 }

@@ -21,6 +21,8 @@ void describe_cost_model(Metrics& m, const CostModel& cost, const std::vector<Pr
   m.cost_model_description = cost.describe();
   m.cost_summary = cost.summarize(stages);
   m.power_model_description = cost.describe_power();
+  m.power_limit_slowdown = cost.power_limit_slowdown();
+  m.compute_bound_share = cost.compute_bound_share();
 }
 
 Metrics compute_metrics(const TrainingSpec& t, const std::vector<Program>& stages, const std::vector<int>& stage_of,

@@ -38,6 +38,9 @@ struct Metrics {
   std::string cost_model_description;
   CostSummary cost_summary;
   std::string power_model_description;
+  // The board's power limit: the slowdown of GEMMs and attention, and their share of compute time.
+  double power_limit_slowdown = 1;
+  double compute_bound_share = 0;
 };
 
 // Busy and exposed times are averaged over the simulated ranks (one per pipeline stage). DiLoCo's
@@ -59,6 +62,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CostSummary, exact_ops, fallback_ops, fallbac
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Metrics, gpus, iteration_s, tokens_per_s, tokens_per_s_per_gpu, model_tflops_per_gpu,
                                    mfu, compute_s, comm_s, exposed_comm_s, exposed_comm_fraction, power_w_per_gpu,
                                    tokens_per_joule, memory_bytes_per_gpu, oom, memory, cost_model_source,
-                                   cost_model_table, cost_model_description, cost_summary, power_model_description)
+                                   cost_model_table, cost_model_description, cost_summary, power_model_description,
+                                   power_limit_slowdown, compute_bound_share)
 
 }  // namespace commbound::sim

@@ -1,5 +1,6 @@
 #include "sim/report/collective_report.hpp"
 
+#include "core/nccl_tests_text.hpp"
 #include "core/units.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +15,37 @@ namespace commbound::sim {
 namespace {
 
 constexpr double kBytesPerGB = 1e9;
+constexpr std::size_t kFloatBytes = 4;  // nccl-tests' default type, float
+
+// `rows` as nccl-tests prints them, one run per (op, node count) in their order: its header lines
+// with the run's shape, the column heads, the rows (simulated: in-place timed as out-of-place,
+// #wrong N/A), its footer. count and redop as nccl-tests prints them for float data: AllGather and
+// ReduceScatter pass each rank's share, the others the whole buffer; AllGather and AllToAll reduce
+// nothing ("none", src/all_gather.cu, src/alltoall.cu).
+void write_nccl_tests(std::ostream& out, const std::vector<network::SweepRow>& rows, const std::string& title) {
+  for (std::size_t first = 0; first < rows.size();) {
+    std::size_t end = first;
+    while (end < rows.size() && rows[end].op == rows[first].op && rows[end].nodes == rows[first].nodes) ++end;
+    const network::CollectiveOp op = rows[first].op;
+    const char* binary = nccl_tests_binary(network::nccl_tests_op(op));
+    out << "# " << title << "\n# simulated, not measured, in nccl-tests' format\n"
+        << "# Collective test starting: " << binary << "\n"
+        << fmt::format("# nodes {} ranks {}\n#\n", rows[first].nodes, rows[first].ranks) << nccl_tests_column_heads();
+    std::vector<NcclTestsRow> run;
+    for (std::size_t i = first; i < end; ++i) {
+      const network::SweepRow& r = rows[i];
+      const bool per_rank = op == network::CollectiveOp::all_gather || op == network::CollectiveOp::reduce_scatter;
+      const auto size = static_cast<std::size_t>(r.size_bytes);
+      const NcclTestsTiming timing{r.result.time_s, r.alg_bw_bytes_per_s, r.bus_bw_bytes_per_s, -1};
+      run.push_back({size, size / kFloatBytes / (per_rank ? static_cast<std::size_t>(r.ranks) : 1), "float",
+                     op == network::CollectiveOp::all_gather || op == network::CollectiveOp::all_to_all ? "none" : "sum",
+                     timing, timing});
+      out << nccl_tests_row(run.back());
+    }
+    out << nccl_tests_footer(run) << "# Collective test concluded: " << binary << "\n";
+    first = end;
+  }
+}
 
 }  // namespace
 
@@ -39,6 +71,10 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
                          r.bus_bw_bytes_per_s / kBytesPerGB, network::algorithm_label(r.op, r.result.choice.algorithm),
                          to_string(r.result.choice.protocol), to_string(r.result.fidelity));
     }
+    return;
+  }
+  if (format == Format::nccl_tests) {
+    write_nccl_tests(out, rows, title);
     return;
   }
   if (format == Format::json) {

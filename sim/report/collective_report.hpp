@@ -14,7 +14,10 @@
 
 namespace commbound::sim {
 
-enum class Format { table, csv, json };
+// table: ours (sizes in binary units, the algorithm and protocol NCCL's tuner picked); csv, json;
+// nccl_tests: nccl-tests' own columns and footer, one run per node count, so that a simulated
+// table sits beside a real log line for line (and network/'s nccl-tests reader reads it back).
+enum class Format { table, csv, json, nccl_tests };
 
 // A size as people read it: "64 MiB", "1 GiB", "1.50 GiB" (binary units, as nccl-tests' sizes).
 std::string size_label(double bytes);

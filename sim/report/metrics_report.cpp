@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace commbound::sim {
 namespace {
@@ -15,7 +16,8 @@ std::string cost_csv(const Metrics& m) {
          std::to_string(m.cost_summary.exact_ops) + "," + std::to_string(m.cost_summary.fallback_ops);
 }
 
-// "1200 compute ops exact from the table, 90 by fallback (gemm_nearest 60, memory_bound_roofline 30)".
+// "453 compute ops at their own row of calibration/h100-sxm5.toml, 3539 by fallback (elementwise_nearest
+// 3539)".
 std::string cost_note(const Metrics& m) {
   const CostSummary& c = m.cost_summary;
   if (m.cost_model_source == "roofline") return "every compute op by the datasheet roofline (no kernel table)";
@@ -23,11 +25,66 @@ std::string cost_note(const Metrics& m) {
   if (m.oom && c.exact_ops == 0 && c.fallback_ops == 0) {
     return "no op priced: the layout does not fit, and its program, past the size limits (docs/limits.md), was not built";
   }
-  std::string note = std::to_string(c.exact_ops) + " compute ops exact from " + m.cost_model_table + ", " +
+  std::string note = std::to_string(c.exact_ops) + " compute ops at their own row of " + m.cost_model_table + ", " +
                      std::to_string(c.fallback_ops) + " by fallback";
   std::string kinds;
   for (const auto& [how, n] : c.fallbacks) kinds += (kinds.empty() ? "" : ", ") + how + " " + std::to_string(n);
   return note + (kinds.empty() ? "" : " (" + kinds + ")");
+}
+
+// What each way of falling back means, for the ways the rows used (kernel_table.hpp's price()).
+std::vector<std::string> fallback_meanings(const std::vector<std::pair<std::string, Metrics>>& rows) {
+  static const std::vector<std::pair<std::string, std::string>> kMeanings = {
+      {"_nearest", "nearest: a shape the table lacks, at the achieved FLOP/s or bytes/s of the nearest measured "
+                   "shape of its kind (docs/calibration.md)"},
+      {"_roofline", "roofline: no comparable row of its kind, at the table's own roofline"},
+      {"gemm_fp8_ratio", "gemm_fp8_ratio: an FP8 GEMM, its bf16 time x the FP8 / bf16 ratio measured at the nearest shape"},
+      {"gemm_fp8_derived", "gemm_fp8_derived: an FP8 GEMM, its bf16 time / the datasheet's FP8 speed-up (no FP8 row)"}};
+  std::vector<std::string> meanings;
+  for (const auto& [suffix, meaning] : kMeanings) {
+    const bool used = std::any_of(rows.begin(), rows.end(), [&suffix = suffix](const auto& row) {
+      return std::any_of(row.second.cost_summary.fallbacks.begin(), row.second.cost_summary.fallbacks.end(),
+                         [&suffix](const auto& way) {
+                           const std::string& how = way.first;
+                           return how.size() >= suffix.size() && how.compare(how.size() - suffix.size(), suffix.size(), suffix) == 0;
+                         });
+    });
+    if (used) meanings.push_back(meaning);
+  }
+  return meanings;
+}
+
+// Each distinct text of `field` over the rows, in order, joined by " | ".
+template <class Field>
+std::string distinct(const std::vector<std::pair<std::string, Metrics>>& rows, Field field) {
+  std::vector<std::string> seen;
+  for (const auto& row : rows) {
+    const std::string& text = field(row.second);
+    if (std::find(seen.begin(), seen.end(), text) == seen.end()) seen.push_back(text);
+  }
+  std::string joined;
+  for (const auto& text : seen) joined += (joined.empty() ? "" : " | ") + text;
+  return joined;
+}
+
+// "at the power limit GEMMs and attention x1.082 to x1.091 (63-66% of compute)"; "" when no row
+// pays the limit.
+std::string power_limit_note(const std::vector<std::pair<std::string, Metrics>>& rows) {
+  double low = 0, high = 0, share_low = 0, share_high = 0;
+  bool any = false;
+  for (const auto& [name, m] : rows) {
+    if (m.power_limit_slowdown == 1) continue;
+    if (!any) low = high = m.power_limit_slowdown, share_low = share_high = m.compute_bound_share;
+    low = std::min(low, m.power_limit_slowdown), high = std::max(high, m.power_limit_slowdown);
+    share_low = std::min(share_low, m.compute_bound_share), share_high = std::max(share_high, m.compute_bound_share);
+    any = true;
+  }
+  if (!any) return "";
+  const std::string slowdown = low == high ? fmt::format("x{:.3f}", low) : fmt::format("x{:.3f} to x{:.3f}", low, high);
+  const std::string share = std::lround(100 * share_low) == std::lround(100 * share_high)
+                                ? fmt::format("{:.0f}%", 100 * share_low)
+                                : fmt::format("{:.0f}-{:.0f}%", 100 * share_low, 100 * share_high);
+  return "at the power limit GEMMs and attention run " + slowdown + " (" + share + " of compute)";
 }
 
 }  // namespace
@@ -64,7 +121,9 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
                                 {"cost_model_exact_ops", m.cost_summary.exact_ops},
                                 {"cost_model_fallback_ops", m.cost_summary.fallback_ops},
                                 {"cost_model_fallbacks", fallbacks},
-                                {"power_model", m.power_model_description}};
+                                {"power_model", m.power_model_description},
+                                {"power_limit_slowdown", m.power_limit_slowdown},
+                                {"compute_bound_share", m.compute_bound_share}};
       if (m.oom) {  // not simulated: timing fields are null
         nlohmann::json row{{"scenario", name}, {"gpus", m.gpus}, {"oom", true}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
                            {"memory_breakdown_bytes", mem}};
@@ -85,6 +144,9 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     return;
   }
   out << "# " << title << "\n";
+  out << "# compute " << distinct(rows, [](const Metrics& m) -> const std::string& { return m.cost_model_description; })
+      << "; power " << distinct(rows, [](const Metrics& m) -> const std::string& { return m.power_model_description; })
+      << "\n";
   int width = 24;
   for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
   out << fmt::format("{:<{}} {:>6} {:>10} {:>12} {:>9} {:>7} {:>6} {:>9} {:>8} {:>9} {:>7} {:>9} {:>9} {}\n", "scenario",
@@ -107,11 +169,28 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   // per row.
   std::vector<std::string> notes;
   for (const auto& [name, m] : rows) notes.push_back(cost_note(m));
+  // Rows priced from one source differ only in their counts: one line of their sums.
+  const bool one_source = std::all_of(rows.begin(), rows.end(), [&](const auto& row) {
+    return row.second.cost_model_source == rows.front().second.cost_model_source &&
+           row.second.cost_model_table == rows.front().second.cost_model_table && !row.second.oom;
+  });
   if (std::all_of(notes.begin(), notes.end(), [&](const std::string& n) { return n == notes.front(); })) {
     if (!notes.empty()) out << "# cost model: " << notes.front() << "\n";
+  } else if (one_source && rows.front().second.cost_model_source != "roofline" &&
+             rows.front().second.cost_model_source != "trace") {
+    Metrics total = rows.front().second;
+    total.cost_summary = {};
+    for (const auto& [name, m] : rows) {
+      total.cost_summary.exact_ops += m.cost_summary.exact_ops;
+      total.cost_summary.fallback_ops += m.cost_summary.fallback_ops;
+      for (const auto& [how, n] : m.cost_summary.fallbacks) total.cost_summary.fallbacks[how] += n;
+    }
+    out << "# cost model, the " << rows.size() << " rows together: " << cost_note(total) << "\n";
   } else {
     for (std::size_t i = 0; i < rows.size(); ++i) out << "# cost model (" << rows[i].first << "): " << notes[i] << "\n";
   }
+  for (const std::string& meaning : fallback_meanings(rows)) out << "#   " << meaning << "\n";
+  if (const std::string limit = power_limit_note(rows); !limit.empty()) out << "# " << limit << "\n";
   for (const auto& [name, m] : rows) {
     if (!m.oom) continue;
     out << fmt::format("# {} does not fit: {:.1f} GB > {:.1f} GB:", name, m.memory_bytes_per_gpu / 1e9,

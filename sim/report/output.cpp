@@ -169,8 +169,12 @@ Expected<double> parse_one(const std::string& flag, const std::string& text, Lis
     const char s = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
     scale = s == 'K' ? 1024.0 : s == 'M' ? 1048576.0 : s == 'G' ? 1073741824.0 : s == 'T' ? 1099511627776.0 : 0;
     const std::string rest = suffix.substr(1);
-    if (scale == 0 || !(rest.empty() || rest == "B" || rest == "iB")) {
-      return Error{bad + "unknown suffix \"" + suffix + "\" (use K, M, G or T: binary multiples)"};
+    if (scale != 0 && (rest == "B" || rest == "b")) {  // "1GB": decimal to most readers, binary to nccl-tests
+      return Error{bad + "\"" + suffix + "\" is ambiguous: write " + suffix.substr(0, 1) + " or " + suffix.substr(0, 1) +
+                   "iB (binary multiples, as nccl-tests' -b and -e read them), or the number of bytes"};
+    }
+    if (scale == 0 || !(rest.empty() || rest == "iB")) {
+      return Error{bad + "unknown suffix \"" + suffix + "\" (use K, M, G or T, or KiB, MiB, GiB or TiB: binary multiples)"};
     }
   }
   v *= scale;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -41,6 +42,14 @@ std::string terminal_for(const std::string& format) {
   return "pngcairo size 1200,750 font 'sans,12'";
 }
 
+// Okabe and Ito's colour-blind-safe palette ("Color Universal Design", 2008), yellow last (it
+// reads poorly on white): every series and every stack takes its colour from here in order.
+constexpr std::array<const char*, 8> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                 "#E69F00", "#56B4E9", "#000000", "#F0E442"};
+// gnuplot's filled circle, square, triangle, inverted triangle and diamond, then their outlines.
+constexpr std::array<int, 10> kPointTypes = {7, 5, 9, 11, 13, 6, 4, 8, 10, 12};
+constexpr int kDashTypes = 5;  // gnuplot's solid, dashed, dotted, dash-dot, dash-dot-dot
+
 // Terminal, title and y label: what every figure starts with. No `set output`: the figure goes to
 // gnuplot's standard output.
 std::string preamble(const std::string& format, const std::string& title, const std::string& y_label) {
@@ -60,24 +69,25 @@ std::string gnuplot_script(const LinePlot& plot, const std::string& format) {
     s << "set logscale x 2\n";
   }
   s << (plot.log_y ? "set logscale y\n" : "set yrange [0:*]\n");  // linear axes start at 0: no exaggerated drops
+  // Room around the data: no line runs along the top border, no point is cut in half at the sides.
+  s << "set offsets graph 0.03, graph 0.03, graph 0.08, 0\n";
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     s << "$d" << i << " << EOD\n";
     for (const auto& [x, y] : plot.series[i].points) s << fmt::format("{:.9g} {:.9g}\n", x, y);
     s << "EOD\n";
   }
   s << "plot ";
-  // gnuplot's default palette has 8 colours: lines past the 8th repeat them, so they change their
-  // points (squares, then triangles) and dashes to stay apart.
-  constexpr int kColours = 8;
-  constexpr int kPointTypes[] = {7, 5, 9};
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
-    const std::size_t cycle = std::min<std::size_t>(i / kColours, 2);
     const std::string& style = plot.series[i].style;
-    s << (i ? ", " : "") << "$d" << i << " using 1:2 with " << style << " lw 2";
-    // gnuplot warns of a point type on a style that draws none ("lines dt 2"), and a style that
-    // names its own dashes keeps them.
-    if (style.find("points") != std::string::npos) s << " pt " << kPointTypes[cycle];
-    if (cycle > 0 && style.find(" dt ") == std::string::npos) s << " dt " << cycle + 1;
+    s << (i ? ", " : "") << "$d" << i << " using 1:2 with " << style << " lw 2 lc rgb '" << kPalette[i % kPalette.size()] << "'";
+    // Lines that lie on each other stay told apart by their points and dashes: each series its own
+    // point type, and points shrinking series by series, so an earlier one shows around a later
+    // one drawn over it. gnuplot warns of a point type on a style that draws none ("lines dt 2"),
+    // and a style that names its own dashes keeps them.
+    if (style.find("points") != std::string::npos) {
+      s << fmt::format(" pt {} ps {:.2f}", kPointTypes[i % kPointTypes.size()], std::max(0.8, 2.0 - 0.2 * static_cast<double>(i)));
+    }
+    if (style.find(" dt ") == std::string::npos) s << " dt " << i % kDashTypes + 1;
     s << " title " << gnuplot_string(plot.series[i].title);
   }
   s << "\n";
@@ -88,7 +98,7 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& format) {
   std::ostringstream s;
   s << preamble(format, plot.title, plot.y_label)
     << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-    << "set boxwidth 0.7\nset yrange [0:*]\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n";
+    << "set boxwidth 0.7\nset yrange [0:*]\nset offsets 0, 0, graph 0.05, 0\nset key above noenhanced\nset xtics rotate by -30 noenhanced\n";
   // A bar's label as a double-quoted gnuplot data string. With few bars, a long label is wrapped
   // at spaces into lines of at most 32 characters ("\n" between them; a longer word keeps its own
   // line); with more than 6 bars a slanted label's second line runs into its right neighbour's
@@ -129,7 +139,8 @@ std::string gnuplot_script(const BarPlot& plot, const std::string& format) {
   }
   s << "EOD\nplot ";
   for (std::size_t k = 0; k < plot.stacks.size(); ++k) {
-    s << (k ? ", '' " : "$bars ") << "using " << k + 2 << (k ? "" : ":xtic(1)") << " title " << gnuplot_string(plot.stacks[k].title);
+    s << (k ? ", '' " : "$bars ") << "using " << k + 2 << (k ? "" : ":xtic(1)") << " lc rgb '" << kPalette[k % kPalette.size()]
+      << "' title " << gnuplot_string(plot.stacks[k].title);
   }
   s << "\n";
   return s.str();

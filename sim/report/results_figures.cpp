@@ -86,9 +86,10 @@ bool one_scale(const std::vector<RunPoint>& points) {
 
 // Where the iteration went, per point: compute alone, communication hidden under compute,
 // communication exposed (compute idle, waiting), and the rest (pipeline bubble, waits).
-BarPlot breakdown(const std::string& title, const std::vector<RunPoint>& points) {
-  BarPlot plot{title + ": where the iteration goes", "seconds per iteration", {}, {}};
-  BarStack compute{"compute", {}}, hidden{"communication overlapped with compute", {}},
+// `scale` ("at 2048 GPUs", or "") goes under the y axis, keeping the title short enough to fit.
+BarPlot breakdown(const std::string& title, const std::vector<RunPoint>& points, const std::string& scale = "") {
+  BarPlot plot{title + ": where the iteration goes", "seconds per iteration" + (scale.empty() ? "" : ", " + scale), {}, {}};
+  BarStack compute{"compute, no communication beside it", {}}, hidden{"communication overlapped with compute", {}},
       exposed{"communication exposed", {}}, idle{"idle (bubble, waits)", {}};
   for (const RunPoint& p : points) {
     const double overlapped = std::max(0.0, p.comm_s - p.exposed_s);
@@ -173,8 +174,8 @@ std::vector<Figure> run_figures(const std::vector<RunPoint>& points, const std::
       largest.push_back(group.back());
       largest.back().name = name;
     }
-    const std::string at = one_scale(largest) ? fmt::format(" ({:.0f} GPUs)", largest.front().gpus) : "";
-    figures.push_back({"breakdown", breakdown(title + " at the largest scale" + at, largest)});
+    const std::string at = one_scale(largest) ? fmt::format("at {:.0f} GPUs", largest.front().gpus) : "at the largest scale";
+    figures.push_back({"breakdown", breakdown(title, largest, at)});
   } else if (gpu_counts.size() == points.size() && points.size() > 1) {  // a scaling sweep: one point per GPU count
     std::vector<RunPoint> by_gpus = points;
     std::sort(by_gpus.begin(), by_gpus.end(), [](const RunPoint& x, const RunPoint& y) { return x.gpus < y.gpus; });

@@ -194,9 +194,11 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
   std::vector<Candidate> all;
   std::vector<Scenario> fitting;    // the scenario of every layout that fits
   std::vector<std::size_t> fit_of;  // ... and its index in `all`
-  for (const LayoutChoice& layout :
-       enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus, base.training->global_batch, options.space,
-                         base.training->model.experts)) {
+  const std::vector<LayoutChoice> layouts = enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus,
+                                                              base.training->global_batch, options.space,
+                                                              base.training->model.experts);
+  for (const LayoutChoice& layout : layouts) {
+    if (options.bounding) options.bounding(all.size(), layouts.size());
     Candidate c;
     c.layout = layout;
     auto sc = file.unswept(layout.edits(), "search layout " + layout.name());

@@ -120,6 +120,8 @@ struct SearchOptions {
   int top = 10;        // layouts ranked exactly (the k of "cannot enter the top k")
   int jobs = 1;        // child processes at once
   bool prune = true;   // false: simulate every layout that fits (exhaustive)
+  // Called before each layout is validated, fitted and bounded: how many are done, of how many.
+  std::function<void(std::size_t done, std::size_t total)> bounding;
   // Called once every candidate is validated, fitted and bounded, before any simulation.
   std::function<void(const std::vector<Candidate>& candidates)> bounded;
   // Called in the parent after each simulated layout: `simulated` and `pruned` so far, of `fits`.

@@ -60,7 +60,7 @@ Expected<std::vector<std::optional<PointOutcome>>> run_point_outcomes(const std:
           stored = options.on_point(
               i, {points[i].name, std::move(outcome.metrics), points[i].scenario, std::move(outcome.breakdown)});
         }
-        if (options.progress) options.progress(++done, included.size(), points[i].name);
+        if (options.progress && !interrupted()) options.progress(++done, included.size(), points[i].name);
       },
       [&](std::size_t k) {
         skipped[k] = options.skip && options.skip(todo[k]);

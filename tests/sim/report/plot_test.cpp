@@ -138,10 +138,10 @@ TEST(GnuplotScript, HostileTextsStayData) {
   for (const std::string& text : hostile_texts()) {
     SCOPED_TRACE(::testing::PrintToString(text));
     for (const char* format : {"png", "svg"}) {
-      // A line plot of two series: terminal, title, ylabel, grid, xlabel, key, yrange, plot; one
-      // datablock per series, of 2 and 1 points.
+      // A line plot of two series: terminal, title, ylabel, grid, xlabel, key, yrange, offsets,
+      // plot; one datablock per series, of 2 and 1 points.
       const ScriptShape line = read_script(gnuplot_script(hostile_line_plot(text), format));
-      EXPECT_EQ(line.commands.size(), 8u);
+      EXPECT_EQ(line.commands.size(), 9u);
       EXPECT_EQ(line.block_lines, (std::vector<std::size_t>{2, 1}));
       // A bar plot of three bars: one datablock of three lines, whatever the labels hold.
       const ScriptShape bars = read_script(gnuplot_script(hostile_bar_plot(text), format));

@@ -141,7 +141,8 @@ TEST(ResultsFigures, ASweepOverNodesAndAnotherKeyGetsALinePerSeries) {
   EXPECT_EQ(per_gpu.series[0].title, "link=ib-ndr");
   EXPECT_EQ(per_gpu.series[1].title, "link=roce-400g");
   const auto& breakdown = std::get<BarPlot>(figure(figures->figures, "breakdown").plot);
-  EXPECT_EQ(breakdown.title, "fabrics at the largest scale (32 GPUs): where the iteration goes");
+  EXPECT_EQ(breakdown.title, "fabrics: where the iteration goes");
+  EXPECT_EQ(breakdown.y_label, "seconds per iteration, at 32 GPUs");
   EXPECT_EQ(breakdown.categories, (std::vector<std::string>{"link=ib-ndr", "link=roce-400g"}));
 }
 

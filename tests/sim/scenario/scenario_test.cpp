@@ -420,6 +420,19 @@ TEST(ParseList, SizesAndRanges) {
   EXPECT_FALSE(parse_list("--bytes", "8:4", ListKind::sizes_bytes));
 }
 
+// "1G" and "1GiB" are 2^30 bytes, as nccl-tests' -b and -e read "1G"; "1GB" reads as 10^9 to most
+// people, so it is refused with the spellings that are not ambiguous rather than taken either way.
+TEST(ParseList, BinarySuffixesOnly) {
+  auto gib = parse_list("--bytes", "1GiB,64MiB", ListKind::sizes_bytes);
+  ASSERT_TRUE(gib) << gib.error().message;
+  EXPECT_EQ(*gib, (std::vector<double>{1073741824, 67108864}));
+  auto gb = parse_list("--bytes", "1GB", ListKind::sizes_bytes);
+  ASSERT_FALSE(gb);
+  EXPECT_EQ(gb.error().message,
+            "--bytes 1GB: \"GB\" is ambiguous: write G or GiB (binary multiples, as nccl-tests' -b and -e read them), "
+            "or the number of bytes");
+}
+
 // Each kind's bounds, said as they are: 1T is the largest buffer (no GPU holds more), node counts
 // are 1 to 2^20 (cluster.nodes' bound) and -1 is refused as 0 is, as not a positive integer.
 TEST(ParseList, BoundsAreSaidAsTheyAre) {
