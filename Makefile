@@ -2,6 +2,7 @@
 #   make demo   install missing Debian packages, configure, build, run the default scenarios
 #               (Llama-2 7B FSDP weak scaling; AllGather and AllReduce on DGX H100 + IB NDR)
 #   make test   the same set-up, then every test (GPU tests skip themselves without a GPU)
+#   make docs   regenerate docs/figures/ and every command output quoted in README.md and docs/
 # For developers (clang, docs/fuzzing.md), in a second build folder instrumented with ASan + UBSan:
 #   make sanitize  every test but the GPU ones (SANITIZE_LABELS=unit: the unit tests only, as CI
 #                  runs it); fails on any sanitizer report
@@ -21,7 +22,7 @@ SANITIZE_LABELS ?=
 # land in the output the CLI tests compare); a report of an error in any of them fails the run.
 SANITIZER_REPORT := ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:
 
-.PHONY: all deps configure build demo test bench clean fuzz-deps fuzz-configure fuzz sanitize
+.PHONY: all deps configure build demo test docs bench clean fuzz-deps fuzz-configure fuzz sanitize
 
 all: build
 
@@ -52,6 +53,12 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The figures of docs/figures/ and the command outputs quoted in README.md and docs/, regenerated
+# from the commands that make them (docs/developing.md).
+docs: build
+	docs/figures/update.sh $(BUILD) all
+	docs/generated.sh $(BUILD)
 
 bench: build
 	$(BUILD)/bin/bench_collectives

@@ -16,8 +16,10 @@ if [[ "$what" == all || "$what" == scenarios ]]; then
   for scenario in scenarios/paper/*.toml scenarios/studies/*.toml; do
     name="$(basename "$scenario" .toml)"
     echo "== $name" >&2
+    # The figures' title: the scenario's own description (its `description = "..."` line), else its name.
+    title="$(sed -n 's/^description = "\(.*\)"$/\1/p' "$scenario")"
     "$bin" run "$scenario" --format csv --out "$tmp/$name.csv"
-    "$bin" plot "$tmp/$name.csv" --out-dir "docs/figures/$name" --title "$name" --force
+    "$bin" plot "$tmp/$name.csv" --out-dir "docs/figures/$name" --title "${title:-$name}" --force
   done
 fi
 if [[ "$what" == all || "$what" == collectives ]]; then
