@@ -124,7 +124,7 @@ int run(const RunArgs& args) {
   if (!rows) return fail(rows.error().message);
   if (args.explain) {
     std::vector<sim::ExplainedPoint> points;
-    for (auto& row : *rows) points.push_back({row.name, std::move(row.breakdown)});
+    for (auto& row : *rows) points.push_back({row.name, std::move(row.breakdown), row.metrics.memory});
     const sim::Format format =
         args.format == "csv" ? sim::Format::csv : args.format == "json" ? sim::Format::json : sim::Format::table;
     Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
@@ -154,7 +154,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->type_name("FILE");
   cmd->add_option("--trace", args->trace,
                   "Chrome/Perfetto trace: one process per simulated rank (one per pipeline stage), one track "
-                  "per stream (one point only; never overwrites without --force)")
+                  "per stream it uses, an arrow from each pipeline send to its receive (one point only; never "
+                  "overwrites without --force)")
       ->type_name("FILE");
   cmd->add_flag("--explain", args->explain,
                 "instead of the metrics: where the iteration's time went, per communication group and "

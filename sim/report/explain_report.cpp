@@ -57,8 +57,16 @@ Parts parts_of(const RankBreakdown& r, bool pipelined) {
 }
 
 void write_table(std::ostream& out, const ExplainedPoint& point) {
-  if (!point.breakdown) {
-    out << "## " << point.name << ": not simulated (does not fit in GPU memory)\n";
+  if (!point.breakdown) {  // what `run` prints for such a row, as a table: what fills the GPU
+    const MemoryUse& m = point.memory;
+    out << fmt::format("## {}: not simulated: it does not fit in GPU memory ({:.1f} GB > {:.1f} GB on pipeline stage {})\n",
+                       point.name, m.total_bytes / kBytesPerGB, m.capacity_bytes / kBytesPerGB, m.stage);
+    out << fmt::format("{:<28} {:>10} {:>7}\n", "memory per GPU", "GB", "share");
+    for (const auto& [what, bytes] : m.bytes) {
+      out << fmt::format("{:<28} {:>10.1f} {:>6.1f}%\n", what, bytes / kBytesPerGB,
+                         m.total_bytes > 0 ? 100 * bytes / m.total_bytes : 0.0);
+    }
+    out << fmt::format("{:<28} {:>10.1f} {:>6.1f}%\n", "total", m.total_bytes / kBytesPerGB, 100.0);
     return;
   }
   const IterationBreakdown& b = *point.breakdown;
@@ -138,7 +146,13 @@ void write_explain_report(std::ostream& out, const std::vector<ExplainedPoint>& 
       if (p.breakdown) {
         arr.push_back({{"scenario", p.name}, {"oom", false}, {"breakdown", *p.breakdown}});
       } else {
-        arr.push_back({{"scenario", p.name}, {"oom", true}});
+        nlohmann::json memory = nlohmann::json::object();
+        for (const auto& [what, bytes] : p.memory.bytes) memory[what] = bytes;
+        arr.push_back({{"scenario", p.name},
+                       {"oom", true},
+                       {"memory_bytes_per_gpu", p.memory.total_bytes},
+                       {"memory_capacity_bytes", p.memory.capacity_bytes},
+                       {"memory_breakdown_bytes", memory}});
       }
     }
     out << nlohmann::json{{"title", title}, {"points", arr}}.dump(2) << "\n";

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "sim/metrics/iteration_breakdown.hpp"
+#include "sim/workload/memory_model.hpp"
 #include "sim/report/collective_report.hpp"
 
 #include <optional>
@@ -23,7 +24,8 @@ namespace commbound::sim {
 // One point's breakdown, by its row name; unset when the point was not simulated (out of memory).
 struct ExplainedPoint {
   std::string name;
-  std::optional<IterationBreakdown> breakdown;
+  std::optional<IterationBreakdown> breakdown;  // none: out of memory, not simulated
+  MemoryUse memory;                              // of the GPU that holds the most
 };
 
 // The report of `points` in `format`, under `title` (the scenario and its setting).

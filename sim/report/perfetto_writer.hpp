@@ -1,7 +1,8 @@
 // The Perfetto writer: one simulated iteration as a Chrome trace (JSON Trace Event Format), which
 // ui.perfetto.dev and chrome://tracing open. `commbound run --trace FILE` writes it. A process per
-// simulated rank (one per pipeline stage), a track per stream, a complete event ("ph": "X") per op
-// with its time in microseconds from the iteration's start. What sim/trace/ reads is the other
+// simulated rank (one per pipeline stage), a track per stream the rank uses, a complete event
+// ("ph": "X") per op with its time in microseconds from the iteration's start, and a flow arrow
+// ("ph": "s" then "f") from each pipeline send to the receive on the next (or previous) stage. What sim/trace/ reads is the other
 // direction: a PyTorch profiler trace in, a program out.
 #pragma once
 

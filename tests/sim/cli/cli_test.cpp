@@ -504,6 +504,17 @@ TEST(Cli, ExplainBreaksEveryPointDown) {
   EXPECT_NE(help.out.find("pipeline bubble"), std::string::npos);
 }
 
+// `run --explain` of a layout that does not fit shows what fills the GPU, as `run` does: one row
+// per category and the total (micro-batches of 16 sequences of 4096 tokens keep far more
+// activations than an H100 holds).
+TEST(Cli, ExplainOfALayoutThatDoesNotFitShowsItsMemory) {
+  const CliRun r = run("run scenarios/paper/model_parallel_7b_256gpu.toml --set cluster.nodes=1 "
+                       "--set 'sweep.values=[[1, 1]]' --set training.micro_batch=16 --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("not simulated: it does not fit in GPU memory"), std::string::npos) << r.out;
+  for (const char* row : {"params_bf16", "activations", "total"}) EXPECT_NE(r.out.find(row), std::string::npos) << row;
+}
+
 // Layouts that cannot run fail with one line naming the key and exit 2.
 struct BadLayout {
   const char* set;
@@ -815,7 +826,9 @@ TEST(Cli, ProfileListsTheEagerLayerKernelByKernel) {
   EXPECT_EQ(forward_kernels, 44);  // framework_recipe_test counts them
   for (const auto& p : j["parts"]) {
     // A 7B layer split 8 ways on 2048 tokens: its kernels are shorter than PyTorch takes to issue them.
-    if (p["part"] == "layer.forward") EXPECT_EQ(p["bound_by"], "host");
+    if (p["part"] == "layer.forward") {
+      EXPECT_EQ(p["bound_by"], "host");
+    }
     // Called back to back, a part pays the power limit's measured slowdown: 1 (none) up to the
     // curve's 1.1475 at a share of 1 (calibration/h100-sxm5.toml).
     EXPECT_GE(p["power_limit_slowdown"].get<double>(), 1.0);

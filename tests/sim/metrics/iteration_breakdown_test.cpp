@@ -125,13 +125,13 @@ TEST(IterationBreakdown, SplitsAHandMadeTimelineAsWorkedOut) {
 
   // The CSV: the rank's exposed and wait (collective lines) and time (other parts) make its iteration.
   std::ostringstream csv;
-  write_explain_report(csv, {{"hand", br}}, Format::csv, "test");
+  write_explain_report(csv, {{"hand", br, {}}}, Format::csv, "test");
   std::istringstream lines(csv.str());
   std::string line;
   std::getline(lines, line);
   EXPECT_EQ(line, "scenario,rank,stage,part,group,collective,group_ranks,calls,bytes,nccl,time_s,busbw_GBps,exposed_s,wait_s");
   std::ostringstream table;
-  write_explain_report(table, {{"hand", br}}, Format::table, "test");
+  write_explain_report(table, {{"hand", br, {}}}, Format::table, "test");
   EXPECT_NE(table.str().find("AllReduce"), std::string::npos) << table.str();
   EXPECT_NE(table.str().find("nvls/Simple"), std::string::npos) << table.str();
 }
