@@ -143,7 +143,7 @@ std::vector<Expected<std::string>> run_in_children(
     if (g_interrupted) {  // Ctrl-C: stop every child, start no more
       for (auto& [i, c] : running) {
         kill(c.pid, SIGKILL);
-        finish(c);  // reaped; what it had sent is dropped
+        (void)finish(c);  // reaped; what it had sent is dropped
         complete(i, Error{kInterruptedMessage});
       }
       break;

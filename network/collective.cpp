@@ -1,5 +1,7 @@
 #include "network/collective.hpp"
 
+#include "network/internal/algorithm.hpp"
+
 #include "core/check.hpp"
 #include "network/cluster_spec.hpp"
 
@@ -42,16 +44,9 @@ const char* to_string(CollectiveOp op) {
   return "?";
 }
 
-const char* to_string(Algorithm a) {
-  switch (a) {
-    case Algorithm::ring: return "ring";
-    case Algorithm::tree: return "tree";
-    case Algorithm::nvls: return "nvls";
-    case Algorithm::nvls_tree: return "nvlstree";
-    case Algorithm::pat: return "pat";
-  }
-  return "?";
-}
+const char* to_string(Algorithm a) { return internal::algorithm_spec(a).name; }
+
+const char* constants_key(Algorithm a) { return internal::algorithm_spec(a).constants_key; }
 
 const char* algorithm_label(CollectiveOp op, Algorithm choice) {
   return op == CollectiveOp::send_recv || op == CollectiveOp::all_to_all ? "p2p" : to_string(choice);

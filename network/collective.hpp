@@ -19,14 +19,18 @@ enum class CollectiveOp { all_gather, reduce_scatter, all_reduce, send_recv, all
 // `hierarchical` as DeepEP's normal kernels do, one RDMA transfer per (node, rail) pair, forwarded
 // inside the destination node over NVLink.
 enum class AllToAllMethod { nccl, hierarchical };
+// NCCL's algorithms: each described once, by its row in network/internal/algorithm.hpp's registry.
 enum class Algorithm { ring, tree, nvls, nvls_tree, pat };
 enum class Protocol { ll, ll128, simple };
 enum class Fidelity { fluid, step };
 
-inline constexpr int kAlgorithms = 5;
+inline constexpr int kAlgorithms = static_cast<int>(Algorithm::pat) + 1;  // the last enumerator's
 inline constexpr int kProtocols = 3;
-inline constexpr std::array<Algorithm, kAlgorithms> kAllAlgorithms = {Algorithm::ring, Algorithm::tree, Algorithm::nvls,
-                                                                     Algorithm::nvls_tree, Algorithm::pat};
+inline constexpr std::array<Algorithm, kAlgorithms> kAllAlgorithms = [] {
+  std::array<Algorithm, kAlgorithms> all{};
+  for (int i = 0; i < kAlgorithms; ++i) all[static_cast<std::size_t>(i)] = static_cast<Algorithm>(i);
+  return all;
+}();
 
 // One collective call. `size_bytes` follows nccl-tests: the whole output buffer for AllGather,
 // the whole input buffer for ReduceScatter, the buffer for AllReduce, the message for SendRecv,
@@ -70,7 +74,9 @@ CollectiveOp collective_op(NcclTestsOp op);
 double bus_bw_factor(CollectiveOp op, int ranks);
 
 const char* to_string(CollectiveOp op);
-const char* to_string(Algorithm a);
+const char* to_string(Algorithm a);  // NCCL_ALGO's spelling, lower case ("nvlstree")
+// The prefix of `a`'s rows in calibration/nccl/nccl-<release>.toml ("nvls_tree").
+const char* constants_key(Algorithm a);
 // How reports name the algorithm of a call of `op`: to_string(choice) for the collectives NCCL's
 // tuner picks an algorithm for; "p2p" for SendRecv and AllToAll (NCCL's send/recv, no algorithm).
 const char* algorithm_label(CollectiveOp op, Algorithm choice);

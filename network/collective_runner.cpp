@@ -1,15 +1,11 @@
 #include "network/collective_runner.hpp"
 
 #include "core/check.hpp"
-#include "network/internal/algorithm_params.hpp"
+#include "network/internal/algorithm.hpp"
 #include "network/internal/all_to_all.hpp"
 #include "network/internal/link_occupancy.hpp"
-#include "network/internal/nvls.hpp"
-#include "network/internal/pat.hpp"
 #include "network/internal/route_cache.hpp"
-#include "network/internal/ring.hpp"
 #include "network/internal/send_recv.hpp"
-#include "network/internal/tree.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -39,15 +35,7 @@ double latency_factor(const NcclConstants& nccl, const NodeType& node, const Cal
 internal::AlgorithmResult run_algorithm(const internal::AlgorithmParams& params) {
   if (params.call.op == CollectiveOp::send_recv) return internal::run_send_recv(params);
   if (params.call.op == CollectiveOp::all_to_all) return internal::run_all_to_all(params);
-  switch (params.choice.algorithm) {
-    case Algorithm::ring: return internal::run_ring(params);
-    case Algorithm::tree: return internal::run_tree(params);
-    case Algorithm::nvls: return internal::run_nvls(params);
-    case Algorithm::nvls_tree: return internal::run_nvls_tree(params);
-    case Algorithm::pat: return internal::run_pat(params);
-  }
-  COMMBOUND_CHECK(false, "unknown Algorithm");
-  return {};
+  return internal::algorithm_spec(params.choice.algorithm).run(params);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "network/nccl_tuner.hpp"
 
+#include "network/internal/algorithm.hpp"
 #include "network/internal/all_to_all.hpp"
 
 #include <algorithm>
@@ -27,9 +28,6 @@ NcclTuner::NcclTuner(const NodeType& node, const FabricSpec& fabric, const NcclC
     : node_(node), fabric_(fabric), nccl_(nccl) {}
 
 std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoice& choice) const {
-  // NCCL searches an NVLS graph only where the topology holds an NVSwitch (search.cc, ncclTopoCompute:
-  // "if (graph->pattern == NCCL_TOPO_PATTERN_NVLS && (system->nodes[NVS].count == 0 || ...)) return").
-  auto no_nvswitch = [&] { return "node type " + node_.name + " has a direct NVLink mesh, no NVSwitch"; };
   if (shape.op == CollectiveOp::send_recv) {
     return choice.algorithm == Algorithm::ring ? "" : "SendRecv is point to point (use ring)";
   }
@@ -37,36 +35,7 @@ std::string NcclTuner::unsupported(const CallShape& shape, const CollectiveChoic
     if (choice.algorithm != Algorithm::ring) return "AllToAll is point to point (use ring)";
     return choice.protocol == Protocol::ll128 ? "NCCL's point to point runs LL or Simple, not LL128" : "";
   }
-  switch (choice.algorithm) {
-    case Algorithm::ring:
-      return "";
-    case Algorithm::tree:
-      return shape.op == CollectiveOp::all_reduce ? "" : "NCCL's Tree runs AllReduce only";
-    case Algorithm::nvls:
-      if (shape.op != CollectiveOp::all_reduce) return "this model runs NVLS for AllReduce only";
-      if (node_.nvlink_topology == NvlinkTopology::mesh) return no_nvswitch();
-      if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
-      if (shape.nodes != 1 && !fabric_.sharp) {
-        return "NVLS across nodes needs in-network reduction in the fabric (NCCL's CollNet: [fabric] sharp = true)";
-      }
-      if (choice.protocol != Protocol::simple) return "NVLS runs the Simple protocol only";
-      return "";
-    case Algorithm::nvls_tree:
-      if (shape.op != CollectiveOp::all_reduce) return "NVLSTree runs AllReduce only";
-      if (node_.nvlink_topology == NvlinkTopology::mesh) return no_nvswitch();
-      if (!node_.nvls) return "node type " + node_.name + " has no NVLink SHARP switch";
-      if (shape.nodes < 2) return "NVLSTree spans nodes (NVLS inside one)";
-      if (choice.protocol != Protocol::simple) return "NVLSTree runs the Simple protocol only";
-      return "";
-    case Algorithm::pat:  // ncclPatEnable: AllGather / ReduceScatter with one GPU per node (tuning.cc)
-      if (shape.op != CollectiveOp::all_gather && shape.op != CollectiveOp::reduce_scatter) {
-        return "PAT runs AllGather and ReduceScatter only";
-      }
-      if (shape.nodes < 2 || shape.ranks != shape.nodes) return "NCCL runs PAT with one GPU per node only";
-      if (choice.protocol != Protocol::simple) return "PAT runs the Simple protocol only";
-      return "";
-  }
-  return "unknown algorithm";
+  return internal::algorithm_spec(choice.algorithm).unsupported(*this, shape, choice.protocol);
 }
 
 double NcclTuner::net_overhead_s(const CallShape& shape, Protocol p) const {
@@ -135,34 +104,7 @@ double NcclTuner::predict_latency_s(const CallShape& shape, const CollectiveChoi
     const double proxy = nccl_method ? (n - per_node) * net_overhead_s(shape, p) : 0.0;
     return nccl_.base(a, p) + hop + proxy;
   }
-  switch (a) {
-    case Algorithm::ring: {
-      const bool ar = shape.op == CollectiveOp::all_reduce;
-      const int steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2 * (n - 1) : n - 1);
-      const int inter = nodes > 1 ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
-      const double intra = std::max(nccl_.hop(a, HopClass::nvlink, p), net_overhead_s(shape, p));
-      // One rank per node exposes every network hop: NCCL prices it at Tree's (tuning.cc).
-      const double net = nccl_.hop(n == nodes ? Algorithm::tree : a, HopClass::net, p);
-      double lat = nccl_.base(a, p) + (steps - inter) * intra + inter * net;
-      if (ar && nodes > 1 && p == Protocol::simple) {
-        lat *= node_.sm_arch >= 80 ? nccl_.ring_simple_allreduce_latency_factor
-                                   : nccl_.ring_simple_allreduce_latency_factor_pre_sm80;
-      }
-      return lat;
-    }
-    case Algorithm::tree: {
-      const int ppn = n / nodes;
-      return nccl_.base(a, p) +
-             2 * ((ppn - 1) * nccl_.hop(a, HopClass::nvlink, p) + std::log2(nodes) * nccl_.hop(a, HopClass::net, p));
-    }
-    case Algorithm::nvls:  // intraLat, + interLat across nodes (CollNet; tuning.cc)
-      return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + (nodes > 1 ? nccl_.hop(a, HopClass::net, p) : 0);
-    case Algorithm::nvls_tree:  // intraLat + 2 log2(nNodes) interLat (tuning.cc)
-      return nccl_.base(a, p) + nccl_.hop(a, HopClass::nvlink, p) + 2 * std::log2(nodes) * nccl_.hop(a, HopClass::net, p);
-    case Algorithm::pat:  // log2(nNodes) interLat / 3.5 + 2.8 us x nRanks (tuning.cc)
-      return nccl_.base(a, p) + std::log2(nodes) * nccl_.hop(a, HopClass::net, p) / 3.5 + n * nccl_.pat_rank_latency_s;
-  }
-  return 0;
+  return internal::algorithm_spec(a).latency_s(*this, shape, p);
 }
 
 std::optional<double> NcclTuner::predict_s(const CallShape& shape, const CollectiveChoice& c) const {
@@ -177,65 +119,28 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
                                  load.nic_bytes / fabric_.nic_bw_bytes_per_s());
     return predict_latency_s(shape, c) + bw_s / nccl_.data_efficiency[int(c.protocol)];
   }
-  const double nch = node_.nccl_channels;
-  const auto& caps = nccl_.caps(node_.sm_arch);
   const int regime = nodes == 1 ? 0 : (nodes == 2 ? 1 : 2);
   // NCCL's busBw = nChannels x per-channel bandwidth of the searched graph: intra-node, the GPU's
   // NVLink; inter-node, the node's NICs (every channel leaves through its own rail). Intra is used
   // up to two nodes, inter beyond (tuning.cc). On a mesh node the GPU's NVLink too: NCCL's ring
   // search spreads its channels over rings that use every pair's links (internal/ring.cpp).
-  const double bw_intra = node_.nvlink.effective_bw_bytes_per_s();
-  const double bw_inter = fabric_.link.effective_bw_bytes_per_s() * node_.nics;
+  internal::TunerBandwidth bw;
+  bw.intra_bytes_per_s = node_.nvlink.effective_bw_bytes_per_s();
+  bw.inter_bytes_per_s = fabric_.link.effective_bw_bytes_per_s() * node_.nics;
   // Inside one NVSwitch node the rings reserve what NCCL's ring graph holds (ring_graph: 360 of an
   // H100's 370.8 GB/s), as NCCL's printed tuning table shows for 2 to 8 GPUs.
   const bool in_switch_node = nodes == 1 && node_.nvlink_topology == NvlinkTopology::nvswitch;
   const SearchedGraph ring = in_switch_node ? ring_graph() : SearchedGraph{};
-  const double bus = nodes <= 2 ? (ring.channels > 0 ? ring.channels * ring.intra_bytes_per_s : bw_intra) : bw_inter;
+  bw.bus_bytes_per_s = nodes <= 2 ? (ring.channels > 0 ? ring.channels * ring.intra_bytes_per_s : bw.intra_bytes_per_s)
+                                  : bw.inter_bytes_per_s;
   const bool ar = shape.op == CollectiveOp::all_reduce;
-  const double steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2.0 * (n - 1) : n - 1.0);
-  double bus_bw = bus;
-  double alg_bw = 0;
-  switch (c.algorithm) {
-    case Algorithm::ring:
-      if (c.protocol == Protocol::ll) bus_bw = std::min(caps.ll_max_bytes_per_s, 0.5 * bus);
-      if (c.protocol == Protocol::ll128) bus_bw = std::min(0.92 * bus, nch * caps.ring_ll128_bytes_per_s);
-      alg_bw = shape.op == CollectiveOp::send_recv ? bus_bw : bus_bw * n / steps;
-      break;
-    case Algorithm::tree:
-      if (c.protocol == Protocol::simple) bus_bw = std::min(0.92 * bus, nch * caps.tree_simple_bytes_per_s[regime]);
-      if (c.protocol == Protocol::ll) bus_bw = std::min(bus / nccl_.tree_ll_divisor, caps.ll_max_bytes_per_s);
-      if (c.protocol == Protocol::ll128) {
-        bus_bw = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * caps.tree_ll128_bytes_per_s[regime]);
-      }
-      alg_bw = bus_bw * 0.85 * 0.5;  // Tree pattern x0.85; algBw = busBw / 2
-      break;
-    case Algorithm::nvls:
-    case Algorithm::nvls_tree:
-      if (c.algorithm == Algorithm::nvls && nodes == 1) {
-        // NCCL's NVLS graph inside the node (nvls_graph): per channel min(bwIntra x efficiency x
-        // (nCh - 1)/nCh x 2, bwInter), times nCh (tuning.cc). It grows with the GPUs in the call:
-        // 102 GB/s on 2 H100s, 240 on 4, 476 on 8, so NCCL runs Ring below 6 GPUs.
-        const SearchedGraph g = nvls_graph(n);
-        if (g.channels < 2) return std::nullopt;  // tuning.cc: "NVLS/NVLStree needs at least 2 channels"
-        const double per_channel = g.intra_bytes_per_s * nccl_.nvls_efficiency * (g.channels - 1) / g.channels * 2;
-        bus_bw = g.channels * std::min(per_channel, g.inter_bytes_per_s);
-        alg_bw = bus_bw * n / steps;
-        break;
-      }
-      // The in-switch reduction's bound; across nodes (NVLS with CollNet, NVLSTree) also the NICs,
-      // doubled for NVLSTree on two nodes where the tree is one exchange (tuning.cc since NCCL 2.28).
-      // NCCL searches this graph with the NICs (one head per rail), which this model does not
-      // reproduce: the node's channel count stands in for its channels.
-      bus_bw = bw_intra * nccl_.nvls_efficiency * (nch - 1) / nch * 2;
-      if (c.algorithm == Algorithm::nvls_tree) bus_bw = std::min(bus_bw, bw_inter * (nodes <= 2 ? 2 : 1));
-      if (c.algorithm == Algorithm::nvls && nodes > 1) bus_bw = std::min(bus_bw, bw_inter);
-      alg_bw = bus_bw * n / steps;
-      break;
-    case Algorithm::pat:  // busBw x 0.75, not converted to algBw for AllGather / ReduceScatter (tuning.cc)
-      alg_bw = bus * nccl_.pat_bw_factor;
-      break;
-  }
-  return predict_latency_s(shape, c) + shape.size_bytes / alg_bw;
+  bw.steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2.0 * (n - 1) : n - 1.0);
+  bw.channels = node_.nccl_channels;
+  bw.caps = &nccl_.caps(node_.sm_arch);
+  bw.regime = regime;
+  const std::optional<double> alg_bw = internal::algorithm_spec(c.algorithm).alg_bw_bytes_per_s(*this, shape, c.protocol, bw);
+  if (!alg_bw) return std::nullopt;
+  return predict_latency_s(shape, c) + shape.size_bytes / *alg_bw;
 }
 
 CollectiveChoice NcclTuner::choose(const CallShape& shape) const {

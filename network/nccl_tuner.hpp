@@ -43,6 +43,11 @@ public:
   // netOverhead of the node's host CPU (seconds), x3 for Simple; 0 on one node.
   double net_overhead_s(const CallShape& shape, Protocol p) const;
 
+  // What the tuner prices with: the node, the fabric, the release's constants.
+  const NodeType& node() const { return node_; }
+  const FabricSpec& fabric() const { return fabric_; }
+  const NcclConstants& nccl() const { return nccl_; }
+
   // The graphs NCCL's topology search finds inside one NVSwitch node (src/graph/search.cc), whose
   // nChannels x per-channel bandwidth is the tuner's busBw there (tuning.cc).
   struct SearchedGraph {

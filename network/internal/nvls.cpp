@@ -1,5 +1,6 @@
 #include "network/internal/nvls.hpp"
 
+#include "network/internal/algorithm.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/tree.hpp"
 
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace sg4 = simgrid::s4u;
@@ -147,5 +149,88 @@ AlgorithmResult run_nvls_sharp(const AlgorithmParams& params) {
                                             params.nccl.hop(Algorithm::nvls, HopClass::net, params.choice.protocol);
   return stream_after(platform, params.base_s + hop_s + params.net_messages_s(1, size / nics), flows);
 }
+
+// NCCL's tuner on NVLS and NVLSTree (tuning.cc). NCCL searches an NVLS graph only where the
+// topology holds an NVSwitch (search.cc, ncclTopoCompute: "if (graph->pattern ==
+// NCCL_TOPO_PATTERN_NVLS && (system->nodes[NVS].count == 0 || ...)) return").
+namespace {
+
+std::string no_nvls_switch(const NcclTuner& tuner) {
+  const NodeType& node = tuner.node();
+  if (node.nvlink_topology == NvlinkTopology::mesh) return "node type " + node.name + " has a direct NVLink mesh, no NVSwitch";
+  if (!node.nvls) return "node type " + node.name + " has no NVLink SHARP switch";
+  return "";
+}
+
+std::string nvls_unsupported(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  if (shape.op != CollectiveOp::all_reduce) return "this model runs NVLS for AllReduce only";
+  if (std::string why = no_nvls_switch(tuner); !why.empty()) return why;
+  if (shape.nodes != 1 && !tuner.fabric().sharp) {
+    return "NVLS across nodes needs in-network reduction in the fabric (NCCL's CollNet: [fabric] sharp = true)";
+  }
+  if (p != Protocol::simple) return "NVLS runs the Simple protocol only";
+  return "";
+}
+
+std::string nvls_tree_unsupported(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  if (shape.op != CollectiveOp::all_reduce) return "NVLSTree runs AllReduce only";
+  if (std::string why = no_nvls_switch(tuner); !why.empty()) return why;
+  if (shape.nodes < 2) return "NVLSTree spans nodes (NVLS inside one)";
+  if (p != Protocol::simple) return "NVLSTree runs the Simple protocol only";
+  return "";
+}
+
+// intraLat, + interLat across nodes (CollNet).
+double nvls_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  const NcclConstants& nccl = tuner.nccl();
+  return nccl.base(Algorithm::nvls, p) + nccl.hop(Algorithm::nvls, HopClass::nvlink, p) +
+         (shape.nodes > 1 ? nccl.hop(Algorithm::nvls, HopClass::net, p) : 0);
+}
+
+// intraLat + 2 log2(nNodes) interLat.
+double nvls_tree_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  const NcclConstants& nccl = tuner.nccl();
+  return nccl.base(Algorithm::nvls_tree, p) + nccl.hop(Algorithm::nvls_tree, HopClass::nvlink, p) +
+         2 * std::log2(shape.nodes) * nccl.hop(Algorithm::nvls_tree, HopClass::net, p);
+}
+
+// The in-switch reduction's bound: the GPU's NVLink x NVLS efficiency x (nCh - 1)/nCh x 2. NCCL
+// searches the multi-node graph with the NICs (one head per rail), which this model does not
+// reproduce: the node's channel count stands in for its channels.
+double in_switch_bus_bw(const NcclTuner& tuner, const TunerBandwidth& bw) {
+  return bw.intra_bytes_per_s * tuner.nccl().nvls_efficiency * (bw.channels - 1) / bw.channels * 2;
+}
+
+std::optional<double> nvls_alg_bw(const NcclTuner& tuner, const CallShape& shape, Protocol, const TunerBandwidth& bw) {
+  const int n = shape.ranks;
+  if (shape.nodes == 1) {
+    // NCCL's NVLS graph inside the node (nvls_graph): per channel min(bwIntra x efficiency x
+    // (nCh - 1)/nCh x 2, bwInter), times nCh. It grows with the GPUs in the call: 102 GB/s on 2
+    // H100s, 240 on 4, 476 on 8, so NCCL runs Ring below 6 GPUs.
+    const NcclTuner::SearchedGraph g = tuner.nvls_graph(n);
+    if (g.channels < 2) return std::nullopt;  // tuning.cc: "NVLS/NVLStree needs at least 2 channels"
+    const double per_channel = g.intra_bytes_per_s * tuner.nccl().nvls_efficiency * (g.channels - 1) / g.channels * 2;
+    return g.channels * std::min(per_channel, g.inter_bytes_per_s) * n / bw.steps;
+  }
+  // Across nodes with CollNet: also the NICs.
+  return std::min(in_switch_bus_bw(tuner, bw), bw.inter_bytes_per_s) * n / bw.steps;
+}
+
+// Also the NICs, doubled on two nodes where the tree is one exchange (tuning.cc since NCCL 2.28).
+std::optional<double> nvls_tree_alg_bw(const NcclTuner& tuner, const CallShape& shape, Protocol, const TunerBandwidth& bw) {
+  const double bus_bw = std::min(in_switch_bus_bw(tuner, bw), bw.inter_bytes_per_s * (shape.nodes <= 2 ? 2 : 1));
+  return bus_bw * shape.ranks / bw.steps;
+}
+
+}  // namespace
+
+extern const AlgorithmSpec kNvlsAlgorithm{
+    Algorithm::nvls, "nvls", "nvls",
+    nvls_unsupported, nvls_latency_s, nvls_alg_bw,
+    run_nvls};
+extern const AlgorithmSpec kNvlsTreeAlgorithm{
+    Algorithm::nvls_tree, "nvlstree", "nvls_tree",
+    nvls_tree_unsupported, nvls_tree_latency_s, nvls_tree_alg_bw,
+    run_nvls_tree};
 
 }  // namespace commbound::network::internal

@@ -1,10 +1,12 @@
 #include "network/internal/pat.hpp"
 
+#include "network/internal/algorithm.hpp"
 #include "network/internal/fluid_flows.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace sg4 = simgrid::s4u;
@@ -55,5 +57,36 @@ AlgorithmResult run_pat(const AlgorithmParams& params) {
   }
   return result;
 }
+
+// NCCL's tuner on PAT (tuning.cc, ncclPatEnable).
+namespace {
+
+std::string pat_unsupported(const NcclTuner&, const CallShape& shape, Protocol p) {
+  if (shape.op != CollectiveOp::all_gather && shape.op != CollectiveOp::reduce_scatter) {
+    return "PAT runs AllGather and ReduceScatter only";
+  }
+  if (shape.nodes < 2 || shape.ranks != shape.nodes) return "NCCL runs PAT with one GPU per node only";
+  if (p != Protocol::simple) return "PAT runs the Simple protocol only";
+  return "";
+}
+
+// base + log2(nNodes) interLat / 3.5 + 2.8 us x nRanks.
+double pat_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  const NcclConstants& nccl = tuner.nccl();
+  return nccl.base(Algorithm::pat, p) + std::log2(shape.nodes) * nccl.hop(Algorithm::pat, HopClass::net, p) / 3.5 +
+         shape.ranks * nccl.pat_rank_latency_s;
+}
+
+// busBw x 0.75, not converted to algBw for AllGather / ReduceScatter.
+std::optional<double> pat_alg_bw(const NcclTuner& tuner, const CallShape&, Protocol, const TunerBandwidth& bw) {
+  return bw.bus_bytes_per_s * tuner.nccl().pat_bw_factor;
+}
+
+}  // namespace
+
+extern const AlgorithmSpec kPatAlgorithm{
+    Algorithm::pat, "pat", "pat",
+    pat_unsupported, pat_latency_s, pat_alg_bw,
+    run_pat};
 
 }  // namespace commbound::network::internal

@@ -1,5 +1,6 @@
 #include "network/internal/ring.hpp"
 
+#include "network/internal/algorithm.hpp"
 #include "network/internal/channel_groups.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/send_pipe.hpp"
@@ -185,5 +186,46 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
   result.flows = run.flows;
   return result;
 }
+
+// NCCL's tuner on Ring (tuning.cc).
+namespace {
+
+std::string ring_unsupported(const NcclTuner&, const CallShape&, Protocol) { return ""; }
+
+// base + the intra-node steps at max(NVLink hop, netOverhead) + the inter-node steps at the
+// network hop (Tree's when every rank is on its own node, as tuning.cc prices it); a multi-node
+// Ring/Simple AllReduce x NCCL's latency factor.
+double ring_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  const NcclConstants& nccl = tuner.nccl();
+  const int n = shape.ranks;
+  const int nodes = shape.nodes;
+  const bool ar = shape.op == CollectiveOp::all_reduce;
+  const int steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2 * (n - 1) : n - 1);
+  const int inter = nodes > 1 ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
+  const double intra = std::max(nccl.hop(Algorithm::ring, HopClass::nvlink, p), tuner.net_overhead_s(shape, p));
+  const double net = nccl.hop(n == nodes ? Algorithm::tree : Algorithm::ring, HopClass::net, p);
+  double lat = nccl.base(Algorithm::ring, p) + (steps - inter) * intra + inter * net;
+  if (ar && nodes > 1 && p == Protocol::simple) {
+    lat *= tuner.node().sm_arch >= 80 ? nccl.ring_simple_allreduce_latency_factor
+                                      : nccl.ring_simple_allreduce_latency_factor_pre_sm80;
+  }
+  return lat;
+}
+
+// LL: at most llMaxBw and half the bus; LL128: 0.92 of the bus, at most the per-channel cap;
+// algBw = busBw x n / steps (SendRecv: busBw).
+std::optional<double> ring_alg_bw(const NcclTuner&, const CallShape& shape, Protocol p, const TunerBandwidth& bw) {
+  double bus_bw = bw.bus_bytes_per_s;
+  if (p == Protocol::ll) bus_bw = std::min(bw.caps->ll_max_bytes_per_s, 0.5 * bw.bus_bytes_per_s);
+  if (p == Protocol::ll128) bus_bw = std::min(0.92 * bw.bus_bytes_per_s, bw.channels * bw.caps->ring_ll128_bytes_per_s);
+  return shape.op == CollectiveOp::send_recv ? bus_bw : bus_bw * shape.ranks / bw.steps;
+}
+
+}  // namespace
+
+extern const AlgorithmSpec kRingAlgorithm{
+    Algorithm::ring, "ring", "ring",
+    ring_unsupported, ring_latency_s, ring_alg_bw,
+    run_ring};
 
 }  // namespace commbound::network::internal

@@ -1,5 +1,6 @@
 #include "network/internal/tree.hpp"
 
+#include "network/internal/algorithm.hpp"
 #include "network/internal/channel_groups.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/send_pipe.hpp"
@@ -285,5 +286,42 @@ AlgorithmResult run_tree(const AlgorithmParams& params) {
   result.schedule_s = params.base_s + messages_s + path_s + (chunks - 1) * chunk_s;
   return result;
 }
+
+// NCCL's tuner on Tree (tuning.cc).
+namespace {
+
+std::string tree_unsupported(const NcclTuner&, const CallShape& shape, Protocol) {
+  return shape.op == CollectiveOp::all_reduce ? "" : "NCCL's Tree runs AllReduce only";
+}
+
+// base + 2 x (the chain inside the node + log2(nodes) network hops): up the tree and down.
+double tree_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  const NcclConstants& nccl = tuner.nccl();
+  const int ppn = shape.ranks / shape.nodes;
+  return nccl.base(Algorithm::tree, p) + 2 * ((ppn - 1) * nccl.hop(Algorithm::tree, HopClass::nvlink, p) +
+                                              std::log2(shape.nodes) * nccl.hop(Algorithm::tree, HopClass::net, p));
+}
+
+// Simple: 0.92 of the bus, at most the per-channel cap of its regime; LL: the bus / 3.8, at most
+// llMaxBw; LL128: 7/9 of the bus on one node, 120/128 across, at most its cap; then the tree
+// pattern's 0.85 and algBw = busBw / 2.
+std::optional<double> tree_alg_bw(const NcclTuner& tuner, const CallShape& shape, Protocol p, const TunerBandwidth& bw) {
+  const double bus = bw.bus_bytes_per_s;
+  double bus_bw = bus;
+  const auto regime = static_cast<std::size_t>(bw.regime);
+  if (p == Protocol::simple) bus_bw = std::min(0.92 * bus, bw.channels * bw.caps->tree_simple_bytes_per_s[regime]);
+  if (p == Protocol::ll) bus_bw = std::min(bus / tuner.nccl().tree_ll_divisor, bw.caps->ll_max_bytes_per_s);
+  if (p == Protocol::ll128) {
+    bus_bw = std::min(bus * (shape.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), bw.channels * bw.caps->tree_ll128_bytes_per_s[regime]);
+  }
+  return bus_bw * 0.85 * 0.5;
+}
+
+}  // namespace
+
+extern const AlgorithmSpec kTreeAlgorithm{
+    Algorithm::tree, "tree", "tree",
+    tree_unsupported, tree_latency_s, tree_alg_bw,
+    run_tree};
 
 }  // namespace commbound::network::internal

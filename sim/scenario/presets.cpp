@@ -233,17 +233,18 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     auto v = r.numbers(key, 3, 0, 1e6);
     return std::array<double, 3>{v[0] * kBytesPerGB, v[1] * kBytesPerGB, v[2] * kBytesPerGB};
   };
-  const char* algos[] = {"ring", "tree", "nvls", "nvls_tree", "pat"};
   const char* hops[] = {"nvlink", "pci", "net"};
   {
     TableReader r(sub("base_latency_us"), "base_latency_us");
-    for (int a = 0; a < network::kAlgorithms; ++a) c.base_latency_s[a] = us3(r, algos[a]);
+    for (network::Algorithm a : network::kAllAlgorithms) c.base_latency_s[int(a)] = us3(r, network::constants_key(a));
     if (Status s = r.finish(); !s) return s.error();
   }
   {
     TableReader r(sub("hop_latency_us"), "hop_latency_us");
-    for (int a = 0; a < network::kAlgorithms; ++a) {
-      for (int h = 0; h < network::kHopClasses; ++h) c.hop_latency_s[a][h] = us3(r, std::string(algos[a]) + "_" + hops[h]);
+    for (network::Algorithm a : network::kAllAlgorithms) {
+      for (int h = 0; h < network::kHopClasses; ++h) {
+        c.hop_latency_s[int(a)][h] = us3(r, std::string(network::constants_key(a)) + "_" + hops[h]);
+      }
     }
     if (Status s = r.finish(); !s) return s.error();
   }

@@ -104,9 +104,7 @@ std::vector<Key> nccl_keys() {
   using network::Fidelity;
   using network::Protocol;
   std::vector<std::string> algorithms = {"auto"};
-  for (const auto& n : names_of({Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree, Algorithm::pat})) {
-    algorithms.push_back(n);
-  }
+  for (Algorithm a : network::kAllAlgorithms) algorithms.push_back(network::to_string(a));
   std::vector<std::string> protocols = {"auto"};
   for (const auto& n : names_of({Protocol::ll, Protocol::ll128, Protocol::simple})) protocols.push_back(n);
   return {
