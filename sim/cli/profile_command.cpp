@@ -55,7 +55,7 @@ int profile(const ProfileArgs& args) {
   const sim::CostModel cost = sim::cost_model(sc);
   const sim::ComputeProfile profile = sim::profile_compute(t, cost);
   const std::string title = fmt::format(
-      "commbound profile: {}: {}, framework {}, tp {}, cp {}, micro-batch {}, seq {}; compute {}; host {}", sc.path,
+      "# commbound profile: {}: {}, framework {}, tp {}, cp {}, micro-batch {}, seq {}\n# compute {}; host {}", sc.path,
       t.model.name, model::to_string(t.framework), t.tp, t.cp, t.micro_batch, t.seq_len, cost.describe(),
       t.host.source.empty() ? std::string("not modelled") : t.host.source);
   Status written = sim::write_output(args.out, args.force,

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace commbound::sim {
 namespace {
 
@@ -19,13 +21,21 @@ bool is_layer_part(const std::string& part) {
 
 void write_table(std::ostream& out, const ComputeProfile& p, const std::string& title) {
   out << title << "\n\n";
-  out << fmt::format("{:<16} {:<38} {:<44} {:>9} {:>8} {:>9} {:>8} {:>9}  {}\n", "part", "kernel", "shape", "MB",
-                     "GFLOP", "gpu us", "host us", "end us", "priced");
+  // The kernel and shape columns as wide as their longest entry: the rows stay aligned.
+  std::size_t kernel_width = 6, shape_width = 5;
   for (const ProfiledKernel& k : p.kernels) {
     if (!is_layer_part(k.part)) continue;
-    out << fmt::format("{:<16} {:<38} {:<44} {:>9.2f} {:>8.2f} {:>9.1f} {:>8.1f} {:>9.1f}  {}\n", k.part, k.name,
-                       model::describe(k.shape), k.bytes * kMBPerByte, k.flops * kGFLOPPerFLOP,
-                       k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.end_s * kUsPerS, calibration::to_string(k.match));
+    kernel_width = std::max(kernel_width, k.name.size());
+    shape_width = std::max(shape_width, model::describe(k.shape).size());
+  }
+  out << fmt::format("{:<16} {:<{}} {:<{}} {:>9} {:>8} {:>9} {:>8} {:>9}  {}\n", "part", "kernel", kernel_width, "shape",
+                     shape_width, "MB", "GFLOP", "gpu us", "host us", "end us", "priced");
+  for (const ProfiledKernel& k : p.kernels) {
+    if (!is_layer_part(k.part)) continue;
+    out << fmt::format("{:<16} {:<{}} {:<{}} {:>9.2f} {:>8.2f} {:>9.1f} {:>8.1f} {:>9.1f}  {}\n", k.part, k.name,
+                       kernel_width, model::describe(k.shape), shape_width, k.bytes * kMBPerByte,
+                       k.flops * kGFLOPPerFLOP, k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.end_s * kUsPerS,
+                       calibration::to_string(k.match));
   }
   out << "\n"
       << fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10} {:>12}  {}\n", "part (alone)", "kernels", "gpu ms",
@@ -61,7 +71,11 @@ void write_json(std::ostream& out, const ComputeProfile& p, const std::string& t
                      {"host_ms", part.host_s * kMsPerS}, {"time_ms", part.time_s * kMsPerS},
                      {"power_limit_slowdown", part.limit_slowdown}, {"bound_by", part.host_bound() ? "host" : "gpu"}});
   }
-  out << nlohmann::json{{"title", title}, {"parts", parts}, {"kernels", kernels}}.dump(2) << "\n";
+  std::string one_line = title.rfind("# ", 0) == 0 ? title.substr(2) : title;  // the table's header lines as one
+  for (std::size_t at = one_line.find("\n# "); at != std::string::npos; at = one_line.find("\n# ")) {
+    one_line.replace(at, 3, "; ");
+  }
+  out << nlohmann::json{{"title", one_line}, {"parts", parts}, {"kernels", kernels}}.dump(2) << "\n";
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 
 namespace commbound::sim {
 
-// `format`: "table", "csv" or "json"; `title` heads the table and the JSON.
+// `format`: "table", "csv" or "json"; `title` heads the table (its lines "\n# " apart) and the
+// JSON (on one line).
 void write_profile(std::ostream& out, const ComputeProfile& profile, const std::string& format,
                    const std::string& title);
 
