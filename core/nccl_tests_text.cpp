@@ -1,27 +1,12 @@
 #include "core/nccl_tests_text.hpp"
 
-#include <cstdarg>
-#include <cstdio>
+#include "core/strprintf.hpp"
 
 namespace commbound {
 namespace {
 
 constexpr double kGBPerBytes = 1e-9;  // nccl-tests' GB/s: 1e9 bytes per second
 constexpr double kUsPerS = 1e6;
-
-// printf into a std::string.
-[[gnu::format(printf, 1, 2)]] std::string strprintf(const char* format, ...) {
-  std::va_list args;
-  va_start(args, format);
-  std::va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
-  std::vsnprintf(out.data(), out.size() + 1, format, again);
-  va_end(again);
-  return out;
-}
 
 // `line` without trailing blanks, plus a newline.
 std::string trimmed_line(std::string line) {

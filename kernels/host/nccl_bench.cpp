@@ -2,6 +2,7 @@
 // the CUDA runtime API, with no kernel of ours: the data check runs on the host.
 #include "kernels/host/nccl_bench.hpp"
 
+#include "core/strprintf.hpp"
 #include "kernels/device/cuda_support.hpp"
 #include "kernels/host/internal/nccl_bench_check.hpp"
 
@@ -15,7 +16,6 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -84,20 +84,6 @@ const char* type_name(NcclBenchType type) {
 }
 
 const char* redop_name(NcclBenchOp op) { return op == NcclBenchOp::all_gather ? "none" : "sum"; }
-
-// printf into a std::string.
-[[gnu::format(printf, 1, 2)]] std::string strprintf(const char* fmt, ...) {
-  std::va_list args;
-  va_start(args, fmt);
-  std::va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, fmt, args);
-  va_end(args);
-  std::string out(static_cast<std::size_t>(std::max(n, 0)), '\0');
-  std::vsnprintf(out.data(), out.size() + 1, fmt, again);
-  va_end(again);
-  return out;
-}
 
 // "2.28.9" from ncclGetVersion's code: major*10000 + minor*100 + patch since NCCL 2.9,
 // major*1000 + minor*100 + patch before (nccl.h, NCCL_VERSION).

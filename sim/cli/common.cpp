@@ -71,6 +71,24 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops) {
 
 CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsMember(std::move(formats)); }
 
+std::string algorithm_names() {
+  std::string names;
+  for (network::Algorithm a : network::kAllAlgorithms) names += (names.empty() ? "" : " | ") + std::string(network::to_string(a));
+  return names;
+}
+
+CLI::Validator algorithm_choice() {
+  const std::string names = algorithm_names();
+  return CLI::Validator(
+      [names](std::string& value) -> std::string {
+        const auto a = network::parse_algorithm(value);
+        if (!a) return value + " is not one of NCCL's algorithms here: " + names;
+        value = network::to_string(*a);
+        return "";
+      },
+      names);
+}
+
 void add_log_fact_args(CLI::App& cmd, LogFactArgs& args) {
   cmd.add_option("--op", args.op, "the logs' collective when they do not say")
       ->check(op_choice({network::CollectiveOp::all_reduce, network::CollectiveOp::all_gather,
@@ -78,8 +96,7 @@ void add_log_fact_args(CLI::App& cmd, LogFactArgs& args) {
   cmd.add_option("--nodes", args.nodes, "the logs' node count when they do not say")->check(CLI::Range(1, network::kMaxNodes));
   cmd.add_option("--gpus-per-node", args.gpus_per_node, "the logs' GPUs per node when they do not say")
       ->check(CLI::Range(1, 1024));
-  cmd.add_option("--algo", args.algo, "NCCL_ALGO the logs forced (ring | tree | nvls | nvlstree | pat)")
-      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree", "pat"}));
+  cmd.add_option("--algo", args.algo, "NCCL_ALGO the logs forced (" + algorithm_names() + ")")->check(algorithm_choice());
 }
 
 network::LogFacts log_facts(const LogFactArgs& args) {

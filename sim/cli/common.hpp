@@ -49,6 +49,10 @@ int fail(const std::string& message);
 // --op's values: each of `ops` by its name or nccl-tests' ("allreduce" or "all_reduce"); the value
 // is rewritten to commbound's name.
 CLI::Validator op_choice(std::vector<network::CollectiveOp> ops);
+// NCCL's algorithms by their NCCL_ALGO names, from the algorithm registry: "ring | tree | ...",
+// and the validator of an --algo option (any case, written back as the registry spells it).
+std::string algorithm_names();
+CLI::Validator algorithm_choice();
 
 // --format's values.
 CLI::Validator format_choice(std::vector<std::string> formats);

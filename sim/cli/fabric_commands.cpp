@@ -208,8 +208,10 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
   cmd->add_option("--gpus-per-node", a->gpus_per_node,
                   "run on the first K GPUs of each node, as their own communicator (default: all of the node's)")
       ->type_name("K")->check(CLI::Range(1, 1024));
-  cmd->add_option("--algo", a->algo, "force ring | tree | nvls | nvlstree | pat (NCCL_ALGO); default: NCCL's tuner, or [nccl].algorithm")
-      ->type_name("ALGO")->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree", "pat"}));
+  cmd->add_option("--algo", a->algo,
+                  "force " + algorithm_names() + " (NCCL_ALGO); default: NCCL's tuner, or [nccl].algorithm")
+      ->type_name("ALGO")
+      ->check(algorithm_choice());
   cmd->add_option("--proto", a->proto, "force LL | LL128 | Simple (NCCL_PROTO); default: tuner, or [nccl].protocol")
       ->type_name("PROTO")->check(CLI::IsMember({"LL", "LL128", "Simple"}));
   cmd->add_option("--fidelity", a->fidelity,
