@@ -46,6 +46,12 @@ const char* to_string(CollectiveOp op) {
 
 const char* to_string(Algorithm a) { return internal::algorithm_spec(a).name; }
 
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (Algorithm a : kAllAlgorithms) names.emplace_back(to_string(a));
+  return names;
+}
+
 const char* constants_key(Algorithm a) { return internal::algorithm_spec(a).constants_key; }
 
 const char* algorithm_label(CollectiveOp op, Algorithm choice) {

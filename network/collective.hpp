@@ -75,6 +75,8 @@ double bus_bw_factor(CollectiveOp op, int ranks);
 
 const char* to_string(CollectiveOp op);
 const char* to_string(Algorithm a);  // NCCL_ALGO's spelling, lower case ("nvlstree")
+// Every algorithm's to_string, in Algorithm's order.
+std::vector<std::string> algorithm_names();
 // The prefix of `a`'s rows in calibration/nccl/nccl-<release>.toml ("nvls_tree").
 const char* constants_key(Algorithm a);
 // How reports name the algorithm of a call of `op`: to_string(choice) for the collectives NCCL's

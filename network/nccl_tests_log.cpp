@@ -293,8 +293,8 @@ Expected<std::vector<NcclTestsLog>> read_nccl_tests_logs(const std::vector<std::
       f.nodes = static_cast<int>(r.required_integer("nodes", 1, 1 << 20));
       f.gpus_per_node = static_cast<int>(r.required_integer("gpus_per_node", 1, 1024));
       f.nccl_version = r.string("nccl_version", "");
-      std::vector<std::string> algorithms = {"auto"};
-      for (Algorithm a : kAllAlgorithms) algorithms.push_back(to_string(a));
+      std::vector<std::string> algorithms = algorithm_names();
+      algorithms.insert(algorithms.begin(), "auto");
       const std::string algo = r.choice("algorithm", "auto", algorithms);
       r.string("source", "");
       r.string("trust", "");

@@ -1,6 +1,7 @@
 #include "sim/cli/common.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/cli/command.hpp"
 #include "sim/scenario/size_limits.hpp"
@@ -71,11 +72,7 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops) {
 
 CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsMember(std::move(formats)); }
 
-std::string algorithm_names() {
-  std::string names;
-  for (network::Algorithm a : network::kAllAlgorithms) names += (names.empty() ? "" : " | ") + std::string(network::to_string(a));
-  return names;
-}
+std::string algorithm_names() { return fmt::format("{}", fmt::join(network::algorithm_names(), " | ")); }
 
 CLI::Validator algorithm_choice() {
   const std::string names = algorithm_names();

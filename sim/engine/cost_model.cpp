@@ -99,14 +99,6 @@ std::string CostModel::describe() const {
   return "roofline: datasheet peaks (calibration/gpus.toml), not measured" + (why_.empty() ? "" : " (" + why_ + ")");
 }
 
-std::string CostModel::describe_power_limit() const {
-  if (limit_slowdown_ == 1) return "";
-  char limit[160];
-  std::snprintf(limit, sizeof limit, "at the power limit GEMMs and attention x%.3f (%.0f%% of compute)", limit_slowdown_,
-                100 * compute_bound_share_);
-  return limit;
-}
-
 CostSummary CostModel::summarize(const std::vector<Program>& stages) const {
   CostSummary s;
   for (const Program& p : stages) {

@@ -83,8 +83,6 @@ public:
   // One line: "measured: calibration/h100-sxm5.toml (NVIDIA H100 80GB HBM3, 2026-11-22, commit
   // abc1234)", "derived: ...", or "roofline: ...".
   std::string describe() const;
-  // "at the power limit GEMMs and attention x1.082 (63% of compute)"; "" when the limit costs nothing.
-  std::string describe_power_limit() const;
   // The table's file as reports name it ("" without a table).
   std::string table_path() const { return table_ ? table_->display_path() : ""; }
   CostSummary summarize(const std::vector<Program>& stages) const;

@@ -3,6 +3,7 @@
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -62,9 +63,7 @@ std::string distinct(const std::vector<std::pair<std::string, Metrics>>& rows, F
     const std::string& text = field(row.second);
     if (std::find(seen.begin(), seen.end(), text) == seen.end()) seen.push_back(text);
   }
-  std::string joined;
-  for (const auto& text : seen) joined += (joined.empty() ? "" : " | ") + text;
-  return joined;
+  return fmt::format("{}", fmt::join(seen, " | "));
 }
 
 // "at the power limit GEMMs and attention x1.082 to x1.091 (63-66% of compute)"; "" when no row

@@ -100,11 +100,10 @@ std::vector<Key> fabric_keys() {
 }
 
 std::vector<Key> nccl_keys() {
-  using network::Algorithm;
   using network::Fidelity;
   using network::Protocol;
-  std::vector<std::string> algorithms = {"auto"};
-  for (Algorithm a : network::kAllAlgorithms) algorithms.push_back(network::to_string(a));
+  std::vector<std::string> algorithms = network::algorithm_names();
+  algorithms.insert(algorithms.begin(), "auto");
   std::vector<std::string> protocols = {"auto"};
   for (const auto& n : names_of({Protocol::ll, Protocol::ll128, Protocol::simple})) protocols.push_back(n);
   return {
