@@ -55,6 +55,16 @@ struct CollectiveChoice {
   Protocol protocol = Protocol::simple;
 };
 
+// One term of a collective's time as the model builds it (`collective --explain`): what it is, how
+// many of it the critical path holds and what each costs; `seconds` is their product, or the whole
+// term where it is not a count of equal parts (count 0).
+struct CostTerm {
+  std::string what;
+  double count = 0;
+  double each_s = 0;
+  double seconds = 0;
+};
+
 // What one simulated collective cost.
 struct CollectiveResult {
   double time_s = 0;         // launch to completion on the slowest rank
@@ -63,6 +73,9 @@ struct CollectiveResult {
   CollectiveChoice choice;
   Fidelity fidelity = Fidelity::fluid;
   long flows = 0;            // SimGrid communications created
+  // The terms of latency_s as the algorithm adds them, then the bytes' term; ring itemizes its
+  // latency (launch, latency chain, messages), the other algorithms give it whole.
+  std::vector<CostTerm> terms;
 };
 
 // The nccl-tests op that runs `op`, and back: the same five collectives, one for one.

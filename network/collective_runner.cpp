@@ -1,6 +1,8 @@
 #include "network/collective_runner.hpp"
 
 #include "core/check.hpp"
+#include "core/size_label.hpp"
+#include "core/units.hpp"
 #include "network/internal/algorithm.hpp"
 #include "network/internal/all_to_all.hpp"
 #include "network/internal/link_occupancy.hpp"
@@ -9,6 +11,8 @@
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +40,29 @@ internal::AlgorithmResult run_algorithm(const internal::AlgorithmParams& params)
   if (params.call.op == CollectiveOp::send_recv) return internal::run_send_recv(params);
   if (params.call.op == CollectiveOp::all_to_all) return internal::run_all_to_all(params);
   return internal::algorithm_spec(params.choice.algorithm).run(params);
+}
+
+// CollectiveResult::terms: the algorithm's latency as it itemized it (or whole), the bytes (nccl-tests'
+// bus bytes, at the bus bandwidth they moved at), then what the schedule added or overlapped.
+std::vector<CostTerm> itemized(const internal::AlgorithmResult& part, const CollectiveResult& result,
+                               const CallShape& shape) {
+  std::vector<CostTerm> terms = part.terms;
+  if (terms.empty()) {
+    terms.push_back({fmt::format("latency ({}'s, not itemized)", algorithm_label(shape.op, result.choice.algorithm)), 0,
+                     0, result.latency_s});
+  }
+  const double bus_bytes = shape.size_bytes * bus_bw_factor(shape.op, shape.ranks);
+  const std::string rate =
+      result.bandwidth_s > 0 ? fmt::format(" at {:.1f} GB/s", bus_bytes / result.bandwidth_s / kBytesPerGB) : "";
+  terms.push_back({fmt::format("bytes: {} of bus traffic{}", size_label(bus_bytes), rate), 0, 0, result.bandwidth_s});
+  const double rest_s = result.time_s - result.latency_s - result.bandwidth_s;
+  if (std::fabs(rest_s) > 1e-6 * result.time_s) {
+    const std::string what = rest_s < 0                     ? "overlap of latency and bytes (pipelined)"
+                             : !part.schedule_note.empty() ? part.schedule_note
+                                                           : "the rest (route latency, waits)";
+    terms.push_back({what, 0, 0, rest_s});
+  }
+  return terms;
 }
 
 }  // namespace
@@ -113,6 +140,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
       .base_s = fit != nullptr ? fit->launch_s : nccl_.base(choice.algorithm, choice.protocol) * factor,
       .net_overhead_s = fit != nullptr ? 0.0 : tuner_.net_overhead_s(shape, choice.protocol),
       .fit = fit,
+      .itemize = itemize_,
   });
 
   CollectiveResult result;
@@ -123,6 +151,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   if (part.stepped) {
     result.time_s = sg4::Engine::get_clock() - start_s;
     result.bandwidth_s = std::max(0.0, result.time_s - part.latency_s);
+    if (itemize_) result.terms = itemized(part, result, shape);
     return result;
   }
   // Fluid: the flows ran for bandwidth_s (+ one route latency); finish the latency terms in
@@ -132,6 +161,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   if (total_s > elapsed_s) sg4::this_actor::sleep_for(total_s - elapsed_s);
   result.time_s = std::max(total_s, elapsed_s);
   result.bandwidth_s = part.bandwidth_s;
+  if (itemize_) result.terms = itemized(part, result, shape);
   return result;
 }
 

@@ -49,6 +49,9 @@ public:
 
   // NCCL's tuner as it would run on this platform.
   const NcclTuner& tuner() const { return tuner_; }
+  // Whether run() itemizes each result's time into CollectiveResult::terms (`--explain`); off by
+  // default, as a training run prices thousands of calls and reads none of them.
+  void set_itemize(bool itemize) { itemize_ = itemize; }
   CallShape shape_of(const CollectiveCall& call) const;
 
   // Checks that `choice` can run `call` (ranks valid and distinct, algorithm supported; an
@@ -64,6 +67,7 @@ private:
   NcclConstants nccl_;
   NcclTuner tuner_;
   bool merge_channels_;
+  bool itemize_ = false;
   // Routes and coupled rates of the groups earlier calls ran over (internal/route_cache.hpp): a
   // memo, so run() stays const.
   std::unique_ptr<internal::RouteCache> routes_;

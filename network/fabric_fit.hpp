@@ -12,9 +12,12 @@
 //   net_hop_s       per network hop on the critical path: the proxy sees the step, posts the RDMA
 //                   write, the remote proxy polls its completion and raises the flag
 //                   (src/transport/net.cc sendProxyProgress / recvProxyProgress)
-//   net_message_s   per message on a network connection, serialized with the next one on that
-//                   connection: the proxy's work per send (one isend per slice of sliceSteps
-//                   steps, src/transport/net.cc), which grows with the ranks a ring crosses
+//   message_s       per FIFO message a connection carries (a Simple slice of sliceSteps steps, an
+//                   LL or LL128 step), serialized with the channel's copies: the CTA's wait for
+//                   its peer, its barriers, the system-scope fence and the flag post per slice
+//                   (src/device/prims_simple.h genericOp), and on a network connection the
+//                   proxy's isend per slice (src/transport/net.cc); it grows with the ranks a
+//                   ring crosses, one message per step or more
 //   nic_efficiency  achieved fraction of the NIC's line rate (RDMA headers, PCIe, the NIC)
 //   nvls_latency_s  one in-switch reduction's latency (NVLS: multimem ld_reduce + st pipeline)
 // Without a fit (FabricSpec::fit empty) the times are NCCL's tuner latencies: the model of
@@ -33,7 +36,7 @@ struct FabricFit {
   double launch_s = 0;
   double nvlink_hop_s = 0;
   double net_hop_s = 0;
-  double net_message_s = 0;
+  double message_s = 0;
   double nic_efficiency = 1;
   double nvls_latency_s = 0;
 };

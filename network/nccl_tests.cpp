@@ -47,6 +47,7 @@ Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstan
                                            const std::vector<SweepPoint>& points, Fidelity fidelity,
                                            const std::function<void(int, int)>& progress) {
   CollectiveRunner runner(platform, nccl);
+  runner.set_itemize(true);  // a sweep's rows are few and --explain reads their terms
   const int gpus = platform.spec().node.gpus;
   struct Planned {
     CollectiveCall call;

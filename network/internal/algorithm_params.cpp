@@ -16,10 +16,32 @@ double AlgorithmParams::hop_s(int src_rank, int dst_rank) const {
   return h * latency_factor;
 }
 
+namespace {
+
+// Slices per chunk of a ring's Simple protocol: ALLGATHER_CHUNKSTEPS / ALLGATHER_SLICESTEPS =
+// (NCCL_STEPS/2) / (NCCL_STEPS/4), the same for ReduceScatter and AllReduce
+// (src/include/collectives.h); a slice is message_bytes, a chunk two of them.
+constexpr double kRingSimpleSlicesPerChunk = 2;
+
+}  // namespace
+
+double AlgorithmParams::fifo_messages(double step_payload_bytes) const {
+  if (step_payload_bytes <= 0) return 0;
+  const double message_bytes = nccl.message_bytes[int(choice.protocol)];
+  return choice.protocol == Protocol::simple
+             ? kRingSimpleSlicesPerChunk * std::ceil(step_payload_bytes / (kRingSimpleSlicesPerChunk * message_bytes))
+             : std::ceil(step_payload_bytes / message_bytes);
+}
+
+double AlgorithmParams::messages_s(int steps, double step_payload_bytes) const {
+  if (fit == nullptr) return 0;
+  return steps * fifo_messages(step_payload_bytes) * fit->message_s;
+}
+
 double AlgorithmParams::net_messages_s(int steps, double step_payload_bytes) const {
   if (fit == nullptr || shape.nodes <= 1 || step_payload_bytes <= 0) return 0;
   const double messages = std::ceil(step_payload_bytes / nccl.message_bytes[int(choice.protocol)]);
-  return steps * messages * fit->net_message_s;
+  return steps * messages * fit->message_s;
 }
 
 }  // namespace commbound::network::internal

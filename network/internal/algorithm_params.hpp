@@ -30,6 +30,7 @@ struct AlgorithmParams {
   double base_s = 0;            // NCCL's base latency x latency_factor, once per call
   double net_overhead_s = 0;    // NCCL's netOverhead for this shape and protocol (0 on one node)
   const FabricFit* fit = nullptr;  // NCCL as implemented on this fabric; null: the tuner's latencies
+  bool itemize = false;            // fill AlgorithmResult::terms (`--explain`)
 
   // Payload bytes per byte on the wire for the protocol (LL 1/2, LL128 120/128, Simple 1).
   double efficiency() const { return nccl.data_efficiency[int(choice.protocol)]; }
@@ -37,14 +38,22 @@ struct AlgorithmParams {
   // nvlink_hop_s or net_hop_s. Without, NCCL's protocol latency (hwLat) x latency_factor, a ring's
   // hop inside a node costing at least the netOverhead, as in NCCL's tuning.cc.
   double hop_s(int src_rank, int dst_rank) const;
-  // With a fit on more than one node: the serialized cost of the network sends one connection makes
-  // for `steps` steps of `step_payload_bytes` each (one send per message_bytes); else 0.
+  // The FIFO messages one connection carries for a step of `step_payload_bytes`: a Simple step is
+  // chunks of two slices, an LL or LL128 step one message per message_bytes.
+  double fifo_messages(double step_payload_bytes) const;
+  // With a fit: the serialized per-message cost (FabricFit::message_s) one connection pays for
+  // `steps` steps of `step_payload_bytes` each, NVLink or network; else 0.
+  double messages_s(int steps, double step_payload_bytes) const;
+  // The same, on more than one node only: the network sends of tree, NVLS and PAT, whose NVLink
+  // side is priced by their own latencies.
   double net_messages_s(int steps, double step_payload_bytes) const;
 };
 
 // What an algorithm simulated: the CollectiveResult parts the runner cannot know.
 struct AlgorithmResult {
   double latency_s = 0;    // base + per-hop latencies on the critical path
+  std::vector<CostTerm> terms;  // latency_s itemized, where the algorithm does (ring); else empty
+  std::string schedule_note;    // what makes schedule_s longer than latency + bytes, if known (itemized only)
   double bandwidth_s = 0;  // fluid: the longest time a flow spent moving bytes; 0 when stepped
   // Fluid: the schedule's length where it is not bandwidth_s + latency_s (the tree's pipeline).
   std::optional<double> schedule_s;

@@ -4,12 +4,17 @@
 #include "network/internal/channel_groups.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/send_pipe.hpp"
+#include "core/size_label.hpp"
+#include "core/units.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace sg4 = simgrid::s4u;
@@ -112,6 +117,82 @@ double ring_critical_latency(const std::vector<double>& alpha_s, int steps) {
   return best;
 }
 
+namespace {
+
+// The ring's latency as --explain itemizes it: launch, the latency chain, the messages.
+std::vector<CostTerm> ring_terms(const AlgorithmParams& params, const std::vector<int>& order, int steps,
+                                 double chain_s, double step_payload_bytes) {
+  const int n = static_cast<int>(order.size());
+  // The cost of the first hop of class `hc` around the ring, in us.
+  auto hop_us = [&](HopClass hc) {
+    for (int i = 0; i < n; ++i) {
+      const int from = order[i];
+      const int to = order[(i + 1) % n];
+      if (params.platform.hop_class(from, to) == hc) return params.hop_s(from, to) * kUsPerS;
+    }
+    return 0.0;
+  };
+  const std::string hops = params.shape.nodes > 1
+                               ? fmt::format("NVLink {:.2f} us, network {:.2f} us + switches", hop_us(HopClass::nvlink),
+                                             hop_us(HopClass::net))
+                               : fmt::format("NVLink {:.2f} us", hop_us(HopClass::nvlink));
+  std::vector<CostTerm> terms;
+  terms.push_back({params.fit != nullptr ? "launch (the fit's)" : "base latency (NCCL's baseLat)", 1, params.base_s,
+                   params.base_s});
+  terms.push_back({fmt::format("latency chain: {} steps, a hop each ({})", steps, hops), static_cast<double>(steps),
+                   chain_s / steps, chain_s});
+  if (params.fit != nullptr) {
+    const double per_step = params.fifo_messages(step_payload_bytes);
+    const double messages_s = params.messages_s(steps, step_payload_bytes);
+    terms.push_back({fmt::format("messages: {} steps x {:g} per connection ({} of {} each, per channel)", steps, per_step,
+                                 params.choice.protocol == Protocol::simple ? "slices" : "FIFO steps",
+                                 size_label(step_payload_bytes / per_step)),
+                     steps * per_step, params.fit->message_s, messages_s});
+  }
+  return terms;
+}
+
+// A channel's FIFO window on a network hop. NCCL keeps NCCL_STEPS = 8 slots per connection
+// (src/include/device.h); a ring's Simple slice takes SLICESTEPS = 2 of them, so 4 slices are in
+// flight, an LL or LL128 step one, so 8 (src/include/collectives.h). On a network hop a slot comes
+// back only after a round trip: the data's way to the receiver, whose GPU consumes it, whose proxy
+// then reposts the buffer and RDMA-writes the clear-to-send that the sender's proxy waits for
+// (src/transport/net.cc recvProxyProgress; net_ib ncclIbPostFifo, ncclIbIsend): twice the fit's
+// network hop. So message k of a connection leaves no earlier than a slot cycle (the round trip
+// plus the message's time at the channel's share of its NIC) after message k - W: the connection
+// needs at least its messages / W slot cycles, however fast the links. The bound overlaps the
+// latency chain and the bytes (a message waiting for a slot is not waiting for its data) and binds
+// where messages are small against the round trip: mid sizes on many ranks, where each channel's
+// step is a small part of the buffer.
+struct Window {
+  double in_flight = 0;  // messages
+  double message_bytes = 0;
+  double messages = 0;   // per connection, the whole call
+  double cycle_s = 0;    // a slot's round trip + the message's wire time
+  double bound_s() const { return messages / in_flight * cycle_s; }
+};
+
+// The window of a ring's network hops; nullopt on one node or without a fit.
+std::optional<Window> fifo_window(const AlgorithmParams& params, int steps, double step_payload_bytes) {
+  constexpr double kNcclSteps = 8;
+  constexpr double kRingSimpleSliceSteps = 2;
+  if (params.fit == nullptr || params.shape.nodes <= 1 || step_payload_bytes <= 0) return std::nullopt;
+  Window w;
+  w.in_flight = params.choice.protocol == Protocol::simple ? kNcclSteps / kRingSimpleSliceSteps : kNcclSteps;
+  const double per_step = params.fifo_messages(step_payload_bytes);
+  w.message_bytes = step_payload_bytes / per_step;
+  w.messages = steps * per_step;
+  const NodeType& node = params.platform.spec().node;
+  const double channels_per_nic = static_cast<double>(node.nccl_channels) / node.nics;
+  const double share_bytes_per_s = params.platform.spec().fabric.nic_bw_bytes_per_s() / channels_per_nic;
+  const double wire_bytes = w.message_bytes / params.efficiency();
+  w.cycle_s = 2 * params.fit->net_hop_s + wire_bytes / share_bytes_per_s + params.fit->message_s +
+              wire_bytes / (node.nvlink.effective_bw_bytes_per_s() / node.nccl_channels);
+  return w;
+}
+
+}  // namespace
+
 AlgorithmResult run_ring(const AlgorithmParams& params) {
   const Platform& platform = params.platform;
   const Protocol proto = params.choice.protocol;
@@ -123,6 +204,8 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
   double per_channel_cap = -1;  // payload bytes/s
   if (proto == Protocol::ll128) per_channel_cap = caps.ring_ll128_bytes_per_s;
   if (proto == Protocol::ll && params.shape.nodes == 1) per_channel_cap = caps.ll_max_bytes_per_s / nch;
+  const double step_payload_bytes = params.call.size_bytes / n / nch;
+  const std::optional<Window> window = fifo_window(params, steps, step_payload_bytes);
 
   RouteCache::Routes& routes = params.routes.routes({Algorithm::ring, params.merge_channels, params.call.ranks}, [&] {
     RouteCache::Groups groups;
@@ -146,7 +229,7 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
 
   AlgorithmResult result;
   // The latency chain depends on the groups and on what hop_s() reads.
-  result.latency_s = routes.value({static_cast<double>(proto), params.latency_factor, params.net_overhead_s,
+  const double chain_s = routes.value({static_cast<double>(proto), params.latency_factor, params.net_overhead_s,
                                    static_cast<double>(steps)},
                                   [&] {
                                     double worst_s = 0;
@@ -157,8 +240,18 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
                                     }
                                     return worst_s;
                                   });
-  // Each connection sends one message per step (and per message_bytes of it): serialized proxy work.
-  result.latency_s += params.base_s + params.net_messages_s(steps, params.call.size_bytes / n / nch);
+  // Each connection's messages, a step's slices on NVLink as on the network: serialized sync work.
+  const double messages_s = params.messages_s(steps, step_payload_bytes);
+  result.latency_s = params.base_s + chain_s + messages_s;
+  if (params.itemize) {
+    result.terms = ring_terms(params, routes.members(0), steps, chain_s, step_payload_bytes);
+    if (window) {
+      result.schedule_note = fmt::format(
+          "waiting for FIFO slots: {:g} messages a connection, {:g} in flight, a slot back every {:.2f} us "
+          "(round trip + {} on the wire)",
+          window->messages, window->in_flight, window->cycle_s * kUsPerS, size_label(window->message_bytes));
+    }
+  }
   std::vector<double> chunk_wire_bytes(groups);  // per step, through each edge
   std::vector<double> cap(groups);
   for (std::size_t g = 0; g < groups; ++g) {
@@ -184,6 +277,9 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
   const FluidRun run = run_fluid(params.platform, flows, &routes.segment_routes());
   result.bandwidth_s = run.bandwidth_s;
   result.flows = run.flows;
+  if (window && params.base_s + window->bound_s() > result.latency_s + result.bandwidth_s) {
+    result.schedule_s = params.base_s + window->bound_s();
+  }
   return result;
 }
 

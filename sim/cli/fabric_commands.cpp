@@ -3,6 +3,7 @@
 #include "network/platform.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
+#include "sim/report/collective_explain.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/output.hpp"
 #include "sim/report/platform_report.hpp"
@@ -28,6 +29,7 @@ struct CollectiveArgs {
   ScenarioArgs scenario;
   std::string op, nodes, bytes, algo, proto, fidelity, dispatcher, format = "table", out;
   int gpus_per_node = 0;  // 0: every GPU of each node
+  bool explain = false;
   bool force = false;
 };
 
@@ -40,6 +42,7 @@ int run_collective(const CollectiveArgs& a) {
   auto size_list = sim::parse_list("--bytes", a.bytes, sim::ListKind::sizes_bytes);
   if (!size_list) return fail(size_list.error().message);
   sweep.sizes_bytes = *size_list;
+  if (a.explain && a.format != "table") return fail("--explain writes its own text; it takes no --format " + a.format);
   const sim::Format format = a.format == "csv"          ? sim::Format::csv
                             : a.format == "json"       ? sim::Format::json
                             : a.format == "nccl-tests" ? sim::Format::nccl_tests
@@ -83,8 +86,16 @@ int run_collective(const CollectiveArgs& a) {
   });
   progress.finish();
   if (!rows) return fail(rows.error().message);
+  const std::string title = sim::collective_title(sweep, sc.cluster, sc.nccl.release);
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
-    sim::write_collective_report(o, *rows, format, sim::collective_title(sweep, sc.cluster, sc.nccl.release));
+    if (a.explain) {
+      const network::NcclTuner tuner(sc.cluster.node, sc.cluster.fabric, sc.nccl);
+      const std::string fit = sc.cluster.fabric.fit ? ", fabric fit " + sc.cluster.fabric.fit->name : ", no fabric fit";
+      sim::write_collective_explanation(o, *rows, tuner,
+                                        "commbound collective --explain: " + title.substr(title.find(": ") + 2) + fit);
+    } else {
+      sim::write_collective_report(o, *rows, format, title);
+    }
   });
   return written ? 0 : fail(written.error().message);
 }
@@ -224,6 +235,9 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
                   "table (default) | csv | json | nccl-tests (nccl-tests' own columns and footer, one run per node "
                   "count)")
       ->check(format_choice({"table", "csv", "json", "nccl-tests"}));
+  cmd->add_flag("--explain", a->explain,
+                "per point: NCCL's tuner estimate for every algorithm and protocol, then the simulated time term by "
+                "term (launch, latency chain, messages, bytes) and the term that limits it");
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_collective(*a); });
 }
@@ -251,7 +265,8 @@ count x collective x size): median and max |error|, error = simulated / measured
 the model is optimistic). Nothing is fitted to these points.
 
 Measured points come from reference tables (--reference; default: calibration/reference/
-nccl-tests-published.csv and points-1to4-nodes.csv) and from nccl-tests logs as printed
+nccl-tests-published.csv, points-1to4-nodes.csv and nccl-tests-at-scale.csv, the public runs at
+8 to 128 nodes that no fit reads) and from nccl-tests logs as printed
 (--nccl-tests, e.g. the output of commbound-nccl-bench or of your own cluster; --op, --nodes,
 --gpus-per-node fill what a log does not print, as for fit-fabric). The measured fabrics are not
 always the scenario's: read the source column.

@@ -49,16 +49,6 @@ void write_nccl_tests(std::ostream& out, const std::vector<network::SweepRow>& r
 
 }  // namespace
 
-std::string size_label(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return bytes == static_cast<long>(bytes) ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
-}
-
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title) {
   using network::to_string;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/expected.hpp"
+#include "core/size_label.hpp"
 #include "network/nccl_tests.hpp"
 #include "sim/report/csv_table.hpp"
 
@@ -18,9 +19,6 @@ namespace commbound::sim {
 // nccl_tests: nccl-tests' own columns and footer, one run per node count, so that a simulated
 // table sits beside a real log line for line (and network/'s nccl-tests reader reads it back).
 enum class Format { table, csv, json, nccl_tests };
-
-// A size as people read it: "64 MiB", "1 GiB", "1.50 GiB" (binary units, as nccl-tests' sizes).
-std::string size_label(double bytes);
 
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title);

@@ -1,6 +1,8 @@
 // Validation against real nccl-tests measurements: the published points
 // (calibration/reference/nccl-tests-published.csv), the collected 1-4-node points
-// (calibration/reference/points-1to4-nodes.csv) and any user's nccl-tests log. Each measured point
+// (calibration/reference/points-1to4-nodes.csv), the public points at 8 nodes and more kept aside
+// to check the extrapolation (calibration/reference/nccl-tests-at-scale.csv) and any user's
+// nccl-tests log. Each measured point
 // whose GPU and GPUs per node match the scenario's node is simulated on the scenario's cluster
 // (sim/validate/validation_run.hpp) and reported here beside the measurement, per point and
 // summarised by band (node count x collective x size), with a figure per measured sweep. Nothing

@@ -230,20 +230,22 @@ TEST(NcclTuner, ChoosesPatForOneGpuNodesAtMidSizes) {
   EXPECT_NE(eight.unsupported({CollectiveOp::all_gather, 64, 8, 1}, {Algorithm::pat, Protocol::simple}), "");
 }
 
-// With a fabric fit the ring's time is built from its mechanisms. AllGather 16 MiB on 2 nodes, ring
+// With a fabric fit the ring's time is built from its mechanisms. AllGather 1 GiB on 2 nodes, ring
 // Simple: launch 10 us; the latency chain of 15 steps around a ring of 14 NVLink hops (1 us) and 2
 // network hops (20 us + one leaf switch, 0.13 us) is all but its cheapest hop: 2 x 20.13 + 13 x 1;
-// 15 steps of a 64 KiB message (16 MiB / 16 ranks / 16 channels; one 1 MiB send) at 3 us each; and
-// the bytes: S x 15/16 through 8 NICs at 0.9 x 50 GB/s.
+// 15 steps of 4 MiB per channel (1 GiB / 16 ranks / 16 channels), each two 2 MiB chunks of two
+// Simple slices (a chunk is ALLGATHER_CHUNKSTEPS / ALLGATHER_SLICESTEPS = 2 slices), at 3 us a
+// slice; and the bytes: S x 15/16 through 8 NICs at 0.9 x 50 GB/s. A channel's window (4 slices of
+// 1 MiB per 40 us round trip plus 1 MiB at its 22.5 GB/s share: 48 GB/s) does not bind.
 TEST(CollectiveRunner, FittedRingAddsItsMechanisms) {
   ClusterSpec spec = testing::dgx_h100(2);
   spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
-                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .net_message_s = 3e-6,
+                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
                               .nic_efficiency = 0.9, .nvls_latency_s = 0};
   auto platform = Platform::create(spec);
   ASSERT_TRUE(platform) << platform.error().message;
   CollectiveRunner runner(**platform, testing::nccl_2_30_7());
-  const double size = 16777216.0;
+  const double size = 1073741824.0;
   double simulated_s = 0;
   (*platform)->run([&] {
     simulated_s = runner.run({CollectiveOp::all_gather, first(16), size}, {Algorithm::ring, Protocol::simple},
@@ -251,8 +253,55 @@ TEST(CollectiveRunner, FittedRingAddsItsMechanisms) {
   });
   const double chain_s = 2 * (20e-6 + spec.fabric.switch_latency_s) + 13 * 1e-6;
   const double bytes_s = size * 15.0 / 16.0 / (8 * 0.9 * spec.fabric.link.bw_bytes_per_s);
-  const double expected_s = 10e-6 + chain_s + 15 * 3e-6 + bytes_s;
+  const double expected_s = 10e-6 + chain_s + 15 * 4 * 3e-6 + bytes_s;
   EXPECT_NEAR(simulated_s, expected_s, 0.02 * expected_s);
+}
+
+// The same mechanisms itemized, as `collective --explain` prints them: AllGather 256 MiB on 10 DGX
+// H100 nodes (80 ranks), ring Simple, worked by hand. Launch 10 us. The latency chain: 79 steps, each
+// a hop; the ring's 80 hops are 70 NVLink (1 us) and 10 network (20 us + one leaf switch, its rail's),
+// and 79 consecutive steps pass all of them but one NVLink hop. Messages: each channel carries 256
+// MiB / 80 ranks / 16 channels = 204.8 KiB a step, one chunk of two Simple slices, so 79 x 2 = 158
+// messages at 3 us. Bytes: each NIC carries two of the 16 channels' network hops, S x 79/80 / 8 per
+// NIC at 0.9 x 50 GB/s. So far 10 + 270 + 474 + 736 us. But a connection keeps only 4 slices in
+// flight, and a slot comes back after a round trip (2 x 20 us), the slice's time on the wire (102.4
+// KiB at 22.5 GB/s, its channel's half of the NIC: 4.66 us), and the receiver's message cost (3 us)
+// and copy onward over NVLink (102.4 KiB at a 16th of the NVLink rate: 4.53 us): 52.19 us. Its 158
+// slices need 158 / 4 x 52.19 us = 2061 us, which sets the time (10 us of launch before it); the
+// difference is the term of waiting for slots.
+TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
+  ClusterSpec spec = testing::dgx_h100(10);
+  spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
+                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
+                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  runner.set_itemize(true);
+  const double size = 256.0 * (1 << 20);
+  CollectiveResult r;
+  (*platform)->run([&] {
+    r = runner.run({CollectiveOp::all_gather, first(80), size}, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
+  });
+  ASSERT_EQ(r.terms.size(), 5u);  // launch, latency chain, messages, bytes, waiting for slots
+  EXPECT_NEAR(r.terms[0].seconds, 10e-6, 1e-12);
+  const double chain_s = 10 * (20e-6 + spec.fabric.switch_latency_s) + 69 * 1e-6;
+  EXPECT_EQ(r.terms[1].count, 79);
+  EXPECT_NEAR(r.terms[1].seconds, chain_s, 1e-9);
+  EXPECT_EQ(r.terms[2].count, 158);
+  EXPECT_NEAR(r.terms[2].seconds, 158 * 3e-6, 1e-12);
+  const double bytes_s = size * 79.0 / 80.0 / (8 * 0.9 * spec.fabric.link.bw_bytes_per_s);
+  EXPECT_NEAR(r.terms[3].seconds, bytes_s, 0.01 * bytes_s);
+  const double slice_bytes = size / 80 / 16 / 2;
+  const double cycle_s = 2 * 20e-6 + slice_bytes / (0.9 * spec.fabric.link.bw_bytes_per_s / 2) + 3e-6 +
+                         slice_bytes / (spec.node.nvlink.effective_bw_bytes_per_s() / 16);
+  const double window_s = 158.0 / 4 * cycle_s;
+  EXPECT_NEAR(r.time_s, 10e-6 + window_s, 1e-9);
+  EXPECT_NE(r.terms[4].what.find("waiting for FIFO slots: 158 messages a connection, 4 in flight"), std::string::npos)
+      << r.terms[4].what;
+  double sum_s = 0;
+  for (const CostTerm& t : r.terms) sum_s += t.seconds;
+  EXPECT_NEAR(sum_s, r.time_s, 1e-9);  // the terms add up to the time
 }
 
 // One DGX H100, AllGather 1 GiB as NCCL's tuner picks it (ring, Simple): every GPU pushes 7/8 of

@@ -215,14 +215,17 @@ std::string temp_file(const std::string& name, const std::string& text) {
 
 TEST(NcclTestsLogs, ReadsEveryLogOfTheShippedManifest) {
   // calibration/fabric/logs/logs.toml: eight logs without their headers, 14 rows each (1 MiB .. 8
-  // GiB), what the header would say written in the manifest.
+  // GiB), what the header would say written in the manifest; then two one-node logs with their
+  // headers, 10 rows each (32 MiB .. 16 GiB).
   auto logs = read_nccl_tests_logs({"calibration/fabric/logs/logs.toml"}, {});
   ASSERT_TRUE(logs) << logs.error().message;
-  ASSERT_EQ(logs->size(), 8u);
-  for (const NcclTestsLog& log : *logs) {
-    EXPECT_EQ(log.rows.size(), 14u) << log.path;
-    EXPECT_EQ(log.gpus_per_node(), 8) << log.path;
+  ASSERT_EQ(logs->size(), 10u);
+  for (std::size_t i = 0; i < logs->size(); ++i) {
+    EXPECT_EQ((*logs)[i].rows.size(), i < 8 ? 14u : 10u) << (*logs)[i].path;
+    EXPECT_EQ((*logs)[i].gpus_per_node(), 8) << (*logs)[i].path;
   }
+  EXPECT_EQ((*logs)[9].op, CollectiveOp::reduce_scatter);
+  EXPECT_EQ((*logs)[9].nccl_version, "2.29.2");
   const NcclTestsLog& first = logs->front();
   EXPECT_EQ(first.path, "calibration/fabric/logs/s1_dgxc_1node_ar.txt");  // relative to the manifest
   EXPECT_EQ(first.op, CollectiveOp::all_reduce);

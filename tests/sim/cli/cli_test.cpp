@@ -90,6 +90,23 @@ TEST(Cli, UnsupportedForcedChoiceFailsBeforeAnyOutput) {
   EXPECT_NE(r.out.find("Tree runs AllReduce only"), std::string::npos) << r.out;
 }
 
+// --explain: per point the tuner's estimate for each choice it can run, the one that runs, then the
+// simulated time's terms, which add up to the total, and the term that limits it.
+TEST(Cli, CollectiveExplainsEachPoint) {
+  const CliRun r = run("collective " + kExample + " --op allgather --nodes 2 --bytes 1G --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("fabric fit h100-ib-1to4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ring/Simple"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<- runs (the tuner's pick)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cannot run it: tree (NCCL's Tree runs AllReduce only)"), std::string::npos) << r.out;
+  // 1 GiB / 16 ranks / 16 channels = 4 MiB a step: two 2 MiB chunks of two 1 MiB slices each.
+  EXPECT_NE(r.out.find("messages: 15 steps x 4 per connection (slices of 1 MiB each"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("limited by: bytes: "), std::string::npos) << r.out;  // 1 GiB on 2 nodes is bandwidth-bound
+  const CliRun csv = run("collective " + kExample + " --op allgather --nodes 2 --bytes 1G --explain --format csv");
+  EXPECT_EQ(csv.exit_code, 2);
+  EXPECT_NE(csv.out.find("--explain writes its own text"), std::string::npos) << csv.out;
+}
+
 TEST(Cli, CsvColumnsAreStable) {
   const CliRun r = run("collective " + kExample + " --op allgather --nodes 1,2 --bytes 1M --format csv");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -169,7 +186,7 @@ std::vector<std::vector<std::string>> data_rows(const std::string& text) {
   return rows;
 }
 
-// Both shipped reference tables by default. The four points of NVIDIA/nccl-tests issue 290 (2 x 8
+// The three shipped reference tables by default. The four points of NVIDIA/nccl-tests issue 290 (2 x 8
 // H100 with 8 x 400 Gb/s NICs: 50 GB/s each, 400 GB/s a node) reach 88-156 GB/s at >= 1 GiB, below
 // half of the links: no healthy fabric, so they are listed but kept out of the summary; no other is.
 TEST(Validation, ListsEveryReferencePointAndExcludesOnlyTheBrokenFabric) {
@@ -184,7 +201,7 @@ TEST(Validation, ListsEveryReferencePointAndExcludesOnlyTheBrokenFabric) {
     excluded += broken;
   }
   EXPECT_EQ(excluded, 4);
-  EXPECT_GE(points, 150);  // the H100 points of both tables (178 collected, 12 published, minus A100)
+  EXPECT_GE(points, 250);  // the H100 points of the three (178 collected, 12 published, 108 at scale, minus A100)
 }
 
 // The shipped logs through --nccl-tests: one point per out-of-place row, one figure per log, and
@@ -194,7 +211,7 @@ TEST(Validation, WritesTheAccuracyDocumentWithAFigurePerLog) {
   const fs::path dir = fs::path(::testing::TempDir()) / "accuracy";
   fs::remove_all(dir);
   fs::create_directories(dir / "figures");
-  int log_rows = 0;  // data rows of the eight logs: lines that start with spaces and a size
+  int log_rows = 0;  // data rows of the ten logs: lines that start with spaces and a size
   for (const auto& entry : fs::directory_iterator("calibration/fabric/logs")) {
     if (entry.path().extension() != ".txt") continue;
     std::ifstream in(entry.path());
@@ -224,7 +241,7 @@ TEST(Validation, WritesTheAccuracyDocumentWithAFigurePerLog) {
     EXPECT_NE(text.find("](figures/" + entry.path().filename().string() + ")"), std::string::npos);
     ++figures;
   }
-  EXPECT_EQ(figures, 8);
+  EXPECT_EQ(figures, 10);  // the ten logs of the manifest
   // Run again: the document and its figures exist, so nothing is replaced without --force.
   EXPECT_EQ(run("validate " + kExample + logs + " --format markdown --plots " + (dir / "figures").string() +
                 " --out " + doc).exit_code, 2);

@@ -67,11 +67,13 @@ TEST(FabricFitter, RefusesLogsNoHealthyFabricProduces) {
 TEST(FabricFitter, RecoversAFabricFromLogsTheModelWrote) {
   const Scenario sc = h100_ib();
   network::FabricFit truth{.name = "truth", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 8e-6,
-                           .nvlink_hop_s = 1.5e-6, .net_hop_s = 12e-6, .net_message_s = 4e-6,
+                           .nvlink_hop_s = 1.5e-6, .net_hop_s = 12e-6, .message_s = 4e-6,
                            .nic_efficiency = 0.85, .nvls_latency_s = 60e-6};
   std::vector<network::NcclTestsLog> logs;
-  for (auto [op, nodes] : {std::pair{network::CollectiveOp::all_gather, 4}, std::pair{network::CollectiveOp::all_reduce, 2},
-                           std::pair{network::CollectiveOp::all_reduce, 1}}) {
+  // The shapes of the shipped manifest: a ring inside one node (its NVLink hops and messages alone),
+  // a ring over four nodes, NVLSTree over two, NVLS in one node.
+  for (auto [op, nodes] : {std::pair{network::CollectiveOp::all_gather, 1}, std::pair{network::CollectiveOp::all_gather, 4},
+                           std::pair{network::CollectiveOp::all_reduce, 2}, std::pair{network::CollectiveOp::all_reduce, 1}}) {
     std::vector<std::pair<double, double>> rows;
     for (double s = 32.0 * (1 << 20); s <= 8.0 * (1ull << 30); s *= 4) rows.push_back({s, 1.0});
     logs.push_back(log_of(op, nodes, rows));
@@ -95,7 +97,7 @@ TEST(FabricFitter, ItsFileReadsBackAsWritten) {
   const Scenario sc = h100_ib();
   FitReport report;
   report.fit = {.name = "roundtrip", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 7.25e-6,
-                .nvlink_hop_s = 0.5e-6, .net_hop_s = 23.5e-6, .net_message_s = 2.5e-6, .nic_efficiency = 0.9125,
+                .nvlink_hop_s = 0.5e-6, .net_hop_s = 23.5e-6, .message_s = 2.5e-6, .nic_efficiency = 0.9125,
                 .nvls_latency_s = 116.5e-6};
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "fit_calibration";
   std::filesystem::create_directories(dir / "fabric");

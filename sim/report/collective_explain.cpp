@@ -1,0 +1,106 @@
+#include "sim/report/collective_explain.hpp"
+
+#include "core/size_label.hpp"
+#include "core/units.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstddef>
+
+namespace commbound::sim {
+namespace {
+
+using network::Protocol;
+
+constexpr Protocol kProtocols[] = {Protocol::ll, Protocol::ll128, Protocol::simple};
+
+std::string choice_label(const network::CollectiveChoice& c) {
+  return fmt::format("{}/{}", network::to_string(c.algorithm), network::to_string(c.protocol));
+}
+
+bool same(const network::CollectiveChoice& a, const network::CollectiveChoice& b) {
+  return a.algorithm == b.algorithm && a.protocol == b.protocol;
+}
+
+void write_tuner(std::ostream& out, const network::SweepRow& row, const std::vector<TunerEstimate>& estimates) {
+  out << "NCCL's tuner, its own estimates (latency + bytes / its bandwidth; the least wins):\n";
+  const auto least = std::min_element(estimates.begin(), estimates.end(), [](const auto& a, const auto& b) {
+    if (a.unsupported.empty() != b.unsupported.empty()) return a.unsupported.empty();
+    return a.time_s < b.time_s;
+  });
+  std::vector<std::string> cannot;
+  for (const TunerEstimate& e : estimates) {
+    if (!e.unsupported.empty()) {
+      if (e.choice.protocol == Protocol::simple) {
+        cannot.push_back(fmt::format("{} ({})", network::to_string(e.choice.algorithm), e.unsupported));
+      }
+      continue;
+    }
+    std::string mark;
+    if (same(e.choice, row.result.choice)) mark = &e == &*least ? "  <- runs (the tuner's pick)" : "  <- runs (forced)";
+    out << fmt::format("  {:<16} {:>12.1f} us latency {:>12.1f} us in all{}\n", choice_label(e.choice),
+                       e.latency_s * kUsPerS, e.time_s * kUsPerS, mark);
+  }
+  if (!cannot.empty()) out << "  cannot run it: " << fmt::format("{}", fmt::join(cannot, "; ")) << "\n";
+}
+
+void write_terms(std::ostream& out, const network::SweepRow& row) {
+  const network::CollectiveResult& r = row.result;
+  out << fmt::format("{} as simulated, term by term:\n", choice_label(r.choice));
+  std::size_t width = 4;
+  for (const network::CostTerm& t : r.terms) width = std::max(width, t.what.size());
+  out << fmt::format("  {:<{}} {:>7} {:>10} {:>11} {:>7}\n", "term", width, "count", "each(us)", "time(us)", "share");
+  const network::CostTerm* limit = nullptr;
+  const network::CostTerm* window = nullptr;
+  for (const network::CostTerm& t : r.terms) {
+    const std::string count = t.count > 0 ? fmt::format("{:g}", t.count) : "";
+    const std::string each = t.count > 0 ? fmt::format("{:.2f}", t.each_s * kUsPerS) : "";
+    out << fmt::format("  {:<{}} {:>7} {:>10} {:>11.1f} {:>6.1f}%\n", t.what, width, count, each, t.seconds * kUsPerS,
+                       100 * t.seconds / r.time_s);
+    if (limit == nullptr || t.seconds > limit->seconds) limit = &t;
+    if (t.seconds > 0 && t.what.rfind("waiting for FIFO slots", 0) == 0) window = &t;
+  }
+  out << fmt::format("  {:<{}} {:>7} {:>10} {:>11.1f} {:>6.1f}%\n", "total", width, "", "", r.time_s * kUsPerS, 100.0);
+  if (window != nullptr) {
+    out << "limited by: the FIFO window (a connection's slots come back no faster), not by latency + bytes\n";
+  } else if (limit != nullptr) {
+    out << "limited by: " << limit->what << "\n";
+  }
+}
+
+}  // namespace
+
+std::vector<TunerEstimate> tuner_estimates(const network::NcclTuner& tuner, const network::CallShape& shape) {
+  std::vector<TunerEstimate> estimates;
+  for (network::Algorithm a : network::kAllAlgorithms) {
+    for (Protocol p : kProtocols) {
+      TunerEstimate e{{a, p}, tuner.unsupported(shape, {a, p}), 0, 0};
+      if (e.unsupported.empty()) {
+        const auto t = tuner.predict_s(shape, e.choice);
+        if (!t) continue;
+        e.time_s = *t;
+        e.latency_s = tuner.predict_latency_s(shape, e.choice);
+      }
+      estimates.push_back(std::move(e));
+    }
+  }
+  return estimates;
+}
+
+void write_collective_explanation(std::ostream& out, const std::vector<network::SweepRow>& rows,
+                                  const network::NcclTuner& tuner, const std::string& title) {
+  out << "# " << title << "\n";
+  for (const network::SweepRow& row : rows) {
+    const network::CollectiveResult& r = row.result;
+    out << fmt::format("\n## {} {} on {} node(s), {} ranks: {}, {:.1f} us, busbw {:.1f} GB/s\n",
+                       network::to_string(row.op), size_label(row.size_bytes), row.nodes, row.ranks,
+                       choice_label(r.choice), r.time_s * kUsPerS, row.bus_bw_bytes_per_s / kBytesPerGB);
+    const bool tuned = row.op != network::CollectiveOp::send_recv && row.op != network::CollectiveOp::all_to_all;
+    if (tuned) write_tuner(out, row, tuner_estimates(tuner, {row.op, row.ranks, row.nodes, row.size_bytes}));
+    write_terms(out, row);
+  }
+}
+
+}  // namespace commbound::sim
