@@ -47,6 +47,29 @@ struct NcclConstants {
   double pat_rank_latency_s = 2.8e-6;  // PAT's linear latency term, per rank
   double pat_bw_factor = 0.75;         // PAT busBw x 0.75
 
+  // Where one release's tuner differs in form, not only in its numbers (tuning.cc of that tag); the
+  // defaults are 2.30.7's.
+  struct Rules {
+    bool pat = true;  // the release has PAT (from 2.23)
+    // With one GPU per node, a ring's network hops are priced at Tree's latency (2.30.7), or at
+    // Ring's as for any ring (2.20.5).
+    bool one_per_node_tree_net_latency = true;
+    // A multi-node ring AllReduce's network steps: 2 (nodes - 1) (2.30.7) or 2 nodes (2.20.5).
+    bool ring_allreduce_net_steps_per_gap = true;
+    // Ring LL busBw factor: [multi-node, AllReduce or one-node AllGather/ReduceScatter ...]: 2.30.7
+    // 0.5 always; 2.20.5 1/4 across nodes or for an AllReduce, 1/3 for one node's AllGather and
+    // ReduceScatter.
+    double ring_ll_bus_factor = 0.5;
+    double ring_ll_bus_factor_one_node_gather = 0.5;
+    // Ring LL128 busBw factor with 2+ GPUs per node and with one (2.20.5: 0.7 when ppn < 2).
+    double ring_ll128_bus_factor = 0.92;
+    double ring_ll128_bus_factor_one_per_node = 0.92;
+    // NVLS and NVLSTree busBw as 2.20.5 prices them: nChannels x min(bwIntra, bwInter) (NVLSTree:
+    // bwInter / 2 beyond 2 nodes) x 5/6, instead of 2.28's in-switch efficiency formula.
+    bool nvls_bw_min_intra_inter = false;
+  };
+  Rules rules;
+
   // NCCL's topology search inside one node (src/graph/search.cc): the per-channel bandwidths it
   // tries, fastest first, for sm80 and older, sm90 and sm100 (bytes per second), and the most
   // channels a ring graph and an NVLS graph may hold.

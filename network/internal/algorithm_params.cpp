@@ -10,7 +10,7 @@ double AlgorithmParams::hop_s(int src_rank, int dst_rank) const {
   if (fit != nullptr) return hc == HopClass::net ? fit->net_hop_s : fit->nvlink_hop_s;
   // With one rank per node every network hop's latency is exposed: NCCL then prices it at Tree's
   // (tuning.cc, "With ppn=1 latencies are fully exposed, use the Tree network latency").
-  const bool one_per_node = hc == HopClass::net && shape.ranks == shape.nodes;
+  const bool one_per_node = hc == HopClass::net && shape.ranks == shape.nodes && nccl.rules.one_per_node_tree_net_latency;
   double h = nccl.hop(one_per_node ? Algorithm::tree : choice.algorithm, hc, choice.protocol);
   if (choice.algorithm == Algorithm::ring && hc != HopClass::net) h = std::max(h, net_overhead_s);
   return h * latency_factor;

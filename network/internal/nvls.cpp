@@ -201,8 +201,21 @@ double in_switch_bus_bw(const NcclTuner& tuner, const TunerBandwidth& bw) {
   return bw.intra_bytes_per_s * tuner.nccl().nvls_efficiency * (bw.channels - 1) / bw.channels * 2;
 }
 
+// NCCL 2.20.5's form: nChannels x min(bwIntra, bwInter) as busBw, x 5/6 to algBw (tuning.cc of that
+// tag). `inter_divisor` halves the NICs for NVLSTree beyond two nodes.
+double min_intra_inter_alg_bw(const NcclTuner& tuner, const CallShape& shape, const TunerBandwidth& bw,
+                              double inter_divisor) {
+  constexpr double kNvlsAlgPerBusBw = 5.0 / 6.0;
+  if (shape.nodes == 1) {
+    const NcclTuner::SearchedGraph g = tuner.nvls_graph(shape.ranks);
+    return g.channels * std::min(g.intra_bytes_per_s, g.inter_bytes_per_s) * kNvlsAlgPerBusBw;
+  }
+  return std::min(bw.intra_bytes_per_s, bw.inter_bytes_per_s / inter_divisor) * kNvlsAlgPerBusBw;
+}
+
 std::optional<double> nvls_alg_bw(const NcclTuner& tuner, const CallShape& shape, Protocol, const TunerBandwidth& bw) {
   const int n = shape.ranks;
+  if (tuner.nccl().rules.nvls_bw_min_intra_inter) return min_intra_inter_alg_bw(tuner, shape, bw, 1);
   if (shape.nodes == 1) {
     // NCCL's NVLS graph inside the node (nvls_graph): per channel min(bwIntra x efficiency x
     // (nCh - 1)/nCh x 2, bwInter), times nCh. It grows with the GPUs in the call: 102 GB/s on 2
@@ -218,6 +231,9 @@ std::optional<double> nvls_alg_bw(const NcclTuner& tuner, const CallShape& shape
 
 // Also the NICs, doubled on two nodes where the tree is one exchange (tuning.cc since NCCL 2.28).
 std::optional<double> nvls_tree_alg_bw(const NcclTuner& tuner, const CallShape& shape, Protocol, const TunerBandwidth& bw) {
+  if (tuner.nccl().rules.nvls_bw_min_intra_inter) {
+    return min_intra_inter_alg_bw(tuner, shape, bw, shape.nodes <= 2 ? 1 : 2);
+  }
   const double bus_bw = std::min(in_switch_bus_bw(tuner, bw), bw.inter_bytes_per_s * (shape.nodes <= 2 ? 2 : 1));
   return bus_bw * shape.ranks / bw.steps;
 }

@@ -61,7 +61,8 @@ AlgorithmResult run_pat(const AlgorithmParams& params) {
 // NCCL's tuner on PAT (tuning.cc, ncclPatEnable).
 namespace {
 
-std::string pat_unsupported(const NcclTuner&, const CallShape& shape, Protocol p) {
+std::string pat_unsupported(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
+  if (!tuner.nccl().rules.pat) return "NCCL " + tuner.nccl().release + " has no PAT (it came in 2.23)";
   if (shape.op != CollectiveOp::all_gather && shape.op != CollectiveOp::reduce_scatter) {
     return "PAT runs AllGather and ReduceScatter only";
   }

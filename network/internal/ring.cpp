@@ -259,6 +259,7 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
     cap[g] = per_channel_cap > 0 ? per_channel_cap * routes.channels(g) / efficiency : -1;
   }
   const std::vector<double> rate = routes.rates(cap);
+  const double start_s = sg4::Engine::get_clock();
   sg4::this_actor::sleep_for(params.base_s);
   if (params.fidelity == Fidelity::step) {
     std::vector<RingLane> lanes(groups);
@@ -266,6 +267,11 @@ AlgorithmResult run_ring(const AlgorithmParams& params) {
       lanes[g] = {&routes.members(g), chunk_wire_bytes[g], rate[g], hop_sleep_s(g)};
     }
     run_ring_steps(platform, lanes, steps);
+    // The steps are whole chunks, not slices: the window's bound is taken as the fluid one takes it.
+    if (window) {
+      const double elapsed_s = sg4::Engine::get_clock() - start_s;
+      if (params.base_s + window->bound_s() > elapsed_s) sg4::this_actor::sleep_for(params.base_s + window->bound_s() - elapsed_s);
+    }
     result.stepped = true;
     result.flows = static_cast<long>(groups) * n * steps;
     return result;
@@ -297,9 +303,11 @@ double ring_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p
   const int nodes = shape.nodes;
   const bool ar = shape.op == CollectiveOp::all_reduce;
   const int steps = shape.op == CollectiveOp::send_recv ? 1 : (ar ? 2 * (n - 1) : n - 1);
-  const int inter = nodes > 1 ? (ar ? 2 * (nodes - 1) : nodes - 1) : 0;
+  const int ar_inter = nccl.rules.ring_allreduce_net_steps_per_gap ? 2 * (nodes - 1) : 2 * nodes;
+  const int inter = nodes > 1 ? (ar ? ar_inter : nodes - 1) : 0;
   const double intra = std::max(nccl.hop(Algorithm::ring, HopClass::nvlink, p), tuner.net_overhead_s(shape, p));
-  const double net = nccl.hop(n == nodes ? Algorithm::tree : Algorithm::ring, HopClass::net, p);
+  const bool tree_net = n == nodes && nccl.rules.one_per_node_tree_net_latency;
+  const double net = nccl.hop(tree_net ? Algorithm::tree : Algorithm::ring, HopClass::net, p);
   double lat = nccl.base(Algorithm::ring, p) + (steps - inter) * intra + inter * net;
   if (ar && nodes > 1 && p == Protocol::simple) {
     lat *= tuner.node().sm_arch >= 80 ? nccl.ring_simple_allreduce_latency_factor
@@ -308,12 +316,21 @@ double ring_latency_s(const NcclTuner& tuner, const CallShape& shape, Protocol p
   return lat;
 }
 
-// LL: at most llMaxBw and half the bus; LL128: 0.92 of the bus, at most the per-channel cap;
-// algBw = busBw x n / steps (SendRecv: busBw).
-std::optional<double> ring_alg_bw(const NcclTuner&, const CallShape& shape, Protocol p, const TunerBandwidth& bw) {
+// LL: at most llMaxBw and the release's share of the bus (2.30.7 half of it); LL128: the release's
+// share (0.92; 2.20.5 0.7 with one GPU per node), at most the per-channel cap; algBw = busBw x n /
+// steps (SendRecv: busBw).
+std::optional<double> ring_alg_bw(const NcclTuner& tuner, const CallShape& shape, Protocol p, const TunerBandwidth& bw) {
+  const NcclConstants::Rules& rules = tuner.nccl().rules;
   double bus_bw = bw.bus_bytes_per_s;
-  if (p == Protocol::ll) bus_bw = std::min(bw.caps->ll_max_bytes_per_s, 0.5 * bw.bus_bytes_per_s);
-  if (p == Protocol::ll128) bus_bw = std::min(0.92 * bw.bus_bytes_per_s, bw.channels * bw.caps->ring_ll128_bytes_per_s);
+  if (p == Protocol::ll) {
+    const bool gather_on_one_node = shape.nodes == 1 && shape.op != CollectiveOp::all_reduce;
+    const double share = gather_on_one_node ? rules.ring_ll_bus_factor_one_node_gather : rules.ring_ll_bus_factor;
+    bus_bw = std::min(bw.caps->ll_max_bytes_per_s, share * bw.bus_bytes_per_s);
+  }
+  if (p == Protocol::ll128) {
+    const double share = shape.ranks < 2 * shape.nodes ? rules.ring_ll128_bus_factor_one_per_node : rules.ring_ll128_bus_factor;
+    bus_bw = std::min(share * bw.bus_bytes_per_s, bw.channels * bw.caps->ring_ll128_bytes_per_s);
+  }
   return shape.op == CollectiveOp::send_recv ? bus_bw : bus_bw * shape.ranks / bw.steps;
 }
 

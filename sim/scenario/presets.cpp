@@ -319,6 +319,23 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     c.pat_bw_factor = r.required_number("bw_factor", 0.01, 1);
     if (Status s = r.finish(); !s) return s.error();
   }
+  {
+    TableReader r(sub("rules"), "rules");
+    network::NcclConstants::Rules& rules = c.rules;
+    rules.pat = r.boolean("pat", rules.pat);
+    rules.one_per_node_tree_net_latency = r.choice("one_per_node_net_latency", "tree", {"tree", "ring"}) == "tree";
+    rules.ring_allreduce_net_steps_per_gap =
+        r.choice("ring_allreduce_net_steps", "2(nodes-1)", {"2(nodes-1)", "2nodes"}) == "2(nodes-1)";
+    const auto ll = r.numbers("ring_ll_bus_factor", 2, 0.01, 1);
+    rules.ring_ll_bus_factor = ll[0];
+    rules.ring_ll_bus_factor_one_node_gather = ll[1];
+    const auto ll128 = r.numbers("ring_ll128_bus_factor", 2, 0.01, 1);
+    rules.ring_ll128_bus_factor = ll128[0];
+    rules.ring_ll128_bus_factor_one_per_node = ll128[1];
+    rules.nvls_bw_min_intra_inter = r.choice("nvls_bandwidth", "in-switch", {"in-switch", "min-intra-inter"}) ==
+                                    "min-intra-inter";
+    if (Status s = r.finish(); !s) return s.error();
+  }
   if (Status s = top.finish(); !s) return s.error();
   return c;
 }

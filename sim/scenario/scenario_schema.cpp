@@ -107,7 +107,7 @@ std::vector<Key> nccl_keys() {
   std::vector<std::string> protocols = {"auto"};
   for (const auto& n : names_of({Protocol::ll, Protocol::ll128, Protocol::simple})) protocols.push_back(n);
   return {
-      {.key = "release", .fallback = text("2.30.7"), .doc = "which `calibration/nccl/nccl-<release>.toml` to use",
+      {.key = "release", .fallback = text("2.30.7"), .doc = "which `calibration/nccl/nccl-<release>.toml` to use: `2.30.7`, or `2.20.5` (the NCCL of PyTorch 2.3.1 / CUDA 12.1 wheels)",
        .get = [](const Scenario& s, double) -> Got { return KeyValue{s.nccl.release}; }},
       {.key = "algorithm", .type = KeyType::choice, .fallback = text("auto"), .names = algorithms,
        .doc = "like NCCL_ALGO; `auto`: NCCL's tuner decides",

@@ -304,6 +304,25 @@ TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
   EXPECT_NEAR(sum_s, r.time_s, 1e-9);  // the terms add up to the time
 }
 
+// Where the window sets the time (the call above), both fidelities give it: the step fidelity's
+// chunks finish sooner and then wait for the same bound.
+TEST(CollectiveRunner, BothFidelitiesTakeTheWindow) {
+  ClusterSpec spec = testing::dgx_h100(10);
+  spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
+                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
+                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  const CollectiveCall call{CollectiveOp::all_gather, first(80), 256.0 * (1 << 20)};
+  double fluid_s = 0, step_s = 0;
+  (*platform)->run([&] {
+    fluid_s = runner.run(call, {Algorithm::ring, Protocol::simple}, Fidelity::fluid).time_s;
+    step_s = runner.run(call, {Algorithm::ring, Protocol::simple}, Fidelity::step).time_s;
+  });
+  EXPECT_NEAR(step_s, fluid_s, 1e-9);
+}
+
 // One DGX H100, AllGather 1 GiB as NCCL's tuner picks it (ring, Simple): every GPU pushes 7/8 of
 // the buffer through its NVLink at 370.8 GB/s, 2.53 ms, plus 8.4 + 7 x 3.4 us of latency, so busbw
 // = 7/8 x 1 GiB / 2.566 ms = 366 GB/s: inside the 350-370 GB/s NVIDIA publishes for such nodes

@@ -14,11 +14,12 @@ namespace commbound::testing {
 // Tests run from the source tree (ctest's WORKING_DIRECTORY), so the shipped data is ./calibration.
 inline sim::Presets shipped_presets() { return sim::Presets("calibration"); }
 
-inline network::NcclConstants nccl_2_30_7() {
-  auto c = shipped_presets().nccl("2.30.7");
+inline network::NcclConstants nccl_release(const std::string& release) {
+  auto c = shipped_presets().nccl(release);
   if (!c) ADD_FAILURE() << c.error().message;
   return c ? *c : network::NcclConstants{};
 }
+inline network::NcclConstants nccl_2_30_7() { return nccl_release("2.30.7"); }
 
 // `nodes` nodes of the node type `node_type` (calibration/nodes.toml) on an IB NDR fabric of the given shape.
 inline network::ClusterSpec preset_cluster(const std::string& node_type, int nodes,
