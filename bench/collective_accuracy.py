@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Collective accuracy by node count and by source: `commbound validate` against every real point.
+
+Runs `commbound validate SCENARIO --format csv` (the three shipped reference tables: the published
+points, the 1-4-node points the fabric fit was made from, and the public runs at 8-128 nodes no fit
+reads) and prints the median and max |error| and the most optimistic error for the bands that
+decide whether the collective model holds beyond the fitted nodes:
+
+  1-4 nodes, all collectives            (where the fit was made)
+  1 node, AllGather/ReduceScatter 32 MiB - 1 GiB
+  8+ nodes, all; AllGather/ReduceScatter; each source; all sources but AWS EFA
+
+Error = simulated busbw / measured busbw - 1 (positive: the model is optimistic). Points of a
+broken fabric (the CSV's `excluded` column) are left out, as validate's own summary does.
+
+    bench/collective_accuracy.py [build dir, default build] [--scenario FILE] [--set KEY=VALUE ...]
+"""
+import argparse
+import csv
+import io
+import statistics
+import subprocess
+import sys
+
+LARGE_BYTES = 8 * 2**30  # validate simulates "large" at 8 GiB
+MULTI_NODES = 8          # and "multi" at 8 nodes
+
+
+def nodes_of(row):
+    return MULTI_NODES if row["nodes"] == "multi" else int(row["nodes"])
+
+
+def bytes_of(row):
+    return LARGE_BYTES if row["bytes"] == "large" else float(row["bytes"])
+
+
+def source_of(row):
+    """The publisher of a point: the repository or issue its source names first."""
+    s = row["source"]
+    for key, name in (("aws-gpu-communication-benchmark", "AWS p5 EFA (crazyguitar)"),
+                      ("xxrjun", "10-node H100 cluster (xxrjun)"),
+                      ("nccl-tests issue 322", "128 nodes, Ring/LL128 forced (nccl-tests 322)"),
+                      ("coreweave", "CoreWeave SHARP (node count inferred)"),
+                      ("issue 1218", "NVIDIA/nccl 1218 (approx.)"),
+                      ("issue 1229", "NVIDIA/nccl 1229 (approx.)"),
+                      ("arXiv 2411.13055", "arXiv 2411.13055 (plot)")):
+        if key in s:
+            return name
+    return "other"
+
+
+def band(label, rows):
+    if not rows:
+        print(f"{label:<56} {0:>6}")
+        return
+    errors = [float(r["error"]) for r in rows]
+    abs_errors = [abs(e) for e in errors]
+    print(f"{label:<56} {len(rows):>6} {100 * statistics.median(abs_errors):>10.1f}% "
+          f"{100 * max(abs_errors):>9.1f}% {100 * max(errors):>+12.1f}%")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build", nargs="?", default="build")
+    parser.add_argument("--scenario", default="scenarios/examples/dgx-h100-ib-ndr.toml")
+    parser.add_argument("--set", action="append", default=[])
+    args = parser.parse_args()
+    command = [f"{args.build}/bin/commbound", "validate", args.scenario, "--format", "csv"]
+    for s in args.set:
+        command += ["--set", s]
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(run.stdout + run.stderr)
+    rows = [r for r in csv.DictReader(io.StringIO(run.stdout)) if not r["excluded"]]
+    gather = ("allgather", "reducescatter")
+    print("$ " + " ".join(command))
+    print(f"{'band':<56} {'points':>6} {'median|err|':>11} {'max|err|':>10} {'most optimistic':>13}")
+    band("1-4 nodes, all", [r for r in rows if nodes_of(r) <= 4])
+    band("1 node, AllGather/ReduceScatter 32 MiB - 1 GiB",
+         [r for r in rows if nodes_of(r) == 1 and r["collective"] in gather and 32 * 2**20 <= bytes_of(r) <= 2**30])
+    at_scale = [r for r in rows if nodes_of(r) >= 8]
+    band("8+ nodes, all", at_scale)
+    band("8+ nodes, AllGather/ReduceScatter", [r for r in at_scale if r["collective"] in gather])
+    band("8+ nodes, all but AWS EFA", [r for r in at_scale if not source_of(r).startswith("AWS")])
+    band("8+ nodes, AllGather/ReduceScatter but AWS EFA",
+         [r for r in at_scale if r["collective"] in gather and not source_of(r).startswith("AWS")])
+    for source in sorted({source_of(r) for r in at_scale}):
+        band("  8+ nodes, " + source, [r for r in at_scale if source_of(r) == source])
+
+
+if __name__ == "__main__":
+    main()
