@@ -39,10 +39,10 @@ def source_of(row):
     s = row["source"]
     for key, name in (("aws-gpu-communication-benchmark", "AWS p5 EFA (crazyguitar)"),
                       ("xxrjun", "10-node H100 cluster (xxrjun)"),
-                      ("nccl-tests issue 322", "128 nodes, Ring/LL128 forced (nccl-tests 322)"),
+                      ("NVIDIA/nccl-tests issue 322", "128 nodes, Ring/LL128 forced (NVIDIA/nccl-tests issue 322)"),
                       ("coreweave", "CoreWeave SHARP (node count inferred)"),
-                      ("issue 1218", "NVIDIA/nccl 1218 (approx.)"),
-                      ("issue 1229", "NVIDIA/nccl 1229 (approx.)"),
+                      ("NVIDIA/nccl issue 1218", "NVIDIA/nccl issue 1218 (approx.)"),
+                      ("NVIDIA/nccl issue 1229", "NVIDIA/nccl issue 1229 (approx.)"),
                       ("arXiv 2411.13055", "arXiv 2411.13055 (plot)")):
         if key in s:
             return name
@@ -51,11 +51,11 @@ def source_of(row):
 
 def band(label, rows):
     if not rows:
-        print(f"{label:<56} {0:>6}")
+        print(f"{label:<72} {0:>6}")
         return
     errors = [float(r["error"]) for r in rows]
     abs_errors = [abs(e) for e in errors]
-    print(f"{label:<56} {len(rows):>6} {100 * statistics.median(abs_errors):>10.1f}% "
+    print(f"{label:<72} {len(rows):>6} {100 * statistics.median(abs_errors):>10.1f}% "
           f"{100 * max(abs_errors):>9.1f}% {100 * max(errors):>+12.1f}%")
 
 
@@ -74,7 +74,7 @@ def main():
     rows = [r for r in csv.DictReader(io.StringIO(run.stdout)) if not r["excluded"]]
     gather = ("allgather", "reducescatter")
     print("$ " + " ".join(command))
-    print(f"{'band':<56} {'points':>6} {'median|err|':>11} {'max|err|':>10} {'most optimistic':>13}")
+    print(f"{'band':<72} {'points':>6} {'median|err|':>11} {'max|err|':>10} {'most optimistic':>13}")
     band("1-4 nodes, all", [r for r in rows if nodes_of(r) <= 4])
     band("1 node, AllGather/ReduceScatter 32 MiB - 1 GiB",
          [r for r in rows if nodes_of(r) == 1 and r["collective"] in gather and 32 * 2**20 <= bytes_of(r) <= 2**30])

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "network/fabric_fit.hpp"
+#include "network/link_spread.hpp"
 
 #include <optional>
 #include <string>
@@ -76,10 +77,18 @@ struct FabricSpec {
   // what NCCL's CollNet needs; with NVLink SHARP nodes NCCL then runs NVLS across nodes.
   bool sharp = false;
   std::optional<FabricFit> fit;   // NCCL as implemented on this fabric; empty: NCCL's tuner latencies
+  // Unequal nodes' NICs as a real fabric's pairwise sweep measured them (link_spread.hpp); empty:
+  // every NIC at the same rate. Each node's draw is fixed by link_spread_seed and its index.
+  std::optional<LinkSpread> spread;
+  unsigned link_spread_seed = 0;
 
   // One NIC's payload rate: the fit's measured efficiency when there is one, else the link's.
   double nic_bw_bytes_per_s() const {
     return fit ? link.bw_bytes_per_s * fit->nic_efficiency : link.effective_bw_bytes_per_s();
+  }
+  // A NIC of node `node`: nic_bw_bytes_per_s(), x the node's draw of the spread if any.
+  double nic_bw_bytes_per_s(long node) const {
+    return nic_bw_bytes_per_s() * (spread ? spread->nic_factor(node, link_spread_seed) : 1.0);
   }
 };
 

@@ -19,10 +19,14 @@ CollectiveFloor::CollectiveFloor(const ClusterSpec& cluster, std::span<const int
   }
   spans_nodes_ = members_per_node_.size() > 1;
   // Platform's links: one NVLink to the switch at the GPU's whole rate, or gpus - 1 mesh links at
-  // an even share of it; a PCIe path to the rail's NIC; each NIC at the fabric's payload rate.
+  // an even share of it; a PCIe path to the rail's NIC; each NIC at the fabric's payload rate, at
+  // the fastest draw of a link spread where there is one (a floor must hold for every NIC).
   gpu_bytes_per_s_ = cluster.node.nvlink.effective_bw_bytes_per_s() +
                      (spans_nodes_ ? cluster.node.pcie.effective_bw_bytes_per_s() : 0.0);
-  node_bytes_per_s_ = cluster.node.nics * cluster.fabric.nic_bw_bytes_per_s();
+  const double fastest = cluster.fabric.spread && !cluster.fabric.spread->pair_factors.empty()
+                             ? cluster.fabric.spread->pair_factors.back()
+                             : 1.0;
+  node_bytes_per_s_ = cluster.node.nics * cluster.fabric.nic_bw_bytes_per_s() * fastest;
 }
 
 double CollectiveFloor::seconds(CollectiveOp op, double size_bytes, const std::vector<double>* peer_bytes) const {

@@ -147,6 +147,9 @@ std::string collective_title(const network::CollectiveSweep& sweep, const networ
         << cluster.node.name << " x up to " << max_nodes << " nodes, " << to_string(cluster.fabric.topology) << " "
         << cluster.fabric.link.name << " (" << to_string(cluster.fabric.routing) << ", "
         << cluster.fabric.oversubscription << ":1), NCCL " << nccl_release << " model";
+  if (cluster.fabric.spread) {
+    title << ", link spread " << cluster.fabric.spread->name << " (seed " << cluster.fabric.link_spread_seed << ")";
+  }
   return title.str();
 }
 

@@ -26,7 +26,7 @@ void write_collective_report(std::ostream& out, const std::vector<network::Sweep
 // The title of a collective sweep's report on `cluster` with NCCL `nccl_release`'s model: the op,
 // the GPUs (K of each node's when the sweep runs on part of each node), the node type, the largest
 // node count, the fabric. "commbound collective: allgather on dgx-h100 x up to 2 nodes,
-// rail-optimized ib-ndr (adaptive, 1:1), NCCL 2.30.7 model".
+// rail-optimized ib-ndr (adaptive, 1:1), NCCL 2.30.7 model", then the link spread if any.
 std::string collective_title(const network::CollectiveSweep& sweep, const network::ClusterSpec& cluster,
                              const std::string& nccl_release);
 

@@ -1,12 +1,17 @@
 #include "sim/scenario/presets.hpp"
 
 #include "core/file_type.hpp"
+#include "core/number_text.hpp"
 #include "core/units.hpp"
+
+#include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <fstream>
+#include <string>
 #include <vector>
 
 // Key tables are written with designated initializers that leave the fields a key does not use
@@ -170,6 +175,36 @@ Expected<network::NodeType> Presets::node(const std::string& name) const {
   auto table = preset_table(*file, path, name, "node type");
   if (!table) return table.error();
   return read_node(**table, name, name, *this);
+}
+
+Expected<network::LinkSpread> Presets::link_spread(const std::string& name) const {
+  // A pairwise sweep of N nodes has N(N-1)/2 pairs: 2^20 lines is a sweep of about 1450 nodes.
+  constexpr std::size_t kMaxPairs = 1u << 20;
+  const auto dir = dir_ / "fabric" / "spread";
+  const auto path = dir / (name + ".txt");
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (name.empty() || name.find('/') != std::string::npos || *type != std::filesystem::file_type::regular) {
+    return Error{"no link spread named \"" + name + "\" (have:" + files_in(dir, ".txt", true) + ")"};
+  }
+  std::ifstream in(path);
+  std::vector<double> times_s;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    const std::string text = line.substr(first, last - first + 1);
+    auto us = parse_number<double>(text);
+    if (!us || !(*us > 0)) {
+      return Error{fmt::format("{}:{}: \"{}\": a pair's time in us, a positive number{}", path.string(), number, text,
+                               us ? "" : " (" + us.error().message + ")")};
+    }
+    if (times_s.size() == kMaxPairs) return Error{fmt::format("{}:{}: more than {} pairs", path.string(), number, kMaxPairs)};
+    times_s.push_back(*us * kSecondsPerUs);
+  }
+  if (times_s.size() < 2) return Error{path.string() + ": fewer than two pairs' times"};
+  return network::LinkSpread{name, network::pair_factors_from_times(std::move(times_s))};
 }
 
 Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const {

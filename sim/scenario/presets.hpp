@@ -36,6 +36,8 @@ public:
   // calibration/fabric/<name>.toml, written by commbound fit-fabric: its [parameters] in SI units,
   // each checked against its bounds (fabric_fit.hpp). [provenance] is for people and not read.
   Expected<network::FabricFit> fabric_fit(const std::string& name) const;
+  // calibration/fabric/spread/<name>.txt: one transfer's time (us) per node pair, `#` comments.
+  Expected<network::LinkSpread> link_spread(const std::string& name) const;
 
 private:
   std::filesystem::path dir_;

@@ -419,6 +419,14 @@ private:
     }
     if (Status s = fabric.finish(); !s) return s;
     if (Status s = load_link(v); !s) return s;
+    if (const std::string& spread = v.text("link_spread"); !spread.empty()) {
+      auto loaded = presets_.link_spread(spread);
+      if (!loaded) {
+        return Error{origin_of(origins_, fabric_t_, "fabric", "link_spread", path_) + ": fabric.link_spread = \"" +
+                     spread + "\": " + loaded.error().message};
+      }
+      sc_.cluster.fabric.spread = *loaded;
+    }
     // One switch traversal: the link technology's latency unless given.
     if (!v.has("switch_latency_us")) f.switch_latency_s = f.link.latency_s;
     return Ok{};

@@ -93,6 +93,17 @@ std::vector<Key> fabric_keys() {
        .doc = "in-network reduction in the switches (InfiniBand SHARP): NCCL then runs AllReduce as NVLS across "
               "nodes (CollNet) on NVLink-SHARP nodes",
        .set = Fabric<&FabricSpec::sharp>::set, .get = Fabric<&FabricSpec::sharp>::get},
+      {.key = "link_spread", .fallback = text(""),
+       .doc = "unequal nodes, as a real cluster's pairwise sweep measured them: `calibration/fabric/spread/<name>.txt` "
+              "(`xxrjun-cluster00`: 393 node pairs of an H100 cluster, a few of its nodes slow); each node's NIC rate "
+              "is drawn from it (network/link_spread.hpp), so a ring waits for its slowest node. \"\": every NIC at "
+              "the same rate",
+       .get = [](const Scenario& s, double) -> Got {
+         return s.cluster.fabric.spread ? Got(KeyValue{s.cluster.fabric.spread->name}) : Got();
+       }},
+      {.key = "link_spread_seed", .type = KeyType::integer, .lower = 0, .upper = 1L << 31, .fallback = KeyValue{0L},
+       .doc = "which node draws which rate of the link spread; the same seed, the same fabric",
+       .set = Fabric<&FabricSpec::link_spread_seed>::set, .get = Fabric<&FabricSpec::link_spread_seed>::get},
       {.key = "switch_latency_us", .type = KeyType::number, .si_per_unit = kSecondsPerUs, .lower = 0, .upper = 1e3,
        .derived = "the link's `latency_us`", .doc = "one switch traversal",
        .set = Fabric<&FabricSpec::switch_latency_s>::set, .get = Fabric<&FabricSpec::switch_latency_s>::get},

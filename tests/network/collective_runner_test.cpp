@@ -323,6 +323,43 @@ TEST(CollectiveRunner, BothFidelitiesTakeTheWindow) {
   EXPECT_NEAR(step_s, fluid_s, 1e-9);
 }
 
+// With a link spread each node's NICs run at its draw, and a ring that crosses every node moves at
+// the slowest: in a NIC-bound AllGather (4 GiB on 8 nodes; a fit's NICs at 0.9 x 50 GB/s, 360 GB/s
+// a node, under the 370.8 of NVLink) the bytes take their time over that node's factor; the
+// latency terms do not change. The seed is the first whose slowest of the 8 nodes is below 0.8.
+TEST(CollectiveRunner, ARingWaitsForItsSlowestNode) {
+  auto spread = testing::shipped_presets().link_spread("xxrjun-cluster00");
+  ASSERT_TRUE(spread) << spread.error().message;
+  ClusterSpec even = testing::dgx_h100(8);
+  even.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
+                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
+                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  ClusterSpec uneven = even;
+  uneven.fabric.spread = *spread;
+  double slowest = 1;
+  for (unsigned seed = 0; slowest >= 0.8 && seed < 1000; ++seed) {
+    uneven.fabric.link_spread_seed = seed;
+    slowest = 1e9;
+    for (long n = 0; n < 8; ++n) slowest = std::min(slowest, spread->nic_factor(n, seed));
+  }
+  ASSERT_LT(slowest, 0.8);
+  auto time_on = [&](const ClusterSpec& spec) {
+    auto platform = Platform::create(spec);
+    EXPECT_TRUE(platform) << platform.error().message;
+    CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+    CollectiveResult r;
+    (*platform)->run([&] {
+      r = runner.run({CollectiveOp::all_gather, first(64), 4294967296.0}, {Algorithm::ring, Protocol::simple},
+                     Fidelity::fluid);
+    });
+    return r;
+  };
+  const CollectiveResult even_r = time_on(even);
+  const CollectiveResult uneven_r = time_on(uneven);
+  EXPECT_NEAR(uneven_r.bandwidth_s / even_r.bandwidth_s, 1 / slowest, 0.01 / slowest);
+  EXPECT_NEAR(uneven_r.latency_s, even_r.latency_s, 1e-12);
+}
+
 // One DGX H100, AllGather 1 GiB as NCCL's tuner picks it (ring, Simple): every GPU pushes 7/8 of
 // the buffer through its NVLink at 370.8 GB/s, 2.53 ms, plus 8.4 + 7 x 3.4 us of latency, so busbw
 // = 7/8 x 1 GiB / 2.566 ms = 366 GB/s: inside the 350-370 GB/s NVIDIA publishes for such nodes
