@@ -1,11 +1,11 @@
 #include "network/internal/ring.hpp"
 
+#include "core/size_label.hpp"
+#include "core/units.hpp"
 #include "network/internal/algorithm.hpp"
 #include "network/internal/channel_groups.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/send_pipe.hpp"
-#include "core/size_label.hpp"
-#include "core/units.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -158,8 +158,9 @@ std::vector<CostTerm> ring_terms(const AlgorithmParams& params, const std::vecto
 // back only after a round trip: the data's way to the receiver, whose GPU consumes it, whose proxy
 // then reposts the buffer and RDMA-writes the clear-to-send that the sender's proxy waits for
 // (src/transport/net.cc recvProxyProgress; net_ib ncclIbPostFifo, ncclIbIsend): twice the fit's
-// network hop. So message k of a connection leaves no earlier than a slot cycle (the round trip
-// plus the message's time at the channel's share of its NIC) after message k - W: the connection
+// network hop. So message k of a connection leaves no earlier than a slot cycle (the round trip,
+// the message's time at the channel's share of its NIC, and the receiver's message cost and copy
+// onward over NVLink, which it finishes before it frees the slot) after message k - W: the connection
 // needs at least its messages / W slot cycles, however fast the links. The bound overlaps the
 // latency chain and the bytes (a message waiting for a slot is not waiting for its data) and binds
 // where messages are small against the round trip: mid sizes on many ranks, where each channel's
