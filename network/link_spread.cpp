@@ -1,23 +1,12 @@
 #include "network/link_spread.hpp"
 
+#include "core/splitmix64.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 namespace commbound::network {
-namespace {
-
-// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA
-// 2014): a well-mixed 64-bit value of a counter, so each node's draw depends on its index alone.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 double LinkSpread::nic_factor(long index, unsigned seed) const {
   if (pair_factors.empty()) return 1;
   const std::uint64_t bits = splitmix64((static_cast<std::uint64_t>(seed) << 40) ^ static_cast<std::uint64_t>(index));

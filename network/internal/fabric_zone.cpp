@@ -1,6 +1,7 @@
 #include "network/internal/fabric_zone.hpp"
 
 #include "core/check.hpp"
+#include "core/splitmix64.hpp"
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/s4u/Host.hpp>
@@ -18,14 +19,6 @@ namespace {
 constexpr double kFatpipeBwBytesPerS = 1e18;
 // Host speed is irrelevant to communication; compute is timed by the cost model, not by SimGrid.
 constexpr double kHostSpeedFlopsPerS = 1e12;
-
-// splitmix64 finaliser: a well-mixed deterministic hash for ECMP path selection.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -224,7 +217,7 @@ void FabricZone::walk_fabric(int src_nic, int dst_nic, Visit&& visit) const {
   const int ld = leaf_of(dst_nic);
   visit(leaf_xbar_[0]);
   if (ls != ld) {
-    const std::uint64_t h = mix((static_cast<std::uint64_t>(src_nic) << 32) ^ static_cast<std::uint64_t>(dst_nic) ^
+    const std::uint64_t h = splitmix64((static_cast<std::uint64_t>(src_nic) << 32) ^ static_cast<std::uint64_t>(dst_nic) ^
                                 (static_cast<std::uint64_t>(spec_.fabric.ecmp_seed) << 48));
     const int u = g.up_ports;
     const int a = ecmp ? static_cast<int>(h % static_cast<std::uint64_t>(u)) : 0;

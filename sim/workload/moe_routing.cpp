@@ -4,6 +4,7 @@
 #include "core/enum_names.hpp"
 #include "core/number_text.hpp"
 #include "core/one_line.hpp"
+#include "core/splitmix64.hpp"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -22,16 +23,6 @@
 namespace commbound::sim::moe {
 namespace {
 
-// SplitMix64's finaliser (Steele, Lea, Flood 2014, "Fast splittable pseudorandom number
-// generators", the constants of its reference code): mixes (seed, layer) into one engine seed, so
-// that neighbouring layers and seeds start far apart in mt19937_64's sequence.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // An unbiased integer in [0, n) from the engine's 64-bit outputs: reject the top
 // 2^64 mod n values, so every residue has the same number of preimages.
 std::uint64_t bounded(std::mt19937_64& engine, std::uint64_t n) {
@@ -44,6 +35,8 @@ std::uint64_t bounded(std::mt19937_64& engine, std::uint64_t n) {
 
 // The experts in popularity order for `layer`: a Fisher-Yates shuffle of 0..E-1.
 std::vector<int> popularity_order(std::uint64_t seed, int layer, int experts) {
+  // splitmix64 mixes (seed, layer) into one engine seed, so that neighbouring layers and seeds
+  // start far apart in mt19937_64's sequence.
   std::mt19937_64 engine(splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(static_cast<std::int64_t>(layer)))));
   std::vector<int> order(static_cast<std::size_t>(experts));
   std::iota(order.begin(), order.end(), 0);

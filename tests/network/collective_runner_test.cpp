@@ -230,6 +230,12 @@ TEST(NcclTuner, ChoosesPatForOneGpuNodesAtMidSizes) {
   EXPECT_NE(eight.unsupported({CollectiveOp::all_gather, 64, 8, 1}, {Algorithm::pat, Protocol::simple}), "");
 }
 
+// The fit the ring tests work by hand: launch 10 us, NVLink hop 1 us, network hop 20 us, 3 us per
+// message, NICs at 0.9 of line rate.
+const FabricFit kTestFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
+                         .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
+                         .nic_efficiency = 0.9, .nvls_latency_s = 0};
+
 // With a fabric fit the ring's time is built from its mechanisms. AllGather 1 GiB on 2 nodes, ring
 // Simple: launch 10 us; the latency chain of 15 steps around a ring of 14 NVLink hops (1 us) and 2
 // network hops (20 us + one leaf switch, 0.13 us) is all but its cheapest hop: 2 x 20.13 + 13 x 1;
@@ -239,9 +245,7 @@ TEST(NcclTuner, ChoosesPatForOneGpuNodesAtMidSizes) {
 // 1 MiB per 40 us round trip plus 1 MiB at its 22.5 GB/s share: 48 GB/s) does not bind.
 TEST(CollectiveRunner, FittedRingAddsItsMechanisms) {
   ClusterSpec spec = testing::dgx_h100(2);
-  spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
-                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
-                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  spec.fabric.fit = kTestFit;
   auto platform = Platform::create(spec);
   ASSERT_TRUE(platform) << platform.error().message;
   CollectiveRunner runner(**platform, testing::nccl_2_30_7());
@@ -271,9 +275,7 @@ TEST(CollectiveRunner, FittedRingAddsItsMechanisms) {
 // difference is the term of waiting for slots.
 TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
   ClusterSpec spec = testing::dgx_h100(10);
-  spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
-                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
-                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  spec.fabric.fit = kTestFit;
   auto platform = Platform::create(spec);
   ASSERT_TRUE(platform) << platform.error().message;
   CollectiveRunner runner(**platform, testing::nccl_2_30_7());
@@ -308,9 +310,7 @@ TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
 // chunks finish sooner and then wait for the same bound.
 TEST(CollectiveRunner, BothFidelitiesTakeTheWindow) {
   ClusterSpec spec = testing::dgx_h100(10);
-  spec.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
-                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
-                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  spec.fabric.fit = kTestFit;
   auto platform = Platform::create(spec);
   ASSERT_TRUE(platform) << platform.error().message;
   CollectiveRunner runner(**platform, testing::nccl_2_30_7());
@@ -331,9 +331,7 @@ TEST(CollectiveRunner, ARingWaitsForItsSlowestNode) {
   auto spread = testing::shipped_presets().link_spread("xxrjun-cluster00");
   ASSERT_TRUE(spread) << spread.error().message;
   ClusterSpec even = testing::dgx_h100(8);
-  even.fabric.fit = FabricFit{.name = "test", .node_type = "dgx-h100", .link = "ib-ndr", .launch_s = 10e-6,
-                              .nvlink_hop_s = 1e-6, .net_hop_s = 20e-6, .message_s = 3e-6,
-                              .nic_efficiency = 0.9, .nvls_latency_s = 0};
+  even.fabric.fit = kTestFit;
   ClusterSpec uneven = even;
   uneven.fabric.spread = *spread;
   double slowest = 1;

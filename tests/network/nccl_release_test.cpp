@@ -12,6 +12,13 @@ namespace {
 
 constexpr double kUs = 1e-6;
 
+// NCCL's predicted algBw of a call: size / (predicted time - predicted latency).
+double alg_bw(const NcclTuner& tuner, const CallShape& shape, const CollectiveChoice& c) {
+  const auto t = tuner.predict_s(shape, c);
+  EXPECT_TRUE(t) << tuner.unsupported(shape, c);
+  return t ? shape.size_bytes / (*t - tuner.predict_latency_s(shape, c)) : 0;
+}
+
 struct Tuners {
   ClusterSpec dgx = testing::dgx_h100(64);
   NcclTuner old_release{dgx.node, dgx.fabric, testing::nccl_release("2.20.5")};
@@ -38,10 +45,7 @@ TEST(NcclRelease, OneGpuPerNodeRingLatencyAndLl128Share) {
   const CollectiveChoice ll128{Algorithm::ring, Protocol::ll128};
   EXPECT_NEAR(t.new_release.predict_latency_s(shape, ll128), 413.5 * kUs, 1e-9);
   EXPECT_NEAR(t.old_release.predict_latency_s(shape, ll128), 202.0 * kUs, 1e-9);
-  auto alg_bw = [&](const NcclTuner& tuner) {
-    return shape.size_bytes / (*tuner.predict_s(shape, ll128) - tuner.predict_latency_s(shape, ll128));
-  };
-  EXPECT_NEAR(alg_bw(t.old_release) / alg_bw(t.new_release), 0.7 / 0.92, 1e-6);
+  EXPECT_NEAR(alg_bw(t.old_release, shape, ll128) / alg_bw(t.new_release, shape, ll128), 0.7 / 0.92, 1e-6);
 }
 
 // Ring AllReduce, Simple, 2 nodes of 8: 30 steps, of which 2 (nodes - 1) = 2 cross the network in
@@ -74,9 +78,7 @@ TEST(NcclRelease, NvlsBandwidthIn2_20_5) {
   const Tuners t;
   const CallShape shape{CollectiveOp::all_reduce, 8, 1, 8589934592.0};
   const CollectiveChoice nvls{Algorithm::nvls, Protocol::simple};
-  const double alg_bw = shape.size_bytes / (*t.old_release.predict_s(shape, nvls) -
-                                            t.old_release.predict_latency_s(shape, nvls));
-  EXPECT_NEAR(alg_bw, 8 * 40e9 * 5.0 / 6.0, 1e6);
+  EXPECT_NEAR(alg_bw(t.old_release, shape, nvls), 8 * 40e9 * 5.0 / 6.0, 1e6);
 }
 
 }  // namespace
