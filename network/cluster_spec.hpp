@@ -12,12 +12,18 @@
 
 namespace commbound::network {
 
+// The network transport NCCL runs over a fabric link, as NCCL_NET names it: its own IB verbs
+// transport (InfiniBand and RoCE), or the aws-ofi-nccl plugin over libfabric (AWS EFA). Their
+// per-message costs differ, so a fabric fit and a measurement belong to one of them.
+enum class NcclNet { ib, libfabric };
+
 // One link technology (NVLink 4, PCIe Gen5 x16, IB NDR, ...), per direction.
 struct LinkTech {
   std::string name;
   double bw_bytes_per_s = 0;  // signalling rate per direction
   double latency_s = 0;       // one traversal of the link (NIC or port latency included)
   double efficiency = 1;      // achievable payload fraction of bw_bytes_per_s (headers, flow control)
+  NcclNet nccl_net = NcclNet::ib;  // fabric links: the transport NCCL runs over it
 
   double effective_bw_bytes_per_s() const { return bw_bytes_per_s * efficiency; }
 };
@@ -109,9 +115,11 @@ const char* to_string(Topology t);  // "single-switch", "fat-tree", "rail-optimi
 const char* to_string(Routing r);   // "ecmp", "adaptive"
 const char* to_string(HostCpu c);   // "intel", "amd", "other"
 const char* to_string(NvlinkTopology t);  // "switch", "mesh"
+const char* to_string(NcclNet n);   // "IB", "Libfabric" (NCCL_NET's names)
 std::optional<Topology> parse_topology(std::string_view name);
 std::optional<Routing> parse_routing(std::string_view name);
 std::optional<HostCpu> parse_host_cpu(std::string_view name);
 std::optional<NvlinkTopology> parse_nvlink_topology(std::string_view name);
+std::optional<NcclNet> parse_nccl_net(std::string_view name);
 
 }  // namespace commbound::network

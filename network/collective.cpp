@@ -103,6 +103,8 @@ const char* to_string(HostCpu c) {
 
 const char* to_string(NvlinkTopology t) { return t == NvlinkTopology::mesh ? "mesh" : "switch"; }
 
+const char* to_string(NcclNet n) { return n == NcclNet::libfabric ? "Libfabric" : "IB"; }
+
 namespace {
 // The value of `values` whose to_string is `name`, exactly.
 template <class E>
@@ -123,6 +125,9 @@ std::optional<HostCpu> parse_host_cpu(std::string_view name) {
 }
 std::optional<NvlinkTopology> parse_nvlink_topology(std::string_view name) {
   return by_name(name, {NvlinkTopology::nvswitch, NvlinkTopology::mesh});
+}
+std::optional<NcclNet> parse_nccl_net(std::string_view name) {
+  return by_name(name, {NcclNet::ib, NcclNet::libfabric});
 }
 
 namespace {

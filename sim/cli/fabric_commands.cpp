@@ -265,11 +265,14 @@ count x collective x size): median and max |error|, error = simulated / measured
 the model is optimistic). Nothing is fitted to these points.
 
 Measured points come from reference tables (--reference; default: calibration/reference/
-nccl-tests-published.csv, points-1to4-nodes.csv and nccl-tests-at-scale.csv, the public runs at
-8 to 128 nodes that no fit reads) and from nccl-tests logs as printed
+nccl-tests-published.csv, points-1to4-nodes.csv, nccl-tests-at-scale.csv (the public runs at 8 to
+248 nodes that no fit reads) and aws-p5-efa-2to4-nodes.csv) and from nccl-tests logs as printed
 (--nccl-tests, e.g. the output of commbound-nccl-bench or of your own cluster; --op, --nodes,
---gpus-per-node fill what a log does not print, as for fit-fabric). The measured fabrics are not
-always the scenario's: read the source column.
+--gpus-per-node fill what a log does not print, as for fit-fabric). A multi-node point is
+compared only on a scenario whose link NCCL runs over the same transport (the table's nccl_net
+column, IB when absent, against the link's nccl_net): the AWS EFA runs check
+scenarios/examples/aws-p5-efa.toml, the InfiniBand and RoCE runs the others. The measured fabrics
+are not always the scenario's otherwise: read the source column.
 
 --format markdown with --plots DIR writes the accuracy document with one figure per measured
 sweep (measured and simulated busbw against size). docs/accuracy_nccl_tests.md is made so:
@@ -279,7 +282,8 @@ sweep (measured and simulated busbw against size). docs/accuracy_nccl_tests.md i
   add_scenario_args(*cmd, a->scenario);
   cmd->add_option("--reference", a->references,
                   "a reference table (repeatable): gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source "
-                  "or source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,algo_if_known,notes")
+                  "or source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,algo_if_known,notes; "
+                  "either with an optional nccl_net column (IB | Libfabric)")
       ->type_name("CSV");
   cmd->add_option("--nccl-tests", a->logs, "an nccl-tests log or a manifest of logs (*.toml; repeatable)")
       ->type_name("LOG");

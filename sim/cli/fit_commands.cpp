@@ -3,9 +3,11 @@
 #include "sim/cli/common.hpp"
 #include "sim/fit/fabric_fitter.hpp"
 #include "sim/report/output.hpp"
+#include "sim/report/validation.hpp"
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -24,13 +26,39 @@ struct FitArgs {
 // calibration data is (so fit-fabric runs from any working directory).
 constexpr const char* kDefaultScenario = "scenarios/examples/dgx-h100-ib-ndr.toml";
 
+// The measurements to fit: nccl-tests logs and manifests as read_nccl_tests_logs reads them, and
+// reference tables (*.csv, the layout validate reads), whose points must have run over `nccl_net`.
+Expected<std::vector<network::NcclTestsLog>> read_fit_inputs(const std::vector<std::string>& paths,
+                                                             const network::LogFacts& facts, network::NcclNet nccl_net) {
+  std::vector<std::string> log_paths;
+  std::vector<network::NcclTestsLog> logs;
+  for (const std::string& path : paths) {
+    if (std::filesystem::path(path).extension() != ".csv") {
+      log_paths.push_back(path);
+      continue;
+    }
+    auto points = sim::read_reference(path);
+    if (!points) return points.error();
+    auto from_points = sim::logs_from_points(*points, nccl_net);
+    if (!from_points) return from_points.error();
+    logs.insert(logs.end(), from_points->begin(), from_points->end());
+  }
+  if (!log_paths.empty()) {
+    auto read = network::read_nccl_tests_logs(log_paths, facts);
+    if (!read) return read.error();
+    logs.insert(logs.begin(), read->begin(), read->end());
+  }
+  if (logs.empty()) return Error{"no measurement given"};
+  return logs;
+}
+
 int run_fit_fabric(FitArgs a) {
-  auto logs = network::read_nccl_tests_logs(a.logs, log_facts(a.facts));
-  if (!logs) return fail(logs.error().message);
   if (a.scenario.scenario.empty()) a.scenario.scenario = (sim::default_data_dir() / kDefaultScenario).string();
   auto file = load(a.scenario);
   if (!file) return fail(file.error().message);
   const sim::Scenario& sc = file->scenario();
+  auto logs = read_fit_inputs(a.logs, log_facts(a.facts), sc.cluster.fabric.link.nccl_net);
+  if (!logs) return fail(logs.error().message);
   sim::FitOptions options;
   auto min = sim::parse_list("--min-bytes", a.min_bytes, sim::ListKind::sizes_bytes);
   if (!min) return fail(min.error().message);
@@ -86,13 +114,21 @@ Writes calibration/fabric/NAME.toml with the logs, NCCL versions and residuals; 
 
 A log without '#  Rank' header lines needs --nodes and --gpus-per-node; one whose file name does not
 say the op (all_reduce, _ar, ...) needs --op. A manifest (*.toml with [[log]] tables, as
-calibration/fabric/logs/logs.toml) gives these per log.
+calibration/fabric/logs/logs.toml) gives these per log. Measurements published only as numbers
+come as a reference table (*.csv, the layout `validate --reference` reads: gpu, nodes,
+gpus_per_node, collective, algorithm, bytes, busbw_GBps, source, nccl_net); its multi-node points
+must have run over the scenario's transport (its link's nccl_net: IB, or Libfabric for AWS EFA).
 
-Example (the shipped fit):
+Examples (the shipped fits):
   commbound fit-fabric calibration/fabric/logs/logs.toml --name h100-ib-1to4 \
       --scenario scenarios/examples/dgx-h100-ib-ndr.toml
+  commbound fit-fabric calibration/fabric/logs/one-node.toml \
+      calibration/fabric/logs/aws-p5-efa-2to4-nodes.csv --name h100-efa-1to4 \
+      --scenario scenarios/examples/aws-p5-efa.toml
 )");
-  cmd->add_option("logs", a->logs, "nccl-tests logs, or manifests (*.toml)")->required()->type_name("LOG...");
+  cmd->add_option("logs", a->logs, "nccl-tests logs, manifests (*.toml) or reference tables (*.csv)")
+      ->required()
+      ->type_name("LOG...");
   cmd->add_option("--name", a->name, "the fit's name: calibration/fabric/NAME.toml")->required();
   cmd->add_option("--scenario", a->scenario.scenario,
                   std::string("the logs' hardware (node type, link); default: the shipped ") + kDefaultScenario)

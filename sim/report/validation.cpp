@@ -153,12 +153,19 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
     return Error{path + ":" + std::to_string(table->header_line) +
                  ": header: expected gpu,nodes,gpus_per_node,collective,... or source_url,platform,nccl_version,..."};
   }
+  const auto net_column = std::find(table->header.begin(), table->header.end(), "nccl_net");
+  const auto net_at = static_cast<std::size_t>(net_column - table->header.begin());
   std::vector<PublishedPoint> out;
   for (std::size_t r = 0; r < table->rows.size(); ++r) {
     const std::string at = path + ":" + std::to_string(table->lines[r]) + ": ";
     const auto& fields = table->rows[r];
     auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
     if (!p) return one_line(p.error());  // the error quotes a field as written
+    if (net_column != table->header.end() && net_at < fields.size() && !fields[net_at].empty()) {
+      auto net = network::parse_nccl_net(fields[net_at]);
+      if (!net) return one_line(Error{at + "nccl_net = \"" + fields[net_at] + "\": expected IB or Libfabric"});
+      p->nccl_net = *net;
+    }
     if (!(p->busbw_bytes_per_s > 0) || !(p->point.size_bytes > 0) || p->point.nodes < 1) {
       return Error{at + "nodes, bytes and busbw_GBps must be positive"};
     }
@@ -193,13 +200,48 @@ std::vector<PublishedPoint> points_from_logs(const std::vector<network::NcclTest
   return out;
 }
 
+Expected<std::vector<network::NcclTestsLog>> logs_from_points(const std::vector<PublishedPoint>& points,
+                                                              network::NcclNet nccl_net) {
+  std::vector<network::NcclTestsLog> logs;
+  std::map<std::string, std::size_t> log_of_series;
+  for (const PublishedPoint& p : points) {
+    const std::string at = p.file + ":" + std::to_string(p.line) + ": ";
+    if (p.gpus_per_node < 1) return Error{at + "gpus_per_node is not given; a fit needs the ranks"};
+    if (p.point.nodes > 1 && p.nccl_net != nccl_net) {
+      return Error{at + "nccl_net = \"" + network::to_string(p.nccl_net) + "\": measured over another transport than " +
+                   "the scenario's link (" + network::to_string(nccl_net) + ")"};
+    }
+    auto [it, added] = log_of_series.emplace(p.series, logs.size());
+    if (added) {
+      network::NcclTestsLog log;
+      log.path = p.file;
+      log.op_name = network::to_string(p.point.op);
+      log.op = p.point.op;
+      log.nodes = p.point.nodes;
+      log.ranks = p.point.nodes * p.gpus_per_node;
+      log.gpu_name = p.gpu;
+      log.algorithm = p.point.algorithm;
+      logs.push_back(std::move(log));
+    }
+    network::NcclTestsLog& log = logs[it->second];
+    const double alg_bw = p.busbw_bytes_per_s / network::bus_bw_factor(p.point.op, log.ranks);
+    network::NcclTestsRow row;
+    row.size_bytes = p.point.size_bytes;
+    row.out_of_place = {p.point.size_bytes / alg_bw, alg_bw, p.busbw_bytes_per_s, 0};
+    row.line = p.line;
+    log.rows.push_back(row);
+  }
+  return logs;
+}
+
 std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, const Scenario& scenario) {
   std::vector<PublishedPoint> out;
   const std::string gpu = lower(scenario.cluster.node.gpu);
   for (const auto& p : all) {
     const bool same_gpu = p.gpu.empty() || gpu.rfind(lower(p.gpu), 0) == 0;
     const bool same_node = p.gpus_per_node == 0 || p.gpus_per_node == scenario.cluster.node.gpus;
-    if (same_gpu && same_node) out.push_back(p);
+    const bool same_net = p.point.nodes <= 1 || p.nccl_net == scenario.cluster.fabric.link.nccl_net;
+    if (same_gpu && same_node && same_net) out.push_back(p);
   }
   return out;
 }
@@ -316,10 +358,11 @@ void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>
                      cl.node.name, cl.node.gpu, network::to_string(cl.fabric.topology), cl.fabric.link.name,
                      network::to_string(cl.fabric.routing), scenario.nccl.release,
                      cl.fabric.fit ? cl.fabric.fit->name : std::string("none (NCCL's tuner latencies)"))
-      << "Every measured point on this GPU with this node shape is simulated on this one cluster, whatever\n"
-         "fabric it was measured on: read each point's source. Error = simulated busbw / measured busbw - 1\n"
+      << "Every measured point on this GPU with this node shape is simulated on this one cluster; across\n"
+         "nodes only those measured over the transport NCCL runs on this link (" << network::to_string(cl.fabric.link.nccl_net)
+      << "), whatever\nelse their fabric was: read each point's source. Error = simulated busbw / measured busbw - 1\n"
          "(positive: the model is optimistic). The fit, if any, was made from 1-4-node logs of >= 32 MiB\n"
-         "(its provenance names them): the 8-32-node points and the sizes below 32 MiB were not fitted.\n\n"
+         "(its provenance names them): the points at 8 nodes and more and the sizes below 32 MiB were not fitted.\n\n"
       << "## Error by band\n\n"
       << "| nodes | collective | size | points | median \\|err\\| | max \\|err\\| | median error |\n"
       << "|---|---|---|---:|---:|---:|---:|\n";

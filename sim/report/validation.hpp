@@ -35,6 +35,7 @@ struct PublishedPoint {
   std::string published_algorithm;
   std::string platform;       // the measured system, as its source describes it
   std::string source;         // where it was published (URL or file)
+  network::NcclNet nccl_net = network::NcclNet::ib;  // the transport it ran over (column nccl_net; IB when absent)
   std::string series;         // the points of one measured sweep share it (one log, one figure)
   std::string file;           // where commbound read it, with `line`
   int line = 0;
@@ -46,14 +47,22 @@ inline constexpr double kLargeBytes = 8589934592.0;   // "large": the top of an 
 // Reads a reference table in either of the shipped layouts, told apart by the header:
 //   gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source          (published)
 //   source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,...  (collected points)
+// Either may add a column `nccl_net` (`IB` or `Libfabric`, network::NcclNet; empty or absent: IB).
 // Fields may be double-quoted (RFC 4180). Errors name the file, line and field.
 Expected<std::vector<PublishedPoint>> read_reference(const std::string& path);
 
 // The out-of-place rows of nccl-tests logs as measured points (one series per log).
 std::vector<PublishedPoint> points_from_logs(const std::vector<network::NcclTestsLog>& logs);
 
+// Reference points as nccl-tests logs, one per series, for fit-fabric: each row's time is size /
+// algbw, algbw = busbw / nccl-tests' factor. Errors (naming the file and line): a point without
+// its GPUs per node, or measured over another transport than `nccl_net` across nodes.
+Expected<std::vector<network::NcclTestsLog>> logs_from_points(const std::vector<PublishedPoint>& points,
+                                                              network::NcclNet nccl_net);
+
 // The points measured on the scenario's GPU (the node's gpu preset starts with the point's gpu
-// name; a point without one matches) with its GPUs per node (or without one).
+// name; a point without one matches) with its GPUs per node (or without one) and, across nodes,
+// over its link's transport (NCCL_NET): an EFA run checks an EFA scenario, not an InfiniBand one.
 std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, const Scenario& scenario);
 
 struct ValidationRow {

@@ -77,6 +77,16 @@ const std::vector<KeySpec<network::LinkTech>>& link_keys() {
       {.key = "latency_us", .type = KeyType::number, .si_per_unit = kSecondsPerUs, .lower = 0.0, .upper = 1e6,
        .required = true, .doc = "one traversal of the link (for fabric technologies: one switch traversal)",
        .set = KeyField<&LinkTech::latency_s>::set, .get = KeyField<&LinkTech::latency_s>::get},
+      {.key = "nccl_net", .type = KeyType::choice, .fallback = KeyValue{std::string("IB")},
+       .names = names_of({network::NcclNet::ib, network::NcclNet::libfabric}),
+       .doc = "fabric links: the transport NCCL runs over it, as NCCL_NET names it: `IB` (NCCL's IB verbs: "
+              "InfiniBand and RoCE) or `Libfabric` (the aws-ofi-nccl plugin over AWS EFA); validate compares a "
+              "scenario only with multi-node measurements made over the same transport",
+       .set = KeyEnum<network::parse_nccl_net, &LinkTech::nccl_net>::set,
+       .get = [](const LinkTech& t, double si) -> std::optional<KeyValue> {  // written only when not the default
+         if (t.nccl_net == network::NcclNet::ib) return std::nullopt;
+         return KeyEnum<network::parse_nccl_net, &LinkTech::nccl_net>::get(t, si);
+       }},
   };
   return keys;
 }

@@ -68,8 +68,8 @@ std::vector<Key> fabric_keys() {
        .set = KeyEnum<network::parse_topology, &Scenario::cluster, &ClusterSpec::fabric, &FabricSpec::topology>::set,
        .get = KeyEnum<network::parse_topology, &Scenario::cluster, &ClusterSpec::fabric, &FabricSpec::topology>::get},
       {.key = "link", .derived = "the node type's `nic`", .or_table = true,
-       .doc = "a table of `calibration/links.toml` (`ib-hdr`, `ib-ndr`, `ib-xdr`, `roce-200g`, `roce-400g`), or an "
-              "inline `[fabric.link]` table (keys below)"},
+       .doc = "a table of `calibration/links.toml` (`ib-hdr`, `ib-ndr`, `ib-xdr`, `roce-200g`, `roce-400g`, "
+              "`efa-v2-400g`), or an inline `[fabric.link]` table (keys below)"},
       {.key = "routing", .type = KeyType::choice, .fallback = text("adaptive"),
        .names = names_of({Routing::adaptive, Routing::ecmp}),
        .doc = "`adaptive`: each flow spread over all up-links (IB adaptive routing); `ecmp`: each (source NIC, "

@@ -11,7 +11,7 @@ namespace commbound::sim {
 std::vector<std::string> default_reference_tables(const std::filesystem::path& calibration_dir) {
   const auto dir = calibration_dir / "reference";
   return {(dir / "nccl-tests-published.csv").string(), (dir / "points-1to4-nodes.csv").string(),
-          (dir / "nccl-tests-at-scale.csv").string()};
+          (dir / "nccl-tests-at-scale.csv").string(), (dir / "aws-p5-efa-2to4-nodes.csv").string()};
 }
 
 Expected<std::vector<PublishedPoint>> read_measured_points(const MeasuredSources& sources,

@@ -147,6 +147,85 @@ TEST(ReadReference, ReadsThePublishedTablesSpecialWords) {
   EXPECT_EQ((*points)[1].line, 3);
 }
 
+// The optional nccl_net column: "Libfabric" (an EFA run), empty or absent is IB; anything else is
+// refused naming the file, line and value.
+TEST(ReadReference, ReadsTheTransportColumn) {
+  const std::string path = ::testing::TempDir() + "transport.csv";
+  std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net\n"
+                         "H100,8,8,allgather,default,33554432,46.29,aws,Libfabric\n"
+                         "H100,8,8,allgather,default,33554432,80,ib,\n";
+  auto points = read_reference(path);
+  ASSERT_TRUE(points) << points.error().message;
+  ASSERT_EQ(points->size(), 2u);
+  EXPECT_EQ((*points)[0].nccl_net, network::NcclNet::libfabric);
+  EXPECT_EQ((*points)[1].nccl_net, network::NcclNet::ib);
+  std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net\n"
+                         "H100,8,8,allgather,default,33554432,46.29,aws,EFA\n";
+  auto bad = read_reference(path);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, path + ":2: nccl_net = \"EFA\": expected IB or Libfabric");
+}
+
+// Across nodes a point checks only a scenario whose link NCCL runs over the same transport: an EFA
+// run is not an InfiniBand fabric's measurement. Inside one node the network plays no part, so a
+// one-node point checks either.
+TEST(PointsOn, KeepMultiNodePointsOfTheLinksTransportOnly) {
+  Scenario ib;
+  ib.cluster.node.gpu = "H100-SXM5-80GB";
+  ib.cluster.node.gpus = 8;
+  Scenario efa = ib;
+  efa.cluster.fabric.link.nccl_net = network::NcclNet::libfabric;
+  PublishedPoint one_node, ib_run, efa_run;
+  for (PublishedPoint* p : {&one_node, &ib_run, &efa_run}) {
+    p->gpu = "H100";
+    p->gpus_per_node = 8;
+    p->point.nodes = 8;
+  }
+  one_node.point.nodes = 1;
+  one_node.nccl_net = network::NcclNet::libfabric;
+  efa_run.nccl_net = network::NcclNet::libfabric;
+  auto count = [](const Expected<std::vector<PublishedPoint>>& kept) { return kept ? kept->size() : 0u; };
+  EXPECT_EQ(count(points_on({one_node, ib_run, efa_run}, ib)), 2u);   // one_node, ib_run
+  EXPECT_EQ(count(points_on({one_node, ib_run, efa_run}, efa)), 2u);  // one_node, efa_run
+  EXPECT_FALSE(points_on({ib_run}, efa));
+}
+
+// Reference points as logs for fit-fabric. An AllGather on 2 nodes x 8 GPUs (16 ranks) of 32 MiB at
+// busbw 131.30 GB/s: algbw = busbw x 16/15 = 140.0533 GB/s (nccl-tests' factor (n-1)/n undone), time
+// = 33554432 B / 140.0533 GB/s = 239.58 us. Two sizes of one series make one log of two rows; a
+// multi-node point of another transport than the fit's, or one without its GPUs per node, is refused.
+TEST(LogsFromPoints, UndoTheBusFactorOneLogPerSeries) {
+  PublishedPoint a;
+  a.gpu = "H100";
+  a.gpus_per_node = 8;
+  a.point = {network::CollectiveOp::all_gather, 2, 32 * kMiB, std::nullopt, std::nullopt};
+  a.busbw_bytes_per_s = 131.30 * kGB;
+  a.series = "aws 2 nodes";
+  a.nccl_net = network::NcclNet::libfabric;
+  a.file = "efa.csv";
+  a.line = 7;
+  PublishedPoint b = a;
+  b.point.size_bytes = 64 * kMiB;
+  auto logs = logs_from_points({a, b}, network::NcclNet::libfabric);
+  ASSERT_TRUE(logs) << logs.error().message;
+  ASSERT_EQ(logs->size(), 1u);
+  const network::NcclTestsLog& log = logs->front();
+  EXPECT_EQ(log.ranks, 16);
+  EXPECT_EQ(log.nodes, 2);
+  EXPECT_EQ(log.op, network::CollectiveOp::all_gather);
+  ASSERT_EQ(log.rows.size(), 2u);
+  EXPECT_NEAR(log.rows[0].out_of_place.alg_bw_bytes_per_s, 140.0533e9, 1e5);
+  EXPECT_NEAR(log.rows[0].out_of_place.time_s, 239.58e-6, 0.01e-6);
+  EXPECT_EQ(log.rows[0].line, 7);
+
+  auto other = logs_from_points({a}, network::NcclNet::ib);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().message,
+            "efa.csv:7: nccl_net = \"Libfabric\": measured over another transport than the scenario's link (IB)");
+  a.gpus_per_node = 0;
+  ASSERT_FALSE(logs_from_points({a}, network::NcclNet::libfabric));
+}
+
 // Only points on the scenario's GPU (by prefix: "H100" matches "H100-SXM5-80GB") and node shape
 // are simulated; none is an error naming both. The largest node count sizes the cluster.
 TEST(PointsOn, KeepThePointsOfTheScenariosGpuOrSayNone) {
