@@ -66,7 +66,7 @@ Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstan
     CollectiveCall call;
     call.op = pt.op;
     call.size_bytes = pt.size_bytes;
-    call.ranks = sweep_ranks(platform, pt.op, pt.nodes, pt.gpus_per_node);
+    call.ranks = pt.ranks.empty() ? sweep_ranks(platform, pt.op, pt.nodes, pt.gpus_per_node) : pt.ranks;
     call.all_to_all_method = pt.all_to_all_method;
     auto choice = resolve_choice(runner, call, pt.algorithm, pt.protocol);
     if (!choice) return choice.error();

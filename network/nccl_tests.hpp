@@ -48,6 +48,7 @@ struct SweepPoint {
   std::optional<Protocol> protocol;
   int gpus_per_node = 0;  // the first GPUs of each node in the call; 0: all of the node's
   AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // alltoall only
+  std::vector<int> ranks;  // the call's ranks when given (a training group's); nodes then only labels the row
 };
 
 // The ranks of one nccl-tests run of `op` on the first `nodes` nodes, `gpus_per_node` of each

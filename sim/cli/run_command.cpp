@@ -4,6 +4,7 @@
 #include "sim/cli/common.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/report/explain_report.hpp"
+#include "sim/run/group_calls_alone.hpp"
 #include "sim/report/metrics_report.hpp"
 #include "sim/report/perfetto_writer.hpp"
 #include "sim/report/output.hpp"
@@ -123,10 +124,18 @@ int run(const RunArgs& args) {
   }
   if (!rows) return fail(rows.error().message);
   if (args.explain) {
-    std::vector<sim::ExplainedPoint> points;
-    for (auto& row : *rows) points.push_back({row.name, std::move(row.breakdown), row.metrics.memory});
     const sim::Format format =
         args.format == "csv" ? sim::Format::csv : args.format == "json" ? sim::Format::json : sim::Format::table;
+    std::vector<sim::ExplainedPoint> points;
+    for (auto& row : *rows) {
+      std::vector<sim::GroupCallAlone> alone;
+      if (row.breakdown && format != sim::Format::csv) {
+        auto priced = sim::price_group_calls_alone(row.scenario, *row.breakdown);
+        if (!priced) return fail(priced.error().message);
+        alone = std::move(*priced);
+      }
+      points.push_back({row.name, std::move(row.breakdown), row.metrics.memory, std::move(alone)});
+    }
     Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
       sim::write_explain_report(o, points, format, title_of("commbound run --explain", base));
     });

@@ -1,10 +1,12 @@
 #include "sim/report/explain_report.hpp"
 
+#include "core/units.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace commbound::sim {
@@ -56,6 +58,22 @@ Parts parts_of(const RankBreakdown& r, bool pipelined) {
           r.bubble_s,   r.host_s,         r.other_s + (pipelined ? 0.0 : r.tail_s)};
 }
 
+// Under a row: one call of its mean size alone on an idle fabric, term by term, and what limits it.
+void write_alone(std::ostream& out, const BreakdownRow& r, const GroupCallAlone& a) {
+  const network::CollectiveResult& res = a.row.result;
+  out << fmt::format("    one call alone, idle fabric, {} on {} node(s): {} {:.1f} us (the run: {:.1f} us a call)\n",
+                     size_label(a.row.size_bytes), a.row.nodes,
+                     std::string(network::algorithm_label(a.collective, res.choice.algorithm)) + "/" +
+                         network::to_string(res.choice.protocol),
+                     res.time_s * kUsPerS, r.time_s / r.count * kUsPerS);
+  const network::CostTerm* limit = nullptr;
+  for (const network::CostTerm& t : res.terms) {
+    out << fmt::format("      {:>5.1f}%  {}\n", res.time_s > 0 ? 100 * t.seconds / res.time_s : 0.0, t.what);
+    if (limit == nullptr || t.seconds > limit->seconds) limit = &t;
+  }
+  if (limit != nullptr) out << "      limited by: " << limit->what << "\n";
+}
+
 void write_table(std::ostream& out, const ExplainedPoint& point) {
   if (!point.breakdown) {  // what `run` prints for such a row, as a table: what fills the GPU
     const MemoryUse& m = point.memory;
@@ -86,6 +104,10 @@ void write_table(std::ostream& out, const ExplainedPoint& point) {
                        to_string(r.group), nccl_name(r.collective), r.group_ranks, count_label(r.count),
                        r.count > 0 ? size_label(r.bytes / r.count) : "-", size_label(r.bytes), choices_label(r),
                        r.time_s, r.bus_bw_bytes_per_s() / kBytesPerGB, r.exposed_s, share(r.exposed_s), r.wait_s);
+    const auto alone = std::find_if(point.alone.begin(), point.alone.end(), [&r](const GroupCallAlone& a) {
+      return a.group == r.group && a.collective == r.collective;
+    });
+    if (alone != point.alone.end()) write_alone(out, r, *alone);
   }
   if (b.mean.rows.empty()) out << "(no collectives)\n";
   const Parts p = parts_of(b.mean, pipelined);
@@ -144,7 +166,24 @@ void write_explain_report(std::ostream& out, const std::vector<ExplainedPoint>& 
     nlohmann::json arr = nlohmann::json::array();
     for (const ExplainedPoint& p : points) {
       if (p.breakdown) {
-        arr.push_back({{"scenario", p.name}, {"oom", false}, {"breakdown", *p.breakdown}});
+        nlohmann::json alone = nlohmann::json::array();
+        for (const GroupCallAlone& a : p.alone) {
+          const network::CollectiveResult& res = a.row.result;
+          nlohmann::json terms = nlohmann::json::array();
+          for (const network::CostTerm& t : res.terms) {
+            terms.push_back({{"what", t.what}, {"count", t.count}, {"each_s", t.each_s}, {"seconds", t.seconds}});
+          }
+          alone.push_back({{"group", to_string(a.group)},
+                           {"collective", network::to_string(a.collective)},
+                           {"ranks", a.row.ranks},
+                           {"nodes", a.row.nodes},
+                           {"bytes", a.row.size_bytes},
+                           {"algorithm", network::algorithm_label(a.collective, res.choice.algorithm)},
+                           {"protocol", network::to_string(res.choice.protocol)},
+                           {"time_s", res.time_s},
+                           {"terms", terms}});
+        }
+        arr.push_back({{"scenario", p.name}, {"oom", false}, {"breakdown", *p.breakdown}, {"alone", alone}});
       } else {
         nlohmann::json memory = nlohmann::json::object();
         for (const auto& [what, bytes] : p.memory.bytes) memory[what] = bytes;
@@ -183,8 +222,12 @@ simulated rank (the mean over the simulated ranks, one per pipeline stage, as th
 then the iteration split into parts that add up to it: compute; exposed communication; waiting
 for a group (the rows' wait, PP aside); the pipeline bubble (the PP rows' wait plus, with
 pipeline parallelism, the tail: idle after the stage's last op until the slowest stage ends);
-host-bound (idle until the host issued the next op); idle, other. With several pipeline stages a
-line per stage follows. --format csv gives every rank's lines and the mean, --format json the
+host-bound (idle until the host issued the next op); idle, other. Under each row that ran on
+the fabric: one call of its mean size alone on an idle copy of the cluster, over the first
+simulated rank's group, with the choice the run used most, and its time term by term (launch,
+latency chain, messages, bytes, FIFO window, as `commbound collective --explain`): what the call
+costs by itself, against the run's time a call, which adds the links it shared, its size spread
+and, for an all-to-all, the routing skew. With several pipeline stages a line per stage follows. --format csv gives every rank's lines and the mean, --format json the
 same data (docs/metrics.md). A [sweep] gives one table per point.)";
 }
 

@@ -10,6 +10,7 @@
 // (the other parts). GB/s are 1e9 bytes per second, as nccl-tests prints them.
 #pragma once
 
+#include "network/nccl_tests.hpp"
 #include "sim/metrics/iteration_breakdown.hpp"
 #include "sim/workload/memory_model.hpp"
 #include "sim/report/collective_report.hpp"
@@ -21,11 +22,20 @@
 
 namespace commbound::sim {
 
+// One call of a breakdown row, priced alone on an idle copy of the cluster and itemized term by
+// term (sim/run/group_calls_alone.hpp makes them).
+struct GroupCallAlone {
+  CommGroup group = CommGroup::dp;
+  network::CollectiveOp collective = network::CollectiveOp::all_reduce;
+  network::SweepRow row;  // its ranks, size, choice, time and CollectiveResult::terms
+};
+
 // One point's breakdown, by its row name; unset when the point was not simulated (out of memory).
 struct ExplainedPoint {
   std::string name;
   std::optional<IterationBreakdown> breakdown;  // none: out of memory, not simulated
   MemoryUse memory;                              // of the GPU that holds the most
+  std::vector<GroupCallAlone> alone;             // the rows' calls alone (table and JSON show them)
 };
 
 // The report of `points` in `format`, under `title` (the scenario and its setting).

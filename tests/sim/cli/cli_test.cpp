@@ -512,8 +512,41 @@ TEST(Cli, ExplainBreaksEveryPointDown) {
       EXPECT_NEAR(parts_s.at(p["scenario"].get<std::string>() + "/" + rank), iteration_s, 1e-6 * iteration_s);
     }
   }
+  // Under the tp 2 point's TP row, one AllReduce of its mean size (17179869184 / 256 = 64 MiB) over
+  // the 2 ranks of rank 0's group alone on the idle node: the same call `collective` prices, to the
+  // microsecond it prints, and its terms add up to its time.
+  bool alone_tp = false;
+  for (const auto& p : j["points"]) {
+    if (p["scenario"] != "parallel.tp=2 parallel.pp=1") continue;
+    for (const auto& a : p["alone"]) {
+      if (a["group"] != "TP") continue;
+      alone_tp = true;
+      EXPECT_EQ(a["ranks"], 2);
+      EXPECT_EQ(a["nodes"], 1);
+      EXPECT_EQ(a["bytes"].get<double>(), 67108864.0);
+      double terms_s = 0;
+      for (const auto& t : a["terms"]) terms_s += t["seconds"].get<double>();
+      const double time_s = a["time_s"].get<double>();
+      EXPECT_NEAR(terms_s, time_s, 1e-9 * time_s);
+      const CliRun one = run("collective scenarios/paper/model_parallel_7b_256gpu.toml --set cluster.nodes=1 --op "
+                             "allreduce --nodes 1 --gpus-per-node 2 --bytes 64M --algo " +
+                             a["algorithm"].get<std::string>() + " --proto " + a["protocol"].get<std::string>() +
+                             " --format csv");
+      ASSERT_EQ(one.exit_code, 0) << one.out;
+      std::istringstream rows(one.out);
+      std::string head, values;
+      std::getline(rows, head);
+      std::getline(rows, values);
+      const auto f = commbound::sim::csv_fields(values);
+      ASSERT_TRUE(f && f->size() > 4) << one.out;
+      EXPECT_EQ((*f)[4], fmt::format("{:.3f}", time_s * 1e6));  // time_us
+    }
+  }
+  EXPECT_TRUE(alone_tp);
   const CliRun table = run(base);
   ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("one call alone, idle fabric, 64 MiB on 1 node(s)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("limited by: "), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("## parallel.tp=1 parallel.pp=1:"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("## parallel.tp=2 parallel.pp=1:"), std::string::npos) << table.out;
   const CliRun help = run("run --help");
