@@ -116,6 +116,33 @@ TEST(NcclTuner, RunsRingBelowSixGpusAndNvlsFromSixInAnH100Node) {
   EXPECT_EQ(tuner.choose({CollectiveOp::all_reduce, 2, 1, 67108864.0}).algorithm, Algorithm::ring);
 }
 
+// Across nodes NCCL's ring bandwidth is the NICs the communicator reaches (bwInter x channels):
+// a GPU uses another GPU's NIC only by PXN through a GPU of its own communicator, so with all 8
+// GPUs of a DGX H100 node the ring has 8 NICs, with one GPU per node (a data-parallel group under
+// tp 8) one, and with 2 GPUs two: Ring/Simple algBw in the ratio 8 : 1 : 2 at equal rank counts
+// (16 ranks: 2 nodes of 8 against 16 nodes of 1 need the same regime, so 24 nodes of 8, 1 and 2 GPUs
+// are compared at 24, 192 and 48 ranks through busBw = algBw x (n - 1) / n). One NIC is 50 GB/s x
+// 0.96 = 48 GB/s: a 1-GPU-per-node ring's busBw (the 10-node H100 log nccl_N10_G1 measures 46-47).
+// Then PAT, NCCL's one-GPU-per-node algorithm at 0.75 of the ring's busBw with a shorter latency
+// (log2(nodes) x netLat / 3.5 + 2.8 us a rank, tuning.cc), wins only while that latency saving
+// outweighs its slower bytes: at 48 nodes it runs 32 MiB, Ring runs 256 MiB (16 MiB / 48 GB/s x
+// (1/0.75 - 1) = 0.12 ms lost against 0.5 ms of latency saved at 32 MiB; 1.9 ms lost at 256 MiB).
+TEST(NcclTuner, RingAcrossNodesRunsAtTheNicsItsGpusReach) {
+  const ClusterSpec spec = testing::dgx_h100(48);
+  const NcclTuner tuner(spec.node, spec.fabric, testing::nccl_2_30_7());
+  const CollectiveChoice simple{Algorithm::ring, Protocol::simple};
+  auto bus_bw = [&](int gpus_per_node) {
+    const int n = 24 * gpus_per_node;
+    return predicted_alg_bw(tuner, {CollectiveOp::all_gather, n, 24, 1e9}, simple) * (n - 1) / n;
+  };
+  EXPECT_NEAR(bus_bw(1) / kGB, 48.0, 1e-9);
+  EXPECT_NEAR(bus_bw(2) / bus_bw(1), 2.0, 1e-9);
+  EXPECT_NEAR(bus_bw(8) / bus_bw(1), 8.0, 1e-9);
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_gather, 48, 48, 32.0 * (1 << 20)}).algorithm, Algorithm::pat);
+  EXPECT_EQ(tuner.choose({CollectiveOp::all_gather, 48, 48, 256.0 * (1 << 20)}).algorithm, Algorithm::ring);
+  EXPECT_EQ(tuner.choose({CollectiveOp::reduce_scatter, 48, 48, 256.0 * (1 << 20)}).algorithm, Algorithm::ring);
+}
+
 // A 2-GPU AllReduce in a DGX H100 node as NCCL runs it (Ring/Simple, ranks 0 and 1 of the node, a
 // communicator of its own): each GPU sends S/2 in each of the 2 steps through its own NVLink to the
 // switch at 370.8 GB/s, so time = 8.4 us + 2 x 3.4 us + S / 370.8 GB/s and busbw = S / time tends to

@@ -186,9 +186,11 @@ std::vector<std::vector<std::string>> data_rows(const std::string& text) {
   return rows;
 }
 
-// The three shipped reference tables by default. The four points of NVIDIA/nccl-tests issue 290 (2 x 8
+// The four shipped reference tables by default. The four points of NVIDIA/nccl-tests issue 290 (2 x 8
 // H100 with 8 x 400 Gb/s NICs: 50 GB/s each, 400 GB/s a node) reach 88-156 GB/s at >= 1 GiB, below
 // half of the links: no healthy fabric, so they are listed but kept out of the summary; no other is.
+// The AWS EFA runs across nodes (89: 32 at 2-4 nodes, 57 at 8-32) ran over another transport than
+// InfiniBand: they check the EFA scenario, every one of them, and no other multi-node point does.
 TEST(Validation, ListsEveryReferencePointAndExcludesOnlyTheBrokenFabric) {
   const CliRun r = run("validate " + kExample + " --format csv");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -201,7 +203,17 @@ TEST(Validation, ListsEveryReferencePointAndExcludesOnlyTheBrokenFabric) {
     excluded += broken;
   }
   EXPECT_EQ(excluded, 4);
-  EXPECT_GE(points, 250);  // the H100 points of the three (178 collected, 12 published, 108 at scale, minus A100)
+  EXPECT_GE(points, 230);  // the H100 points (178 collected, 12 published, 108 at scale, minus A100 and EFA)
+  for (const auto& f : data_rows(r.out)) EXPECT_EQ(f[10].find("aws-gpu-communication-benchmark"), std::string::npos);
+  const CliRun efa = run("validate scenarios/examples/aws-p5-efa.toml --format csv");
+  ASSERT_EQ(efa.exit_code, 0) << efa.out;
+  int efa_runs = 0;
+  for (const auto& f : data_rows(efa.out)) {
+    if (f[1] == "1") continue;  // one node: the network plays no part, every H100 scenario sees these
+    EXPECT_NE(f[10].find("aws-gpu-communication-benchmark"), std::string::npos) << f[10];
+    ++efa_runs;
+  }
+  EXPECT_EQ(efa_runs, 89);
 }
 
 // The shipped logs through --nccl-tests: one point per out-of-place row, one figure per log, and
