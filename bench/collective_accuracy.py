@@ -40,6 +40,8 @@ def bytes_of(row):
 def source_of(row):
     """The publisher of a point: the repository or issue its source names first."""
     s = row["source"]
+    if "xxrjun" in s and "of 8 GPUs per node" in s:
+        return "10-node H100 cluster (xxrjun), 1, 2, 4 of 8 GPUs a node"
     for key, name in (("aws-gpu-communication-benchmark", "AWS p5 EFA (crazyguitar)"),
                       ("xxrjun", "10-node H100 cluster (xxrjun)"),
                       ("NVIDIA/nccl-tests issue 322", "128 nodes, Ring/LL128 forced (NVIDIA/nccl-tests issue 322)"),

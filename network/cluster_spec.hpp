@@ -6,6 +6,7 @@
 #include "network/fabric_fit.hpp"
 #include "network/link_spread.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,13 @@ struct NodeType {
   // Why this node cannot be built as described (empty when it can): a mesh holds at most
   // kMaxMeshGpus GPUs and has no switch to reduce in (NVLink SHARP).
   std::string nvlink_topology_problem() const;
+  // The NICs a communicator with `gpus_in_comm` of this node's GPUs sends through: its GPUs' own
+  // (nics / gpus each, rounded up, at least one). A GPU reaches another GPU's NIC only by PXN,
+  // which relays through a GPU of the same communicator, so one GPU per node uses one NIC.
+  int nics_reached(int gpus_in_comm) const {
+    if (gpus <= 0) return nics;
+    return std::max(1, std::min(nics, (std::max(1, gpus_in_comm) * nics + gpus - 1) / gpus));
+  }
 };
 
 enum class Topology { single_switch, fat_tree, rail_optimized };

@@ -330,11 +330,11 @@ std::optional<std::string> measurement_issue(const ClusterSpec& cluster, Collect
   const NodeType& node = cluster.node;
   // Bus bandwidth no hardware of this kind can exceed: inside a node the GPU's NVLink (x2 for an
   // AllReduce, which NVLink SHARP halves); across nodes each node must move S (nodes-1)/nodes of
-  // the data through its NICs per direction and per phase, so busbw <= NIC line rate x nics x
-  // (n-1)/n x nodes/(nodes-1) (nccl-tests' busbw factors; in-network reduction aside).
+  // the data through the NICs its GPUs reach per direction and per phase, so busbw <= NIC line rate
+  // x those NICs x (n-1)/n x nodes/(nodes-1) (nccl-tests' busbw factors; in-network reduction aside).
   const bool ar = op == CollectiveOp::all_reduce;
   const double nvlink_bound = node.nvlink.bw_bytes_per_s * (ar ? 2 : 1);
-  const double nic_line = cluster.fabric.link.bw_bytes_per_s * node.nics;
+  const double nic_line = cluster.fabric.link.bw_bytes_per_s * node.nics_reached(ranks / std::max(1, nodes));
   const double net_bound = nodes > 1 ? nic_line * (ranks - 1.0) / ranks * nodes / (nodes - 1.0) : nvlink_bound;
   const double bound = std::min(nvlink_bound, net_bound);
   const double ring_bound = nodes > 1 ? nic_line : node.nvlink.bw_bytes_per_s;

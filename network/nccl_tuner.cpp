@@ -131,9 +131,7 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
   // than it has NICs leaves the others to other traffic (one GPU per node: one NIC, 46-47 GB/s busbw
   // for AllGather and ReduceScatter of 128 MiB-4 GiB on 10 H100 nodes, xxrjun/nccl-tests-cluster log
   // nccl_N10_G1.log).
-  const int per_node = std::max(1, n / std::max(1, nodes));
-  const int nics_used = std::min(node_.nics, (per_node * node_.nics + node_.gpus - 1) / node_.gpus);
-  bw.inter_bytes_per_s = fabric_.link.effective_bw_bytes_per_s() * std::max(1, nics_used);
+  bw.inter_bytes_per_s = fabric_.link.effective_bw_bytes_per_s() * node_.nics_reached(n / std::max(1, nodes));
   // Inside one NVSwitch node the rings reserve what NCCL's ring graph holds (ring_graph: 360 of an
   // H100's 370.8 GB/s), as NCCL's printed tuning table shows for 2 to 8 GPUs.
   const bool in_switch_node = nodes == 1 && node_.nvlink_topology == NvlinkTopology::nvswitch;

@@ -34,8 +34,17 @@ std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_
   return node_ranks;
 }
 
-int rail_groups(const Platform& platform, int nodes) {
-  return nodes == 1 ? 1 : std::min(platform.spec().node.nics, platform.spec().node.nccl_channels);
+std::vector<int> rails_used(const Platform& platform, const std::vector<std::vector<int>>& nodes) {
+  if (nodes.size() <= 1) return {0};
+  const NodeType& node = platform.spec().node;
+  std::vector<char> present(static_cast<std::size_t>(node.gpus), 0);
+  for (int r : nodes.front()) present[static_cast<std::size_t>(platform.local_of(r))] = 1;
+  std::vector<int> rails;
+  for (int rail = 0; rail < node.nics && static_cast<int>(rails.size()) < node.nccl_channels; ++rail) {
+    if (present[static_cast<std::size_t>(rail * node.gpus / node.nics)]) rails.push_back(rail);
+  }
+  if (rails.empty()) rails.push_back(platform.local_of(nodes.front().front()) * node.nics / node.gpus);
+  return rails;
 }
 
 std::vector<GroupSlot> group_slots(int groups, int channels, bool merge) {

@@ -20,9 +20,12 @@ std::vector<std::vector<int>> by_node(const Platform& platform, const std::vecto
 // next one present; unrotated when none is.
 std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_ranks, int rail);
 
-// Distinct rails the channels use across `nodes` nodes: min(nics, channels); 1 inside one node,
-// where every rail's ring is the same ring (the NVSwitch is symmetric).
-int rail_groups(const Platform& platform, int nodes);
+// The rails the channels use across `nodes` (by_node's): those whose NIC belongs to a GPU present
+// on a node (rail r to local GPU r x gpus / nics), at most one per channel: every NIC with whole
+// nodes, one with one GPU per node (a GPU reaches another's NIC only by PXN through a GPU of its
+// own communicator, as NCCL's ring search keeps to). Rail 0 alone inside one node, where every
+// rail's ring is the same ring (the NVSwitch is symmetric).
+std::vector<int> rails_used(const Platform& platform, const std::vector<std::vector<int>>& nodes);
 
 // One channel group as simulated: group `group` of the path set, carrying `channels` NCCL channels.
 struct GroupSlot {

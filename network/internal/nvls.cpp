@@ -1,6 +1,7 @@
 #include "network/internal/nvls.hpp"
 
 #include "network/internal/algorithm.hpp"
+#include "network/internal/channel_groups.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/tree.hpp"
 
@@ -76,9 +77,10 @@ SwitchPart switch_part(const AlgorithmParams& params) {
   return part;
 }
 
-// GPU k of a node (rail k), or its last GPU when it has fewer.
-sg4::Host* rail_gpu(Platform& platform, const std::vector<int>& node_ranks, int k) {
-  return platform.gpu(node_ranks[std::min<std::size_t>(k, node_ranks.size() - 1)]);
+// The GPU of a node (its ranks, sorted) whose NIC is `rail`, or the next present one: the head of
+// that rail's exchange between nodes.
+sg4::Host* rail_gpu(Platform& platform, const std::vector<int>& node_ranks, int rail) {
+  return platform.gpu(rotate_to_rail(platform, node_ranks, rail).front());
 }
 
 // Waits `latency_s`, then runs every flow at once: the algorithm's result.
@@ -99,11 +101,12 @@ AlgorithmResult run_nvls_tree(const AlgorithmParams& params) {
   const double size = params.call.size_bytes;
   const SwitchPart part = switch_part(params);
   const int n_nodes = static_cast<int>(part.nodes.size());
-  const int nics = platform.spec().node.nics;
+  const std::vector<int> rails = rails_used(platform, part.nodes);  // the rails of the GPUs present
+  const int nics = static_cast<int>(rails.size());
   // Per tree of the double binary tree, its edges up and down on every rail, each group at one rate.
   std::vector<std::vector<Edge>> tree_edges(4);
   for (int tree = 0; tree < 2; ++tree) {
-    for (int k = 0; k < nics; ++k) {
+    for (int k : rails) {
       for (int i = 0; i < n_nodes; ++i) {
         const int parent = dtree_parent(n_nodes, tree, i);
         if (parent < 0) continue;
@@ -133,9 +136,10 @@ AlgorithmResult run_nvls_sharp(const AlgorithmParams& params) {
   const double size = params.call.size_bytes;
   const SwitchPart part = switch_part(params);
   const std::size_t n_nodes = part.nodes.size();
-  const int nics = platform.spec().node.nics;
+  const std::vector<int> used = rails_used(platform, part.nodes);  // the rails of the GPUs present
+  const int nics = static_cast<int>(used.size());
   std::vector<Edge> rails;  // every rail's exchange with the next node
-  for (int k = 0; k < nics; ++k) {
+  for (int k : used) {
     for (std::size_t i = 0; i < n_nodes; ++i) {
       rails.emplace_back(rail_gpu(platform, part.nodes[i], k), rail_gpu(platform, part.nodes[(i + 1) % n_nodes], k));
     }
@@ -162,9 +166,17 @@ std::string no_nvls_switch(const NcclTuner& tuner) {
   return "";
 }
 
+// NCCL sets NVLS up only for a communicator with at least 2 GPUs on a node (src/transport/nvls.cc,
+// ncclNvlsInit: gpuCount < 2 returns without it): a multicast group of one GPU reduces nothing.
+std::string one_gpu_a_node(const CallShape& shape) {
+  return shape.ranks < 2 * std::max(1, shape.nodes) ? "NCCL sets NVLS up only with 2 or more GPUs of the communicator on a node"
+                                                     : "";
+}
+
 std::string nvls_unsupported(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
   if (shape.op != CollectiveOp::all_reduce) return "this model runs NVLS for AllReduce only";
   if (std::string why = no_nvls_switch(tuner); !why.empty()) return why;
+  if (std::string why = one_gpu_a_node(shape); !why.empty()) return why;
   if (shape.nodes != 1 && !tuner.fabric().sharp) {
     return "NVLS across nodes needs in-network reduction in the fabric (NCCL's CollNet: [fabric] sharp = true)";
   }
@@ -175,6 +187,7 @@ std::string nvls_unsupported(const NcclTuner& tuner, const CallShape& shape, Pro
 std::string nvls_tree_unsupported(const NcclTuner& tuner, const CallShape& shape, Protocol p) {
   if (shape.op != CollectiveOp::all_reduce) return "NVLSTree runs AllReduce only";
   if (std::string why = no_nvls_switch(tuner); !why.empty()) return why;
+  if (std::string why = one_gpu_a_node(shape); !why.empty()) return why;
   if (shape.nodes < 2) return "NVLSTree spans nodes (NVLS inside one)";
   if (p != Protocol::simple) return "NVLSTree runs the Simple protocol only";
   return "";

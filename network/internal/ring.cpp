@@ -88,12 +88,12 @@ std::vector<RingGroup> build_rings(const Platform& platform, const std::vector<i
     for (auto [g, c] : group_slots(groups, channels, merge)) rings.push_back({cycles[g], c});
     return rings;
   }
-  const int groups = rail_groups(platform, static_cast<int>(nodes.size()));
-  for (auto [g, c] : group_slots(groups, channels, merge)) {
+  const std::vector<int> rails = rails_used(platform, nodes);
+  for (auto [g, c] : group_slots(static_cast<int>(rails.size()), channels, merge)) {
     RingGroup ring;
     ring.channels = c;
     for (const auto& n : nodes) {
-      std::vector<int> order = rotate_to_rail(platform, n, g);
+      std::vector<int> order = rotate_to_rail(platform, n, rails[static_cast<std::size_t>(g)]);
       // On a mesh, odd rails cross the node the other way round, so that the rails' rings share
       // each direction of each pair's link between half of them (the way NCCL's search balances
       // its channels over the links) instead of all crowding one direction.

@@ -169,11 +169,12 @@ int dtree_parent(int n, int tree, int rank) {
 std::vector<TreeGroup> build_trees(const Platform& platform, const std::vector<int>& ranks, bool merge) {
   const auto nodes = by_node(platform, ranks);
   const int n_nodes = static_cast<int>(nodes.size());
-  const int rails = rail_groups(platform, n_nodes);
+  const std::vector<int> rail_list = rails_used(platform, nodes);
+  const int rails = static_cast<int>(rail_list.size());
   const int trees = n_nodes == 1 ? 1 : 2;
   std::vector<TreeGroup> out;
   for (auto [g, channels] : group_slots(rails * trees, platform.spec().node.nccl_channels, merge)) {
-    const int rail = g % rails;
+    const int rail = rail_list[static_cast<std::size_t>(g % rails)];
     const int tree = g / rails;
     TreeGroup t;
     t.channels = channels;

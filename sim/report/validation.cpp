@@ -155,6 +155,8 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
   }
   const auto net_column = std::find(table->header.begin(), table->header.end(), "nccl_net");
   const auto net_at = static_cast<std::size_t>(net_column - table->header.begin());
+  const auto node_gpus_column = std::find(table->header.begin(), table->header.end(), "node_gpus");
+  const auto node_gpus_at = static_cast<std::size_t>(node_gpus_column - table->header.begin());
   std::vector<PublishedPoint> out;
   for (std::size_t r = 0; r < table->rows.size(); ++r) {
     const std::string at = path + ":" + std::to_string(table->lines[r]) + ": ";
@@ -165,6 +167,18 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
       auto net = network::parse_nccl_net(fields[net_at]);
       if (!net) return one_line(Error{at + "nccl_net = \"" + fields[net_at] + "\": expected IB or Libfabric"});
       p->nccl_net = *net;
+    }
+    if (node_gpus_column != table->header.end() && node_gpus_at < fields.size() && !fields[node_gpus_at].empty()) {
+      auto node_gpus = field_number<int>(at, "node_gpus", fields[node_gpus_at]);
+      if (!node_gpus) return one_line(node_gpus.error());
+      if (*node_gpus < p->gpus_per_node || *node_gpus > 1024) {
+        return one_line(Error{at + "node_gpus = " + fields[node_gpus_at] + ": expected gpus_per_node (" +
+                              std::to_string(p->gpus_per_node) + ") to 1024"});
+      }
+      if (*node_gpus > p->gpus_per_node) {
+        p->node_gpus = *node_gpus;
+        p->point.gpus_per_node = p->gpus_per_node;  // the first GPUs of each node, as nccl-tests' -g K
+      }
     }
     if (!(p->busbw_bytes_per_s > 0) || !(p->point.size_bytes > 0) || p->point.nodes < 1) {
       return Error{at + "nodes, bytes and busbw_GBps must be positive"};
@@ -239,7 +253,8 @@ std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, con
   const std::string gpu = lower(scenario.cluster.node.gpu);
   for (const auto& p : all) {
     const bool same_gpu = p.gpu.empty() || gpu.rfind(lower(p.gpu), 0) == 0;
-    const bool same_node = p.gpus_per_node == 0 || p.gpus_per_node == scenario.cluster.node.gpus;
+    const int node_gpus = p.node_gpus > 0 ? p.node_gpus : p.gpus_per_node;
+    const bool same_node = node_gpus == 0 || node_gpus == scenario.cluster.node.gpus;
     const bool same_net = p.point.nodes <= 1 || p.nccl_net == scenario.cluster.fabric.link.nccl_net;
     if (same_gpu && same_node && same_net) out.push_back(p);
   }

@@ -36,6 +36,7 @@ struct PublishedPoint {
   std::string platform;       // the measured system, as its source describes it
   std::string source;         // where it was published (URL or file)
   network::NcclNet nccl_net = network::NcclNet::ib;  // the transport it ran over (column nccl_net; IB when absent)
+  int node_gpus = 0;          // the GPUs each measured node has, when the run used fewer (column node_gpus)
   std::string series;         // the points of one measured sweep share it (one log, one figure)
   std::string file;           // where commbound read it, with `line`
   int line = 0;
@@ -47,7 +48,10 @@ inline constexpr double kLargeBytes = 8589934592.0;   // "large": the top of an 
 // Reads a reference table in either of the shipped layouts, told apart by the header:
 //   gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source          (published)
 //   source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,...  (collected points)
-// Either may add a column `nccl_net` (`IB` or `Libfabric`, network::NcclNet; empty or absent: IB).
+// Either may add a column `nccl_net` (`IB` or `Libfabric`, network::NcclNet; empty or absent: IB)
+// and a column `node_gpus`: the GPUs each node has when the run used fewer (gpus_per_node of them,
+// e.g. one GPU of each 8-GPU node); such a point is simulated on the first gpus_per_node GPUs of
+// each node of a scenario whose node has node_gpus.
 // Fields may be double-quoted (RFC 4180). Errors name the file, line and field.
 Expected<std::vector<PublishedPoint>> read_reference(const std::string& path);
 
@@ -61,7 +65,8 @@ Expected<std::vector<network::NcclTestsLog>> logs_from_points(const std::vector<
                                                               network::NcclNet nccl_net);
 
 // The points measured on the scenario's GPU (the node's gpu preset starts with the point's gpu
-// name; a point without one matches) with its GPUs per node (or without one) and, across nodes,
+// name; a point without one matches) on its node shape (node_gpus, else gpus_per_node, or neither
+// given) and, across nodes,
 // over its link's transport (NCCL_NET): an EFA run checks an EFA scenario, not an InfiniBand one.
 std::vector<PublishedPoint> matching(const std::vector<PublishedPoint>& all, const Scenario& scenario);
 

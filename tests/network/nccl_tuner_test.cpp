@@ -178,6 +178,32 @@ TEST(CollectiveRunner, TwoGpusOfAnNvswitchNodeRunRingAtTheNvlinkRate) {
   EXPECT_NEAR(forced.bus_bw_bytes_per_s / 1e9, 2.0 / 3.0 * 0.85 * 370.8, 2.0);
 }
 
+// K of the 8 GPUs of each of 4 DGX H100 nodes move an AllGather through K NICs, the ones their own
+// GPUs own (rail k to GPU k): channels go round the rails of the GPUs present, never a rail whose
+// GPU is not in the communicator. A ring's busbw is then K x one NIC's 48 GB/s (50 GB/s x 0.96) at
+// a size where latency is negligible (8 GiB: at most 15 ring steps of tens of us against
+// 0.05-0.13 s of bytes), so 1, 2 and 4 GPUs a node give busbw in the ratio 1 : 2 : 4, as the 10-node H100
+// logs with 1, 2 and 4 GPUs a node measure (46-48, 97-98 and 193-195 GB/s from 1 GiB on). With one
+// GPU a node there is no NVLS at all: NCCL sets it up only with 2 or more GPUs of the communicator
+// on a node (src/transport/nvls.cc).
+TEST(CollectiveRunner, PartOfEachNodeUsesItsOwnGpusNics) {
+  const ClusterSpec spec = testing::dgx_h100(4);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  const double size = 8589934592.0;
+  std::vector<network::SweepPoint> points;
+  for (int k : {1, 2, 4}) points.push_back({CollectiveOp::all_gather, 4, size, Algorithm::ring, Protocol::simple, k});
+  auto rows = run_points(**platform, testing::nccl_2_30_7(), points, Fidelity::fluid, {});
+  ASSERT_TRUE(rows) << rows.error().message;
+  const double one = (*rows)[0].bus_bw_bytes_per_s;
+  EXPECT_NEAR(one / 1e9, 48.0, 0.05 * 48.0);
+  EXPECT_NEAR((*rows)[1].bus_bw_bytes_per_s / one, 2.0, 0.02);
+  EXPECT_NEAR((*rows)[2].bus_bw_bytes_per_s / one, 4.0, 0.04);
+  const NcclTuner tuner(spec.node, spec.fabric, testing::nccl_2_30_7());
+  EXPECT_NE(tuner.unsupported({CollectiveOp::all_reduce, 4, 4, size}, {Algorithm::nvls_tree, Protocol::simple}), "");
+  EXPECT_EQ(tuner.unsupported({CollectiveOp::all_reduce, 8, 4, size}, {Algorithm::nvls_tree, Protocol::simple}), "");
+}
+
 // The first K GPUs of each node, node-major, as nccl-tests orders its ranks.
 TEST(NcclTests, SweepRanksTakeTheFirstGpusOfEachNode) {
   const ClusterSpec spec = testing::dgx_h100(2);

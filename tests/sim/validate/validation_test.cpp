@@ -166,6 +166,33 @@ TEST(ReadReference, ReadsTheTransportColumn) {
   EXPECT_EQ(bad.error().message, path + ":2: nccl_net = \"EFA\": expected IB or Libfabric");
 }
 
+// The optional node_gpus column: a run on 1 of each node's 8 GPUs is a point of 8-GPU nodes,
+// simulated on the first GPU of each (SweepPoint::gpus_per_node 1); fewer than the run's GPUs per
+// node is refused.
+TEST(ReadReference, ReadsTheNodesGpusColumn) {
+  const std::string path = ::testing::TempDir() + "node_gpus.csv";
+  std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net,node_gpus\n"
+                         "H100,10,1,allgather,default,1073741760,46.89,log,,8\n"
+                         "H100,10,8,allgather,default,1073741760,300,log,,\n";
+  auto points = read_reference(path);
+  ASSERT_TRUE(points) << points.error().message;
+  ASSERT_EQ(points->size(), 2u);
+  EXPECT_EQ((*points)[0].gpus_per_node, 1);
+  EXPECT_EQ((*points)[0].node_gpus, 8);
+  EXPECT_EQ((*points)[0].point.gpus_per_node, 1);
+  EXPECT_EQ((*points)[1].node_gpus, 0);
+  EXPECT_EQ((*points)[1].point.gpus_per_node, 0);
+  Scenario sc;
+  sc.cluster.node.gpu = "H100-SXM5-80GB";
+  sc.cluster.node.gpus = 8;
+  EXPECT_EQ(points_on(*points, sc)->size(), 2u);
+  std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net,node_gpus\n"
+                         "H100,10,4,allgather,default,1073741760,46.89,log,,2\n";
+  auto bad = read_reference(path);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, path + ":2: node_gpus = 2: expected gpus_per_node (4) to 1024");
+}
+
 // Across nodes a point checks only a scenario whose link NCCL runs over the same transport: an EFA
 // run is not an InfiniBand fabric's measurement. Inside one node the network plays no part, so a
 // one-node point checks either.
