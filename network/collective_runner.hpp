@@ -4,7 +4,8 @@
 // inside each node, NCCL's double binary tree across nodes), NVLS AllReduce inside an NVSwitch node,
 // SendRecv, and AllToAll (a grouped send/recv to every peer, or DeepEP's hierarchical forwarding:
 // internal/all_to_all.hpp). NCCL runs several channels; on DGX nodes channel c enters and leaves every node
-// through rail c % nics (PXN relays over NVLink to the rail's GPU). Channels that follow the same
+// through the c-th rail of the call's GPUs (rail c % nics with whole nodes; PXN relays over NVLink
+// to the rail's GPU, a GPU of the call). Channels that follow the same
 // path are merged into one flow with their summed rate (exact under max-min: they would receive
 // equal shares on every link they cross; see tests/network/collective_runner_test.cpp).
 //

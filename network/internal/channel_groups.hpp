@@ -1,7 +1,8 @@
 // How NCCL's channels map onto a node's rails, shared by the ring and the tree (ring.cpp, tree.cpp).
 //
-// On DGX nodes channel c enters and leaves every node through rail c % nics (PXN relays over
-// NVLink to the rail's GPU), so channels on the same rail follow the same path. Those channels
+// On DGX nodes channel c enters and leaves every node through the c-th rail of the GPUs present
+// (rail c % nics with whole nodes; PXN relays over NVLink to the rail's GPU, which is one of
+// them), so channels on the same rail follow the same path. Those channels
 // are merged into one channel group carrying their summed traffic: exact under max-min, where
 // they would receive equal shares on every link they cross (tests/network/collective_runner_test.cpp
 // checks it against one flow per channel).
