@@ -1,12 +1,12 @@
 #include "core/nccl_tests_text.hpp"
 
 #include "core/strprintf.hpp"
+#include "core/units.hpp"
 
 namespace commbound {
 namespace {
 
 constexpr double kGBPerBytes = 1e-9;  // nccl-tests' GB/s: 1e9 bytes per second
-constexpr double kUsPerS = 1e6;
 
 // `line` without trailing blanks, plus a newline.
 std::string trimmed_line(std::string line) {

@@ -8,7 +8,11 @@ namespace commbound {
 inline constexpr double kSecondsPerUs = 1e-6;
 inline constexpr double kSecondsPerMs = 1e-3;
 inline constexpr double kUsPerS = 1e6;
+inline constexpr double kMsPerS = 1e3;
+inline constexpr double kNsPerS = 1e9;
 inline constexpr double kBytesPerGB = 1e9;  // decimal gigabytes, as datasheets and nccl-tests count
 inline constexpr double kBytesPerMB = 1e6;
+inline constexpr double kFlopsPerTFLOP = 1e12;
+inline constexpr double kHzPerMHz = 1e6;
 
 }  // namespace commbound

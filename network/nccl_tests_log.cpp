@@ -4,6 +4,7 @@
 #include "core/number_text.hpp"
 #include "core/one_line.hpp"
 #include "core/table_reader.hpp"
+#include "core/units.hpp"
 
 #include <fmt/format.h>
 
@@ -74,7 +75,7 @@ std::optional<NcclTestsRow::Timing> timing(const std::vector<std::string>& t, st
   const auto alg = number(t[at + 1]);
   const auto bus = number(t[at + 2]);
   if (!time_us || !alg || !bus || *time_us <= 0 || *alg < 0 || *bus < 0) return std::nullopt;
-  NcclTestsRow::Timing out{*time_us * 1e-6, *alg * 1e9, *bus * 1e9, 0};
+  NcclTestsRow::Timing out{*time_us * kSecondsPerUs, *alg * kBytesPerGB, *bus * kBytesPerGB, 0};
   if (t[at + 3] == "N/A") {
     out.wrong = -1;
   } else if (auto w = number(t[at + 3]); w && *w >= 0) {
@@ -113,7 +114,7 @@ std::optional<NcclTestsRow> row(const std::vector<std::string>& t) {
 // Whether `printed` (GB/s, two decimals) is `expected_bytes_per_s` within rounding and tolerance.
 bool agrees(double printed_bytes_per_s, double expected_bytes_per_s) {
   return std::abs(printed_bytes_per_s - expected_bytes_per_s) <=
-         kPrintedRounding_GBps * 1e9 + kBandwidthTolerance * expected_bytes_per_s;
+         kPrintedRounding_GBps * kBytesPerGB + kBandwidthTolerance * expected_bytes_per_s;
 }
 
 struct Section {
@@ -181,7 +182,7 @@ Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std
       if (t && !agrees(t->alg_bw_bytes_per_s, r->size_bytes / t->time_s)) {
         return Error{fmt::format("{}:{}: algbw {:.2f} GB/s is not size / time = {:.2f} GB/s: the row was edited or "
                                  "the log is corrupt",
-                                 path, number_of_line, t->alg_bw_bytes_per_s / 1e9, r->size_bytes / t->time_s / 1e9)};
+                                 path, number_of_line, t->alg_bw_bytes_per_s / kBytesPerGB, r->size_bytes / t->time_s / kBytesPerGB)};
       }
     }
     sections.back().log.rows.push_back(*r);
@@ -230,7 +231,7 @@ Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std
           if (t && !agrees(t->bus_bw_bytes_per_s, t->alg_bw_bytes_per_s * factor)) {
             return Error{fmt::format("{}:{}: busbw {:.2f} GB/s is not algbw x {:.3f} ({} on {} ranks): the log is not "
                                      "what its header says, or was edited",
-                                     path, r.line, t->bus_bw_bytes_per_s / 1e9, factor, log.op_name, log.ranks)};
+                                     path, r.line, t->bus_bw_bytes_per_s / kBytesPerGB, factor, log.op_name, log.ranks)};
           }
         }
       }
@@ -351,19 +352,19 @@ std::optional<std::string> measurement_issue(const ClusterSpec& cluster, Collect
     if (bus_bw_bytes_per_s > a2a_bound * kBoundTolerance) {
       return fmt::format("alltoall busbw {:.1f} GB/s exceeds what {} x {} with {} can move ({:.1f} GB/s): not this "
                          "hardware, or not {} nodes",
-                         bus_bw_bytes_per_s / 1e9, nodes, node.name, cluster.fabric.link.name, a2a_bound / 1e9, nodes);
+                         bus_bw_bytes_per_s / kBytesPerGB, nodes, node.name, cluster.fabric.link.name, a2a_bound / kBytesPerGB, nodes);
     }
     return std::nullopt;
   }
   if (bus_bw_bytes_per_s > bound * kBoundTolerance) {
     return fmt::format("busbw {:.1f} GB/s exceeds what {} x {} with {} can move ({:.1f} GB/s): not this hardware, "
                        "or not {} nodes",
-                       bus_bw_bytes_per_s / 1e9, nodes, node.name, cluster.fabric.link.name, bound / 1e9, nodes);
+                       bus_bw_bytes_per_s / kBytesPerGB, nodes, node.name, cluster.fabric.link.name, bound / kBytesPerGB, nodes);
   }
   if (size_bytes / ranks >= kHealthCheckedBytesPerRank && bus_bw_bytes_per_s < kHealthyFraction * ring_bound) {
     return fmt::format("busbw {:.1f} GB/s at {:.0f} MiB is below half of the links' {:.0f} GB/s: a misconfigured or "
                        "faulty fabric (check ib_write_bw, GPUDirect RDMA, PCIe ACS)",
-                       bus_bw_bytes_per_s / 1e9, size_bytes / (1 << 20), ring_bound / 1e9);
+                       bus_bw_bytes_per_s / kBytesPerGB, size_bytes / (1 << 20), ring_bound / kBytesPerGB);
   }
   return std::nullopt;
 }

@@ -1,9 +1,9 @@
 #include "calibration/table/kernel_table.hpp"
 
 #include "core/check.hpp"
-#include "core/units.hpp"
 #include "calibration/table/attention_tiling.hpp"
 #include "core/table_reader.hpp"
+#include "core/units.hpp"
 
 #include <toml++/toml.h>
 
@@ -36,9 +36,6 @@ std::vector<std::pair<std::size_t, std::size_t>> op_runs(const std::vector<Eleme
   return runs;
 }
 
-constexpr double kBytesPerGB = 1e9;
-constexpr double kFlopsPerTFLOP = 1e12;
-constexpr double kHzPerMHz = 1e6;
 constexpr long kMaxDim = 1L << 40;
 // PyTorch's indexed elementwise kernel (ATen Loops.cuh's launch_legacy_kernel: every operand's
 // offset computed per element, scalar loads) is bound by the SMs' instruction issue, not by HBM.

@@ -1,5 +1,7 @@
 // commbound fit-fabric: real nccl-tests logs in, calibration/fabric/<name>.toml out.
 #include "sim/cli/command.hpp"
+
+#include "core/units.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/fit/fabric_fitter.hpp"
 #include "sim/report/output.hpp"
@@ -87,7 +89,7 @@ int run_fit_fabric(FitArgs a) {
              "simulated");
   for (const sim::LogPoint& p : report->points) {
     fmt::print("{:<44} {:>5} {:>11.0f} {:>10.1f} {:>10.1f} {:>+6.1f}%  {}/{}\n", p.path.substr(p.path.rfind('/') + 1),
-               p.nodes, p.size_bytes, p.measured_bus_bw_bytes_per_s() / 1e9, p.simulated_bus_bw_bytes_per_s() / 1e9,
+               p.nodes, p.size_bytes, p.measured_bus_bw_bytes_per_s() / kBytesPerGB, p.simulated_bus_bw_bytes_per_s() / kBytesPerGB,
                100 * p.error(), p.algorithm, p.protocol);
   }
   Status written = sim::write_output(out, a.force, [&](std::ostream& o) {

@@ -3,6 +3,7 @@
 #include "sim/cli/common.hpp"
 #include "calibration/table/kernel_table.hpp"
 #include "core/table_reader.hpp"
+#include "core/units.hpp"
 #include "sim/workload/memory_model.hpp"
 #include "sim/report/output.hpp"
 #include "sim/workload/shape_set.hpp"
@@ -88,11 +89,11 @@ Status read_achievable(const std::string& path, calibration::KernelTable::Datash
   if (Status s = top.finish(); !s) return Error{path + ": " + s.error().message};
   const toml::table empty;
   TableReader g(gemm != nullptr ? *gemm : empty, "gemm");
-  to.achievable_gemm_flops_per_s = g.number("achievable_TFLOPs", 0, 1, 1e6) * 1e12;
+  to.achievable_gemm_flops_per_s = g.number("achievable_TFLOPs", 0, 1, 1e6) * kFlopsPerTFLOP;
   g.string("source", "");
   if (Status s = g.finish(); !s) return Error{path + ": " + s.error().message};
   TableReader m(memory != nullptr ? *memory : empty, "memory");
-  to.achievable_copy_bytes_per_s = m.number("copy_GBps", 0, 1, 1e7) * 1e9;
+  to.achievable_copy_bytes_per_s = m.number("copy_GBps", 0, 1, 1e7) * kBytesPerGB;
   m.string("source", "");
   if (Status s = m.finish(); !s) return Error{path + ": " + s.error().message};
   to.achievable_source = path;

@@ -1,6 +1,7 @@
 #include "sim/fit/fabric_fitter.hpp"
 
 #include "core/child_process.hpp"
+#include "core/units.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/platform.hpp"
 #include "sim/scenario/presets.hpp"
@@ -202,12 +203,12 @@ Expected<FitReport> fit_fabric(const Scenario& scenario, const std::vector<netwo
   // Start at NCCL's own view: its Simple base latency, hwLat[NVLink] and hwLat[NET] for the ring,
   // no serialized message cost, the link preset's efficiency, NVLS's hwLat.
   const network::NcclConstants& nccl = scenario.nccl;
-  const double start[] = {nccl.base(network::Algorithm::ring, network::Protocol::simple) * 1e6,
-                          nccl.hop(network::Algorithm::ring, network::HopClass::nvlink, network::Protocol::simple) * 1e6,
-                          nccl.hop(network::Algorithm::ring, network::HopClass::net, network::Protocol::simple) * 1e6,
+  const double start[] = {nccl.base(network::Algorithm::ring, network::Protocol::simple) * kUsPerS,
+                          nccl.hop(network::Algorithm::ring, network::HopClass::nvlink, network::Protocol::simple) * kUsPerS,
+                          nccl.hop(network::Algorithm::ring, network::HopClass::net, network::Protocol::simple) * kUsPerS,
                           1.0,
                           scenario.cluster.fabric.link.efficiency,
-                          nccl.hop(network::Algorithm::nvls, network::HopClass::nvlink, network::Protocol::simple) * 1e6};
+                          nccl.hop(network::Algorithm::nvls, network::HopClass::nvlink, network::Protocol::simple) * kUsPerS};
   for (std::size_t i = 0; i < params.size(); ++i) gsl_vector_set(x.get(), i, to_unbounded(params[i], start[i]));
   gsl_set_error_handler_off();
   gsl_multifit_nlinear_init(x.get(), &fdf, w.get());

@@ -14,7 +14,6 @@
 namespace commbound::sim {
 namespace {
 
-constexpr double kBytesPerGB = 1e9;
 constexpr std::size_t kFloatBytes = 4;  // nccl-tests' default type, float
 
 // `rows` as nccl-tests prints them, one run per (op, node count) in their order: its header lines

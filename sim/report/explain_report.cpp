@@ -12,8 +12,6 @@
 namespace commbound::sim {
 namespace {
 
-constexpr double kBytesPerGB = 1e9;
-
 // The operation as NCCL names its kernels.
 const char* nccl_name(network::CollectiveOp op) {
   switch (op) {

@@ -1,5 +1,6 @@
 #include "sim/report/metrics_report.hpp"
 
+#include "core/units.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
@@ -155,14 +156,14 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     if (m.oom) {
       out << fmt::format("{:<{}} {:>6} {:>10} {:>12} {:>9} {:>7} {:>6} {:>9} {:>8} {:>9} {:>7} {:>9} {:>9} {:.1f} GB  OUT OF MEMORY\n",
                          name, width, m.gpus, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                         m.memory_bytes_per_gpu / 1e9);
+                         m.memory_bytes_per_gpu / kBytesPerGB);
       continue;
     }
     out << fmt::format("{:<{}} {:>6} {:>10.4f} {:>12.0f} {:>9.1f} {:>7.1f} {:>5.1f}% {:>9.4f} {:>8.4f} {:>9.4f} {:>6.1f}% {:>9.0f} "
                        "{:>9.2f} {:.1f} GB\n",
                        name, width, m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu,
                        100 * m.mfu, m.compute_s, m.comm_s, m.exposed_comm_s, 100 * m.exposed_comm_fraction,
-                       m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu / 1e9);
+                       m.power_w_per_gpu, m.tokens_per_joule, m.memory_bytes_per_gpu / kBytesPerGB);
   }
   // How compute was priced (the title names the source): one line when every row agrees, else one
   // per row.
@@ -192,9 +193,9 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   if (const std::string limit = power_limit_note(rows); !limit.empty()) out << "# " << limit << "\n";
   for (const auto& [name, m] : rows) {
     if (!m.oom) continue;
-    out << fmt::format("# {} does not fit: {:.1f} GB > {:.1f} GB:", name, m.memory_bytes_per_gpu / 1e9,
-                       m.memory.capacity_bytes / 1e9);
-    for (const auto& [what, bytes] : m.memory.bytes) out << fmt::format(" {} {:.1f} GB;", what, bytes / 1e9);
+    out << fmt::format("# {} does not fit: {:.1f} GB > {:.1f} GB:", name, m.memory_bytes_per_gpu / kBytesPerGB,
+                       m.memory.capacity_bytes / kBytesPerGB);
+    for (const auto& [what, bytes] : m.memory.bytes) out << fmt::format(" {} {:.1f} GB;", what, bytes / kBytesPerGB);
     out << "\n";
   }
 }

@@ -1,5 +1,7 @@
 #include "sim/report/perfetto_writer.hpp"
 
+#include "core/units.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 namespace commbound::sim {
 namespace {
 
-constexpr double kUsPerS = 1e6;
 
 // The receiving stream of a pipeline send's stream; nullopt for every other stream.
 std::optional<StreamId> receiving_stream(StreamId s) {

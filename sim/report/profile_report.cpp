@@ -11,7 +11,6 @@
 namespace commbound::sim {
 namespace {
 
-constexpr double kMsPerS = 1e3;
 constexpr double kMBPerByte = 1e-6;
 constexpr double kGFLOPPerFLOP = 1e-9;
 

@@ -1,5 +1,7 @@
 #include "sim/report/results_figures.hpp"
 
+#include "core/units.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,7 +14,6 @@
 namespace commbound::sim {
 namespace {
 
-constexpr double kBytesPerGB = 1e9;  // GB/s as nccl-tests prints them
 
 // Points grouped into named series (a legend entry and a line each).
 using Series = std::vector<std::pair<std::string, std::vector<RunPoint>>>;

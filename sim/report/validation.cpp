@@ -3,6 +3,7 @@
 #include "core/file_type.hpp"
 #include "core/number_text.hpp"
 #include "core/one_line.hpp"
+#include "core/units.hpp"
 #include "sim/report/collective_report.hpp"
 #include "sim/report/csv_table.hpp"
 #include "sim/report/output.hpp"
@@ -62,7 +63,7 @@ Status set_numbers(PublishedPoint& p, const std::string& at, const Expected<int>
   p.point.nodes = *nodes;
   p.gpus_per_node = *gpus_per_node;
   p.point.size_bytes = *size_bytes;
-  p.busbw_bytes_per_s = *busbw_GBps * 1e9;
+  p.busbw_bytes_per_s = *busbw_GBps * kBytesPerGB;
   return Ok{};
 }
 
@@ -337,8 +338,8 @@ void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows,
   for (const auto& r : rows) {
     const auto& p = r.published;
     const std::string algorithm = p.point.algorithm ? std::string(network::to_string(*p.point.algorithm)) : "any";
-    const double published_gbps = p.busbw_bytes_per_s / 1e9;
-    const double simulated_gbps = r.simulated.bus_bw_bytes_per_s / 1e9;
+    const double published_gbps = p.busbw_bytes_per_s / kBytesPerGB;
+    const double simulated_gbps = r.simulated.bus_bw_bytes_per_s / kBytesPerGB;
     const std::string sim_algorithm(network::to_string(r.simulated.result.choice.algorithm));
     const std::string sim_protocol(network::to_string(r.simulated.result.choice.protocol));
     if (csv) {
@@ -404,7 +405,7 @@ void write_accuracy_markdown(std::ostream& out, const std::vector<ValidationRow>
     const auto& p = r.published;
     out << fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {}/{} | {}{} ({}:{}) |\n", p.nodes_text,
                        network::to_string(p.point.op), p.published_algorithm, size_label(p.point.size_bytes),
-                       p.busbw_bytes_per_s / 1e9, r.simulated.bus_bw_bytes_per_s / 1e9, 100 * r.error(),
+                       p.busbw_bytes_per_s / kBytesPerGB, r.simulated.bus_bw_bytes_per_s / kBytesPerGB, 100 * r.error(),
                        network::to_string(r.simulated.result.choice.algorithm),
                        network::to_string(r.simulated.result.choice.protocol), r.excluded.empty() ? "" : "**excluded** ",
                        p.platform, p.file.substr(p.file.rfind('/') + 1), p.line);
@@ -450,8 +451,8 @@ LinePlot series_plot(const std::vector<ValidationRow>& rows, const std::string& 
   PlotSeries measured{"measured", {}, "linespoints"}, simulated{"simulated (commbound)", {}, "linespoints"};
   for (const auto& r : rows) {
     if (r.published.series != series) continue;
-    measured.points.emplace_back(r.published.point.size_bytes, r.published.busbw_bytes_per_s / 1e9);
-    simulated.points.emplace_back(r.published.point.size_bytes, r.simulated.bus_bw_bytes_per_s / 1e9);
+    measured.points.emplace_back(r.published.point.size_bytes, r.published.busbw_bytes_per_s / kBytesPerGB);
+    simulated.points.emplace_back(r.published.point.size_bytes, r.simulated.bus_bw_bytes_per_s / kBytesPerGB);
   }
   plot.series = {measured, simulated};
   return plot;

@@ -1,8 +1,8 @@
 #include "sim/scenario/training.hpp"
 
 #include "core/enum_names.hpp"
-#include "core/units.hpp"
 #include "core/table_reader.hpp"
+#include "core/units.hpp"
 
 namespace commbound::sim {
 
@@ -98,12 +98,12 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
   g.device_name = r.string("device_name", "");
   g.compute_capability = r.number("compute_capability", 0, 1, 99);
   g.sm_count = r.integer("sm_count", 0, 1, 100000);
-  g.sm_clock_max_hz = r.number("sm_clock_max_MHz", 0, 1, 1e5) * 1e6;
+  g.sm_clock_max_hz = r.number("sm_clock_max_MHz", 0, 1, 1e5) * kHzPerMHz;
   g.peak_dtype = r.choice("peak_dtype", "bf16", {"bf16", "fp16"});
-  g.peak_flops_per_s = r.required_number("dense_bf16_TFLOPs", 1, 1e6) * 1e12;
-  g.peak_fp8_flops_per_s = r.number("dense_fp8_TFLOPs", 0, 0, 1e6) * 1e12;
-  g.hbm_bytes_per_s = r.required_number("hbm_GBps", 1, 1e7) * 1e9;
-  g.memory_bytes = r.required_number("memory_GB", 1, 1e5) * 1e9;
+  g.peak_flops_per_s = r.required_number("dense_bf16_TFLOPs", 1, 1e6) * kFlopsPerTFLOP;
+  g.peak_fp8_flops_per_s = r.number("dense_fp8_TFLOPs", 0, 0, 1e6) * kFlopsPerTFLOP;
+  g.hbm_bytes_per_s = r.required_number("hbm_GBps", 1, 1e7) * kBytesPerGB;
+  g.memory_bytes = r.required_number("memory_GB", 1, 1e5) * kBytesPerGB;
   g.tdp_w = r.required_number("tdp_W", 1, 1e5);
   g.idle_w = r.required_number("idle_W", 0, 1e5);
   g.comm_contention_factor = r.number("comm_contention_factor", 1.0, 1.0, 10.0);

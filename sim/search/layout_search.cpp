@@ -1,5 +1,6 @@
 #include "sim/search/layout_search.hpp"
 
+#include "core/units.hpp"
 #include "sim/run/training_run.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 #include "sim/workload/memory_model.hpp"
@@ -212,7 +213,7 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
     c.memory = memory_per_gpu(t, sc->cluster.node.nccl_channels);
     if (!c.memory.fits()) {
       c.verdict = Verdict::out_of_memory;
-      c.reason = fmt::format("needs {:.1f} GB of {:.1f} GB", c.memory.total_bytes / 1e9, c.memory.capacity_bytes / 1e9);
+      c.reason = fmt::format("needs {:.1f} GB of {:.1f} GB", c.memory.total_bytes / kBytesPerGB, c.memory.capacity_bytes / kBytesPerGB);
       all.push_back(std::move(c));
       continue;
     }

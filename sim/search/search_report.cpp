@@ -1,5 +1,6 @@
 #include "sim/search/search_report.hpp"
 
+#include "core/units.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +21,7 @@ std::vector<const Candidate*> ranked(const SearchResult& r) {
   return out;
 }
 
-std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / kBytesPerGB); }
 
 // The tail of a validation message (after the last ": "): its reason without file, line and value.
 std::string reason_of(const std::string& message) {

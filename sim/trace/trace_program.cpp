@@ -1,5 +1,7 @@
 #include "sim/trace/trace_program.hpp"
 
+#include "core/units.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -204,7 +206,7 @@ private:
     std::string d = fmt::format("replayed trace {} {}", trace_.path, trace_.step.empty() ? "(whole)" : trace_.step);
     if (trace_.rank >= 0) d += fmt::format(" (rank {} of {})", trace_.rank, trace_.world_size);
     d += fmt::format(": {} GPU ops at their measured durations on {} streams, {} host gaps ({:.3f} ms), {} waits ({}",
-                     trace_.ops.size(), streams_.size(), host_gaps_, host_s_ * 1e3, waits_,
+                     trace_.ops.size(), streams_.size(), host_gaps_, host_s_ * kMsPerS, waits_,
                      trace_.sync_events ? "CUDA sync events" : "matched from cudaStreamWaitEvent calls");
     if (trace_.contradicted_dependencies > 0) d += fmt::format(", {} contradicted and dropped", trace_.contradicted_dependencies);
     d += fmt::format("); {} NCCL collectives", collectives_);
@@ -215,7 +217,7 @@ private:
     } else {
       d += " at their measured durations";
     }
-    return d + fmt::format("; measured iteration {:.3f} ms", trace_.iteration_s * 1e3);
+    return d + fmt::format("; measured iteration {:.3f} ms", trace_.iteration_s * kMsPerS);
   }
 
   const KinetoTrace& trace_;
