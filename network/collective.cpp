@@ -3,6 +3,7 @@
 #include "network/internal/algorithm.hpp"
 
 #include "core/check.hpp"
+#include "core/enum_names.hpp"
 #include "network/cluster_spec.hpp"
 
 namespace commbound::network {
@@ -105,91 +106,40 @@ const char* to_string(NvlinkTopology t) { return t == NvlinkTopology::mesh ? "me
 
 const char* to_string(NcclNet n) { return n == NcclNet::libfabric ? "Libfabric" : "IB"; }
 
-namespace {
-// The value of `values` whose to_string is `name`, exactly.
-template <class E>
-std::optional<E> by_name(std::string_view name, std::initializer_list<E> values) {
-  for (E e : values) {
-    if (name == to_string(e)) return e;
-  }
-  return std::nullopt;
-}
-}  // namespace
-
 std::optional<Topology> parse_topology(std::string_view name) {
-  return by_name(name, {Topology::single_switch, Topology::fat_tree, Topology::rail_optimized});
+  return parse_named(name, {Topology::single_switch, Topology::fat_tree, Topology::rail_optimized});
 }
-std::optional<Routing> parse_routing(std::string_view name) { return by_name(name, {Routing::ecmp, Routing::adaptive}); }
+std::optional<Routing> parse_routing(std::string_view name) { return parse_named(name, {Routing::ecmp, Routing::adaptive}); }
 std::optional<HostCpu> parse_host_cpu(std::string_view name) {
-  return by_name(name, {HostCpu::intel, HostCpu::amd, HostCpu::other});
+  return parse_named(name, {HostCpu::intel, HostCpu::amd, HostCpu::other});
 }
 std::optional<NvlinkTopology> parse_nvlink_topology(std::string_view name) {
-  return by_name(name, {NvlinkTopology::nvswitch, NvlinkTopology::mesh});
+  return parse_named(name, {NvlinkTopology::nvswitch, NvlinkTopology::mesh});
 }
 std::optional<NcclNet> parse_nccl_net(std::string_view name) {
-  return by_name(name, {NcclNet::ib, NcclNet::libfabric});
+  return parse_named(name, {NcclNet::ib, NcclNet::libfabric});
 }
-
-namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
-  return out;
-}
-}  // namespace
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
   // nccl-tests' and NCCL's spellings alike: allgather, all_gather, send_recv, all_to_all.
-  std::string v = lower(s);
+  std::string v(s);
   std::erase(v, '_');
-  for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,
-                          CollectiveOp::send_recv, CollectiveOp::all_to_all}) {
-    if (v == to_string(op)) {
-      return op;
-    }
-  }
-  return std::nullopt;
+  return parse_named_any_case(v, {CollectiveOp::all_gather, CollectiveOp::reduce_scatter, CollectiveOp::all_reduce,
+                                  CollectiveOp::send_recv, CollectiveOp::all_to_all});
 }
 
-std::optional<Algorithm> parse_algorithm(std::string_view s) {
-  const std::string v = lower(s);
-  for (Algorithm a : kAllAlgorithms) {
-    if (v == to_string(a)) {
-      return a;
-    }
-  }
-  return std::nullopt;
-}
+std::optional<Algorithm> parse_algorithm(std::string_view s) { return parse_named_any_case(s, kAllAlgorithms); }
 
 std::optional<Protocol> parse_protocol(std::string_view s) {
-  const std::string v = lower(s);
-  for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
-    if (v == lower(to_string(p))) {
-      return p;
-    }
-  }
-  return std::nullopt;
+  return parse_named_any_case(s, {Protocol::ll, Protocol::ll128, Protocol::simple});
 }
 
 std::optional<AllToAllMethod> parse_all_to_all_method(std::string_view s) {
-  const std::string v = lower(s);
-  for (AllToAllMethod m : {AllToAllMethod::nccl, AllToAllMethod::hierarchical}) {
-    if (v == to_string(m)) return m;
-  }
-  return std::nullopt;
+  return parse_named_any_case(s, {AllToAllMethod::nccl, AllToAllMethod::hierarchical});
 }
 
 std::optional<Fidelity> parse_fidelity(std::string_view s) {
-  const std::string v = lower(s);
-  if (v == "fluid") {
-    return Fidelity::fluid;
-  }
-  if (v == "step") {
-    return Fidelity::step;
-  }
-  return std::nullopt;
+  return parse_named_any_case(s, {Fidelity::fluid, Fidelity::step});
 }
 
 }  // namespace commbound::network
