@@ -4,10 +4,10 @@
 #include "sim/cli/common.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/report/explain_report.hpp"
-#include "sim/run/group_calls_alone.hpp"
 #include "sim/report/metrics_report.hpp"
-#include "sim/report/perfetto_writer.hpp"
 #include "sim/report/output.hpp"
+#include "sim/report/perfetto_writer.hpp"
+#include "sim/run/group_calls_alone.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
 

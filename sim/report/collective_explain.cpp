@@ -52,25 +52,28 @@ void write_terms(std::ostream& out, const network::SweepRow& row) {
   std::size_t width = 4;
   for (const network::CostTerm& t : r.terms) width = std::max(width, t.what.size());
   out << fmt::format("  {:<{}} {:>7} {:>10} {:>11} {:>7}\n", "term", width, "count", "each(us)", "time(us)", "share");
-  const network::CostTerm* limit = nullptr;
-  const network::CostTerm* window = nullptr;
   for (const network::CostTerm& t : r.terms) {
     const std::string count = t.count > 0 ? fmt::format("{:g}", t.count) : "";
     const std::string each = t.count > 0 ? fmt::format("{:.2f}", t.each_s * kUsPerS) : "";
     out << fmt::format("  {:<{}} {:>7} {:>10} {:>11.1f} {:>6.1f}%\n", t.what, width, count, each, t.seconds * kUsPerS,
                        100 * t.seconds / r.time_s);
-    if (limit == nullptr || t.seconds > limit->seconds) limit = &t;
-    if (t.seconds > 0 && t.what.rfind("waiting for FIFO slots", 0) == 0) window = &t;
   }
   out << fmt::format("  {:<{}} {:>7} {:>10} {:>11.1f} {:>6.1f}%\n", "total", width, "", "", r.time_s * kUsPerS, 100.0);
-  if (window != nullptr) {
-    out << "limited by: the FIFO window (a connection's slots come back no faster), not by latency + bytes\n";
-  } else if (limit != nullptr) {
-    out << "limited by: " << limit->what << "\n";
-  }
+  if (const std::string limit = limiting_term(r); !limit.empty()) out << "limited by: " << limit << "\n";
 }
 
 }  // namespace
+
+std::string limiting_term(const network::CollectiveResult& result) {
+  const network::CostTerm* limit = nullptr;
+  for (const network::CostTerm& t : result.terms) {
+    if (t.seconds > 0 && t.what.rfind("waiting for FIFO slots", 0) == 0) {
+      return "the FIFO window (a connection's slots come back no faster), not by latency + bytes";
+    }
+    if (limit == nullptr || t.seconds > limit->seconds) limit = &t;
+  }
+  return limit != nullptr ? limit->what : "";
+}
 
 std::vector<TunerEstimate> tuner_estimates(const network::NcclTuner& tuner, const network::CallShape& shape) {
   std::vector<TunerEstimate> estimates;

@@ -26,6 +26,10 @@ struct TunerEstimate {
 // Every (algorithm, protocol) NCCL's tuner weighs for `shape`, in the registry's order.
 std::vector<TunerEstimate> tuner_estimates(const network::NcclTuner& tuner, const network::CallShape& shape);
 
+// What limits a simulated call, as --explain says it: the FIFO window where a term says the call
+// waited for slots, else its largest term; empty without terms.
+std::string limiting_term(const network::CollectiveResult& result);
+
 void write_collective_explanation(std::ostream& out, const std::vector<network::SweepRow>& rows,
                                   const network::NcclTuner& tuner, const std::string& title);
 

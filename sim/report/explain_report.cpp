@@ -1,6 +1,7 @@
 #include "sim/report/explain_report.hpp"
 
 #include "core/units.hpp"
+#include "sim/report/collective_explain.hpp"
 #include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
@@ -64,12 +65,10 @@ void write_alone(std::ostream& out, const BreakdownRow& r, const GroupCallAlone&
                      std::string(network::algorithm_label(a.collective, res.choice.algorithm)) + "/" +
                          network::to_string(res.choice.protocol),
                      res.time_s * kUsPerS, r.time_s / r.count * kUsPerS);
-  const network::CostTerm* limit = nullptr;
   for (const network::CostTerm& t : res.terms) {
     out << fmt::format("      {:>5.1f}%  {}\n", res.time_s > 0 ? 100 * t.seconds / res.time_s : 0.0, t.what);
-    if (limit == nullptr || t.seconds > limit->seconds) limit = &t;
   }
-  if (limit != nullptr) out << "      limited by: " << limit->what << "\n";
+  if (const std::string limit = limiting_term(res); !limit.empty()) out << "      limited by: " << limit << "\n";
 }
 
 void write_table(std::ostream& out, const ExplainedPoint& point) {

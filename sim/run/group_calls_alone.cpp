@@ -4,7 +4,6 @@
 #include "network/platform.hpp"
 #include "sim/engine/engine.hpp"
 
-#include <algorithm>
 #include <set>
 
 namespace commbound::sim {
