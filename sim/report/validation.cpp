@@ -154,26 +154,33 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
     return Error{path + ":" + std::to_string(table->header_line) +
                  ": header: expected gpu,nodes,gpus_per_node,collective,... or source_url,platform,nccl_version,..."};
   }
-  const auto net_column = std::find(table->header.begin(), table->header.end(), "nccl_net");
-  const auto net_at = static_cast<std::size_t>(net_column - table->header.begin());
-  const auto node_gpus_column = std::find(table->header.begin(), table->header.end(), "node_gpus");
-  const auto node_gpus_at = static_cast<std::size_t>(node_gpus_column - table->header.begin());
+  // The optional columns: where the header has them, and a row's field there unless it is empty.
+  auto column = [&](const char* name) -> std::optional<std::size_t> {
+    const auto it = std::find(table->header.begin(), table->header.end(), name);
+    if (it == table->header.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - table->header.begin());
+  };
+  auto field = [](const std::vector<std::string>& fields, std::optional<std::size_t> at) -> const std::string* {
+    return at && *at < fields.size() && !fields[*at].empty() ? &fields[*at] : nullptr;
+  };
+  const std::optional<std::size_t> net_at = column("nccl_net");
+  const std::optional<std::size_t> node_gpus_at = column("node_gpus");
   std::vector<PublishedPoint> out;
   for (std::size_t r = 0; r < table->rows.size(); ++r) {
     const std::string at = path + ":" + std::to_string(table->lines[r]) + ": ";
     const auto& fields = table->rows[r];
     auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
     if (!p) return one_line(p.error());  // the error quotes a field as written
-    if (net_column != table->header.end() && net_at < fields.size() && !fields[net_at].empty()) {
-      auto net = network::parse_nccl_net(fields[net_at]);
-      if (!net) return one_line(Error{at + "nccl_net = \"" + fields[net_at] + "\": expected IB or Libfabric"});
+    if (const std::string* text = field(fields, net_at)) {
+      auto net = network::parse_nccl_net(*text);
+      if (!net) return one_line(Error{at + "nccl_net = \"" + *text + "\": expected IB or Libfabric"});
       p->nccl_net = *net;
     }
-    if (node_gpus_column != table->header.end() && node_gpus_at < fields.size() && !fields[node_gpus_at].empty()) {
-      auto node_gpus = field_number<int>(at, "node_gpus", fields[node_gpus_at]);
+    if (const std::string* text = field(fields, node_gpus_at)) {
+      auto node_gpus = field_number<int>(at, "node_gpus", *text);
       if (!node_gpus) return one_line(node_gpus.error());
       if (*node_gpus < p->gpus_per_node || *node_gpus > 1024) {
-        return one_line(Error{at + "node_gpus = " + fields[node_gpus_at] + ": expected gpus_per_node (" +
+        return one_line(Error{at + "node_gpus = " + *text + ": expected gpus_per_node (" +
                               std::to_string(p->gpus_per_node) + ") to 1024"});
       }
       if (*node_gpus > p->gpus_per_node) {
