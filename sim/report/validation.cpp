@@ -89,7 +89,7 @@ Expected<PublishedPoint> published_row(const std::vector<std::string>& f, const 
     p.point.algorithm = a;
   }
   p.platform = p.gpu;
-  p.series = fmt::format("{} {} {} node(s) {} ({})", p.gpu, f[3], p.nodes_text, p.published_algorithm, p.source);
+  p.series = fmt::format("{} {} {} node(s) x {} GPUs {} ({})", p.gpu, f[3], p.nodes_text, f[2], p.published_algorithm, p.source);
   return p;
 }
 
