@@ -118,8 +118,9 @@ A log without '#  Rank' header lines needs --nodes and --gpus-per-node; one whos
 say the op (all_reduce, _ar, ...) needs --op. A manifest (*.toml with [[log]] tables, as
 calibration/fabric/logs/logs.toml) gives these per log. Measurements published only as numbers
 come as a reference table (*.csv, the layout `validate --reference` reads: gpu, nodes,
-gpus_per_node, collective, algorithm, bytes, busbw_GBps, source, nccl_net); its multi-node points
-must have run over the scenario's transport (its link's nccl_net: IB, or Libfabric for AWS EFA).
+gpus_per_node, collective, algorithm, bytes, busbw_GBps, source, and optionally nccl_net and
+nccl_version); its multi-node points must have run over the scenario's transport (its link's
+nccl_net: IB, or Libfabric for AWS EFA).
 
 Examples (the shipped fits):
   commbound fit-fabric calibration/fabric/logs/logs.toml --name h100-ib-1to4 \

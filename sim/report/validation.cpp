@@ -99,6 +99,7 @@ Expected<PublishedPoint> collected_row(const std::vector<std::string>& f, const 
   PublishedPoint p;
   p.source = f[0];
   p.platform = f[1];
+  p.nccl_version = f[2];
   p.gpu = gpu_in(f[1]);
   p.nodes_text = f[3];
   p.bytes_text = f[6];
@@ -165,12 +166,14 @@ Expected<std::vector<PublishedPoint>> read_reference(const std::string& path) {
   };
   const std::optional<std::size_t> net_at = column("nccl_net");
   const std::optional<std::size_t> node_gpus_at = column("node_gpus");
+  const std::optional<std::size_t> version_at = column("nccl_version");
   std::vector<PublishedPoint> out;
   for (std::size_t r = 0; r < table->rows.size(); ++r) {
     const std::string at = path + ":" + std::to_string(table->lines[r]) + ": ";
     const auto& fields = table->rows[r];
     auto p = *layout == Layout::published ? published_row(fields, at) : collected_row(fields, at);
     if (!p) return one_line(p.error());  // the error quotes a field as written
+    if (const std::string* text = field(fields, version_at)) p->nccl_version = *text;
     if (const std::string* text = field(fields, net_at)) {
       auto net = network::parse_nccl_net(*text);
       if (!net) return one_line(Error{at + "nccl_net = \"" + *text + "\": expected IB or Libfabric"});
@@ -242,6 +245,7 @@ Expected<std::vector<network::NcclTestsLog>> logs_from_points(const std::vector<
       log.nodes = p.point.nodes;
       log.ranks = p.point.nodes * p.gpus_per_node;
       log.gpu_name = p.gpu;
+      log.nccl_version = p.nccl_version;
       log.algorithm = p.point.algorithm;
       logs.push_back(std::move(log));
     }

@@ -37,6 +37,7 @@ struct PublishedPoint {
   std::string source;         // where it was published (URL or file)
   network::NcclNet nccl_net = network::NcclNet::ib;  // the transport it ran over (column nccl_net; IB when absent)
   int node_gpus = 0;          // the GPUs each measured node has, when the run used fewer (column node_gpus)
+  std::string nccl_version;   // as the table gives it (column nccl_version); "" when it does not
   std::string series;         // the points of one measured sweep share it (one log, one figure)
   std::string file;           // where commbound read it, with `line`
   int line = 0;
@@ -48,7 +49,8 @@ inline constexpr double kLargeBytes = 8589934592.0;   // "large": the top of an 
 // Reads a reference table in either of the shipped layouts, told apart by the header:
 //   gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source          (published)
 //   source_url,platform,nccl_version,nodes,gpus_per_node,op,bytes,busbw_GBps,...  (collected points)
-// Either may add a column `nccl_net` (`IB` or `Libfabric`, network::NcclNet; empty or absent: IB)
+// The published layout may add a column `nccl_version` (the collected one has it). Either may add a
+// column `nccl_net` (`IB` or `Libfabric`, network::NcclNet; empty or absent: IB)
 // and a column `node_gpus`: the GPUs each node has when the run used fewer (gpus_per_node of them,
 // e.g. one GPU of each 8-GPU node); such a point is simulated on the first gpus_per_node GPUs of
 // each node of a scenario whose node has node_gpus.

@@ -148,17 +148,19 @@ TEST(ReadReference, ReadsThePublishedTablesSpecialWords) {
 }
 
 // The optional nccl_net column: "Libfabric" (an EFA run), empty or absent is IB; anything else is
-// refused naming the file, line and value.
+// refused naming the file, line and value. The optional nccl_version column is kept as written.
 TEST(ReadReference, ReadsTheTransportColumn) {
   const std::string path = ::testing::TempDir() + "transport.csv";
-  std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net\n"
-                         "H100,8,8,allgather,default,33554432,46.29,aws,Libfabric\n"
-                         "H100,8,8,allgather,default,33554432,80,ib,\n";
+  std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net,nccl_version\n"
+                         "H100,8,8,allgather,default,33554432,46.29,aws,Libfabric,2.27.7\n"
+                         "H100,8,8,allgather,default,33554432,80,ib,,\n";
   auto points = read_reference(path);
   ASSERT_TRUE(points) << points.error().message;
   ASSERT_EQ(points->size(), 2u);
   EXPECT_EQ((*points)[0].nccl_net, network::NcclNet::libfabric);
   EXPECT_EQ((*points)[1].nccl_net, network::NcclNet::ib);
+  EXPECT_EQ((*points)[0].nccl_version, "2.27.7");
+  EXPECT_EQ((*points)[1].nccl_version, "");
   std::ofstream(path) << "gpu,nodes,gpus_per_node,collective,algorithm,bytes,busbw_GBps,source,nccl_net\n"
                          "H100,8,8,allgather,default,33554432,46.29,aws,EFA\n";
   auto bad = read_reference(path);
@@ -231,6 +233,7 @@ TEST(LogsFromPoints, UndoTheBusFactorOneLogPerSeries) {
   a.nccl_net = network::NcclNet::libfabric;
   a.file = "efa.csv";
   a.line = 7;
+  a.nccl_version = "2.27.7";
   PublishedPoint b = a;
   b.point.size_bytes = 64 * kMiB;
   auto logs = logs_from_points({a, b}, network::NcclNet::libfabric);
@@ -240,6 +243,7 @@ TEST(LogsFromPoints, UndoTheBusFactorOneLogPerSeries) {
   EXPECT_EQ(log.ranks, 16);
   EXPECT_EQ(log.nodes, 2);
   EXPECT_EQ(log.op, network::CollectiveOp::all_gather);
+  EXPECT_EQ(log.nccl_version, "2.27.7");
   ASSERT_EQ(log.rows.size(), 2u);
   EXPECT_NEAR(log.rows[0].out_of_place.alg_bw_bytes_per_s, 140.0533e9, 1e5);
   EXPECT_NEAR(log.rows[0].out_of_place.time_s, 239.58e-6, 0.01e-6);
