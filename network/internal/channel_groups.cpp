@@ -25,12 +25,26 @@ std::vector<std::vector<int>> by_node(const Platform& platform, const std::vecto
   return nodes;
 }
 
-std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_ranks, int rail) {
+namespace {
+
+// Where rail_head sits in `node_ranks`: the first rank whose GPU is at or after the rail's own.
+std::size_t rail_head_index(const Platform& platform, const std::vector<int>& node_ranks, int rail) {
   const NodeType& node = platform.spec().node;
   const int head_local = rail * node.gpus / node.nics;
-  auto it = std::find_if(node_ranks.begin(), node_ranks.end(),
-                         [&](int r) { return platform.local_of(r) >= head_local; });
-  std::rotate(node_ranks.begin(), it == node_ranks.end() ? node_ranks.begin() : it, node_ranks.end());
+  const auto it = std::find_if(node_ranks.begin(), node_ranks.end(),
+                               [&](int r) { return platform.local_of(r) >= head_local; });
+  return it == node_ranks.end() ? 0 : static_cast<std::size_t>(it - node_ranks.begin());
+}
+
+}  // namespace
+
+int rail_head(const Platform& platform, const std::vector<int>& node_ranks, int rail) {
+  return node_ranks[rail_head_index(platform, node_ranks, rail)];
+}
+
+std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_ranks, int rail) {
+  const auto head = static_cast<std::ptrdiff_t>(rail_head_index(platform, node_ranks, rail));
+  std::rotate(node_ranks.begin(), node_ranks.begin() + head, node_ranks.end());
   return node_ranks;
 }
 

@@ -17,8 +17,11 @@ namespace commbound::network::internal {
 // `ranks` grouped by node (nodes in first-seen order), each node's ranks sorted by local index.
 std::vector<std::vector<int>> by_node(const Platform& platform, const std::vector<int>& ranks);
 
-// `node_ranks` (one node's, sorted) rotated to start at the GPU that owns rail `rail`, or at the
-// next one present; unrotated when none is.
+// The rank of `node_ranks` (one node's, sorted) whose GPU owns rail `rail`, or the next one
+// present; the first rank when none is.
+int rail_head(const Platform& platform, const std::vector<int>& node_ranks, int rail);
+
+// `node_ranks` rotated to start at rail_head.
 std::vector<int> rotate_to_rail(const Platform& platform, std::vector<int> node_ranks, int rail);
 
 // The rails the channels use across `nodes` (by_node's): those whose NIC belongs to a GPU present

@@ -80,7 +80,7 @@ SwitchPart switch_part(const AlgorithmParams& params) {
 // The GPU of a node (its ranks, sorted) whose NIC is `rail`, or the next present one: the head of
 // that rail's exchange between nodes.
 sg4::Host* rail_gpu(Platform& platform, const std::vector<int>& node_ranks, int rail) {
-  return platform.gpu(rotate_to_rail(platform, node_ranks, rail).front());
+  return platform.gpu(rail_head(platform, node_ranks, rail));
 }
 
 // Waits `latency_s`, then runs every flow at once: the algorithm's result.

@@ -126,7 +126,7 @@ Examples (the shipped fits):
   commbound fit-fabric calibration/fabric/logs/logs.toml --name h100-ib-1to4 \
       --scenario scenarios/examples/dgx-h100-ib-ndr.toml
   commbound fit-fabric calibration/fabric/logs/one-node.toml \
-      calibration/fabric/logs/aws-p5-efa-2to4-nodes.csv --name h100-efa-1to4 \
+      calibration/reference/aws-p5-efa-2to4-nodes.csv --name h100-efa-1to4 \
       --scenario scenarios/examples/aws-p5-efa.toml
 )");
   cmd->add_option("logs", a->logs, "nccl-tests logs, manifests (*.toml) or reference tables (*.csv)")
