@@ -47,6 +47,11 @@ struct CollectiveCall {
   // copied: the engine copies calls for sibling groups and the matrix can be 1024 x 1024.
   std::shared_ptr<const std::vector<double>> peer_bytes = nullptr;
   AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // AllToAll only
+  // SendRecv only: the communicator the pair belongs to, whose size sets how many channels NCCL
+  // stripes a send to another node over (internal/p2p_channels.hpp). 0 ranks: the pair alone, a
+  // two-rank communicator, as PyTorch makes for an unbatched send.
+  int comm_ranks = 0;
+  int comm_gpus_per_node = 0;  // the communicator's GPUs on each node it spans
 };
 
 // An (algorithm, protocol) pair as NCCL_ALGO / NCCL_PROTO would force it.

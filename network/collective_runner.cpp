@@ -88,6 +88,18 @@ CallShape CollectiveRunner::shape_of(const CollectiveCall& call) const {
 Status CollectiveRunner::check(const CollectiveCall& call, const CollectiveChoice& choice) const {
   if (call.ranks.size() < 2) return Error{"a collective needs at least 2 ranks"};
   if (call.op == CollectiveOp::send_recv && call.ranks.size() != 2) return Error{"SendRecv takes exactly 2 ranks"};
+  if (call.comm_ranks != 0) {
+    if (call.op != CollectiveOp::send_recv) return Error{"a communicator size is for SendRecv only"};
+    const int gpus = platform_.spec().node.gpus;
+    if (call.comm_gpus_per_node < 1 || call.comm_gpus_per_node > gpus) {
+      return Error{"communicator GPUs per node " + std::to_string(call.comm_gpus_per_node) + ": outside 1.." +
+                   std::to_string(gpus)};
+    }
+    if (call.comm_ranks < 2 || call.comm_ranks > platform_.ranks()) {
+      return Error{"communicator of " + std::to_string(call.comm_ranks) + " ranks: outside 2.." +
+                   std::to_string(platform_.ranks())};
+    }
+  }
   std::vector<int> sorted = call.ranks;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return Error{"a rank appears twice"};
@@ -130,6 +142,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   const internal::AlgorithmResult part = run_algorithm({
       .platform = platform_,
       .nccl = nccl_,
+      .tuner = tuner_,
       .routes = *routes_,
       .call = call,
       .shape = shape,

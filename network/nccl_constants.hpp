@@ -70,6 +70,20 @@ struct NcclConstants {
   };
   Rules rules;
 
+  // Point-to-point sends to a network peer (ncclSend/ncclRecv): how many channels NCCL stripes one
+  // over and what one FIFO slot holds (internal/p2p_channels.hpp).
+  struct P2p {
+    // How a network peer's channels are counted (src/graph/paths.cc ncclTopoGetNchannels): 2.29 and
+    // later max(NICs, ceil(the GPU's NIC GB/s / per_channel_net)), after which every peer's are
+    // halved until ceil(ranks / 8) rounds of peers fit the p2p channels (ncclTopoComputeP2pChannels);
+    // 2.20.5 two, halved while 2 x ranks > 4 x p2p channels, at least the GPU's NICs.
+    bool channels_by_nic_bw = true;
+    double per_channel_net_bytes_per_s = 14e9;  // NCCL_P2P_PER_CHANNEL_NET_BW (by-NIC-bandwidth only)
+    double net_chunk_bytes = 131072;            // NCCL_P2P_NET_CHUNKSIZE: one slot of a network send
+    double nvl_chunk_bytes = 524288;            // NCCL_P2P_NVL_CHUNKSIZE: one slot inside an NVLink node
+  };
+  P2p p2p;
+
   // NCCL's topology search inside one node (src/graph/search.cc): the per-channel bandwidths it
   // tries, fastest first, for sm80 and older, sm90 and sm100 (bytes per second), and the most
   // channels a ring graph and an NVLS graph may hold.

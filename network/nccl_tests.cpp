@@ -68,6 +68,12 @@ Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstan
     call.size_bytes = pt.size_bytes;
     call.ranks = pt.ranks.empty() ? sweep_ranks(platform, pt.op, pt.nodes, pt.gpus_per_node) : pt.ranks;
     call.all_to_all_method = pt.all_to_all_method;
+    const int per_node = pt.gpus_per_node > 0 ? pt.gpus_per_node : gpus;
+    if (pt.op == CollectiveOp::send_recv && pt.ranks.empty() && pt.nodes * per_node > 2) {
+      // nccl-tests' sendrecv: every rank of the run sends to the next, all in one communicator.
+      call.comm_ranks = pt.nodes * per_node;
+      call.comm_gpus_per_node = per_node;
+    }
     auto choice = resolve_choice(runner, call, pt.algorithm, pt.protocol);
     if (!choice) return choice.error();
     if (Status ok = runner.check(call, *choice); !ok) return ok.error();

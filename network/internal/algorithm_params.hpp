@@ -20,6 +20,7 @@ namespace commbound::network::internal {
 struct AlgorithmParams {
   Platform& platform;
   const NcclConstants& nccl;
+  const NcclTuner& tuner;       // the runner's: NCCL's topology search on this node type
   RouteCache& routes;          // the runner's: routes of groups seen by earlier calls
   const CollectiveCall& call;  // passed CollectiveRunner::check() with `choice`
   CallShape shape;

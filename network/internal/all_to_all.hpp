@@ -51,9 +51,10 @@
 // the most (0 inside one node). DeepEP posts its RDMA writes from the GPU (NVSHMEM), with no CPU
 // proxy: hierarchical adds none, and its path latency is the RDMA hop plus the NVLink forward.
 //
-// Rates are not capped: NCCL gives a net peer 2 p2p channels (ncclTopoGetNchannels in
-// src/graph/paths.cc, NCCL 2.28) and each NVLink peer its own, and nothing in our NCCL constants
-// measures what one channel moves alone, so a cap would be a number without a source.
+// Rates are not capped per peer. One peer's send runs on few channels (p2p_channels.hpp counts them;
+// send_recv.hpp caps and windows a lone send by them), but an all-to-all has every peer's sends in
+// flight at once, up to 8 a channel, so a rank's channels together keep its NIC and NVLink busy.
+// The per-peer FIFO window is not modelled here.
 //
 // nccl-tests bus bandwidth: busbw = algbw x (n-1)/n (src/alltoall.cu, AlltoAllGetBw).
 #pragma once

@@ -4,6 +4,7 @@
 #include "core/units.hpp"
 #include "network/internal/algorithm.hpp"
 #include "network/internal/channel_groups.hpp"
+#include "network/internal/fifo_window.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/send_pipe.hpp"
 
@@ -152,30 +153,11 @@ std::vector<CostTerm> ring_terms(const AlgorithmParams& params, const std::vecto
   return terms;
 }
 
-// A channel's FIFO window on a network hop. NCCL keeps NCCL_STEPS = 8 slots per connection
-// (src/include/device.h); a ring's Simple slice takes SLICESTEPS = 2 of them, so 4 slices are in
-// flight, an LL or LL128 step one, so 8 (src/include/collectives.h). On a network hop a slot comes
-// back only after a round trip: the data's way to the receiver, whose GPU consumes it, whose proxy
-// then reposts the buffer and RDMA-writes the clear-to-send that the sender's proxy waits for
-// (src/transport/net.cc recvProxyProgress; net_ib ncclIbPostFifo, ncclIbIsend): twice the fit's
-// network hop. So message k of a connection leaves no earlier than a slot cycle (the round trip,
-// the message's time at the channel's share of its NIC, and the receiver's message cost and copy
-// onward over NVLink, which it finishes before it frees the slot) after message k - W: the connection
-// needs at least its messages / W slot cycles, however fast the links. The bound overlaps the
-// latency chain and the bytes (a message waiting for a slot is not waiting for its data) and binds
-// where messages are small against the round trip: mid sizes on many ranks, where each channel's
-// step is a small part of the buffer.
-struct Window {
-  double in_flight = 0;  // messages
-  double message_bytes = 0;
-  double messages = 0;   // per connection, the whole call
-  double cycle_s = 0;    // a slot's round trip + the message's wire time
-  double bound_s() const { return messages / in_flight * cycle_s; }
-};
-
-// The window of a ring's network hops; nullopt on one node or without a fit.
+// The ring's FIFO window (fifo_window.hpp): a Simple slice takes SLICESTEPS = 2 slots, so 4 slices
+// are in flight, an LL or LL128 step one, so 8 (src/include/collectives.h). The receiver copies the
+// slice onward over NVLink before it frees the slot, so that copy is part of the cycle. Nullopt on
+// one node or without a fit.
 std::optional<Window> fifo_window(const AlgorithmParams& params, int steps, double step_payload_bytes) {
-  constexpr double kNcclSteps = 8;
   constexpr double kRingSimpleSliceSteps = 2;
   if (params.fit == nullptr || params.shape.nodes <= 1 || step_payload_bytes <= 0) return std::nullopt;
   Window w;
@@ -187,7 +169,7 @@ std::optional<Window> fifo_window(const AlgorithmParams& params, int steps, doub
   const double channels_per_nic = static_cast<double>(node.nccl_channels) / node.nics;
   const double share_bytes_per_s = params.platform.spec().fabric.nic_bw_bytes_per_s() / channels_per_nic;
   const double wire_bytes = w.message_bytes / params.efficiency();
-  w.cycle_s = 2 * params.fit->net_hop_s + wire_bytes / share_bytes_per_s + params.fit->message_s +
+  w.cycle_s = slot_round_trip_s(*params.fit, wire_bytes, share_bytes_per_s) +
               wire_bytes / (node.nvlink.effective_bw_bytes_per_s() / node.nccl_channels);
   return w;
 }

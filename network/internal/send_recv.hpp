@@ -5,6 +5,18 @@
 //               + S / (efficiency * B)
 // with B the path's bottleneck bandwidth (its max-min share when other traffic runs). Always fluid.
 //
+// NCCL stripes the send over the channels p2p_channels.hpp counts for the pair's communicator
+// (CollectiveCall::comm_ranks; the pair alone when it names none). Inside a node each channel moves
+// at most its share of the GPU's NVLink (the ring's: NVLink / node.nccl_channels, ASSUMED), so a
+// send on few channels runs below the NVLink rate: nccl-tests' sendrecv on 8 GPUs of a node starts
+// a send on 4 channels and doubles them only past 16 MiB a channel.
+//
+// Across nodes, with a fit, the send also waits for FIFO slots (fifo_window.hpp): each of its
+// channels has NCCL_STEPS = 8 slots of one chunk (NCCL_P2P_NET_CHUNKSIZE), so a channel moves at most
+// 8 chunks per slot round trip, its share of the NIC on the wire. The time is the larger of the
+// two. A communicator of many ranks leaves a peer one or two channels: nccl-tests' sendrecv on 10
+// nodes then runs at a fraction of a NIC, however large the message.
+//
 // nccl-tests bus bandwidth: busbw = algbw (factor 1; bus_bw_factor in collective.hpp).
 #pragma once
 

@@ -16,8 +16,8 @@ using network::Protocol;
 
 constexpr Protocol kProtocols[] = {Protocol::ll, Protocol::ll128, Protocol::simple};
 
-std::string choice_label(const network::CollectiveChoice& c) {
-  return fmt::format("{}/{}", network::to_string(c.algorithm), network::to_string(c.protocol));
+std::string choice_label(const network::CollectiveChoice& c, network::CollectiveOp op) {
+  return fmt::format("{}/{}", network::algorithm_label(op, c.algorithm), network::to_string(c.protocol));
 }
 
 bool same(const network::CollectiveChoice& a, const network::CollectiveChoice& b) {
@@ -40,7 +40,7 @@ void write_tuner(std::ostream& out, const network::SweepRow& row, const std::vec
     }
     std::string mark;
     if (same(e.choice, row.result.choice)) mark = &e == &*least ? "  <- runs (the tuner's pick)" : "  <- runs (forced)";
-    out << fmt::format("  {:<16} {:>12.1f} us latency {:>12.1f} us in all{}\n", choice_label(e.choice),
+    out << fmt::format("  {:<16} {:>12.1f} us latency {:>12.1f} us in all{}\n", choice_label(e.choice, row.op),
                        e.latency_s * kUsPerS, e.time_s * kUsPerS, mark);
   }
   if (!cannot.empty()) out << "  cannot run it: " << fmt::format("{}", fmt::join(cannot, "; ")) << "\n";
@@ -48,7 +48,7 @@ void write_tuner(std::ostream& out, const network::SweepRow& row, const std::vec
 
 void write_terms(std::ostream& out, const network::SweepRow& row) {
   const network::CollectiveResult& r = row.result;
-  out << fmt::format("{} as simulated, term by term:\n", choice_label(r.choice));
+  out << fmt::format("{} as simulated, term by term:\n", choice_label(r.choice, row.op));
   std::size_t width = 4;
   for (const network::CostTerm& t : r.terms) width = std::max(width, t.what.size());
   out << fmt::format("  {:<{}} {:>7} {:>10} {:>11} {:>7}\n", "term", width, "count", "each(us)", "time(us)", "share");
@@ -99,7 +99,7 @@ void write_collective_explanation(std::ostream& out, const std::vector<network::
     const network::CollectiveResult& r = row.result;
     out << fmt::format("\n## {} {} on {} node(s), {} ranks: {}, {:.1f} us, busbw {:.1f} GB/s\n",
                        network::to_string(row.op), size_label(row.size_bytes), row.nodes, row.ranks,
-                       choice_label(r.choice), r.time_s * kUsPerS, row.bus_bw_bytes_per_s / kBytesPerGB);
+                       choice_label(r.choice, row.op), r.time_s * kUsPerS, row.bus_bw_bytes_per_s / kBytesPerGB);
     const bool tuned = row.op != network::CollectiveOp::send_recv && row.op != network::CollectiveOp::all_to_all;
     if (tuned) write_tuner(out, row, tuner_estimates(tuner, {row.op, row.ranks, row.nodes, row.size_bytes}));
     write_terms(out, row);

@@ -306,6 +306,41 @@ TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
   EXPECT_NEAR(sum_s, r.time_s, 1e-9);  // the terms add up to the time
 }
 
+// A SendRecv of 1 GiB between two of 10 DGX H100 nodes, worked by hand with the test fit. In
+// nccl-tests' communicator of 10 ranks, one GPU a node, NCCL stripes it over 2 channels
+// (p2p_channels_test), 8 slots of 128 KiB each: 1 GiB / 2 / 128 KiB = 4096 messages a channel, 8 in
+// flight, a slot back every 2 x 20 us + 128 KiB at half of 0.9 x 50 GB/s (5.83 us) + 3 us = 48.83
+// us: 512 x 48.83 us = 25.0 ms after the 10 us launch. The bytes alone, at 0.9 x 50 GB/s, take
+// 23.9 ms, so the window sets the time. The pair alone (a two-rank communicator) has 4 channels,
+// half the bound, and runs at the NIC's rate.
+TEST(CollectiveRunner, ASendWaitsForItsChannelsSlots) {
+  ClusterSpec spec = testing::dgx_h100(10);
+  spec.fabric.fit = kTestFit;
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  runner.set_itemize(true);
+  const double size = 1024.0 * (1 << 20);
+  CollectiveCall in_ten{CollectiveOp::send_recv, {0, 72}, size};
+  in_ten.comm_ranks = 10;
+  in_ten.comm_gpus_per_node = 1;
+  const CollectiveCall alone{CollectiveOp::send_recv, {0, 72}, size};
+  CollectiveResult ten, pair;
+  (*platform)->run([&] {
+    ten = runner.run(in_ten, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
+    pair = runner.run(alone, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
+  });
+  const double nic_bytes_per_s = 0.9 * spec.fabric.link.bw_bytes_per_s;
+  const double cycle_s = 2 * 20e-6 + 131072 / (nic_bytes_per_s / 2) + 3e-6;
+  EXPECT_NEAR(ten.time_s, 10e-6 + 4096.0 / 8 * cycle_s, 1e-9);
+  EXPECT_NE(ten.terms.back().what.find("waiting for FIFO slots: 2 channel(s), 4096 messages of 128 KiB"),
+            std::string::npos)
+      << ten.terms.back().what;
+  const double bytes_s = size / nic_bytes_per_s;
+  EXPECT_GT(pair.time_s, bytes_s);
+  EXPECT_LT(pair.time_s, bytes_s + 100e-6);  // the bytes and the latency; no wait for slots
+}
+
 // Where the window sets the time (the call above), both fidelities give it: the step fidelity's
 // chunks finish sooner and then wait for the same bound.
 TEST(CollectiveRunner, BothFidelitiesTakeTheWindow) {
