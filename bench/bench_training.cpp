@@ -2,7 +2,8 @@
 // (ZeRO-2, local batch 2, seq 4096) on DGX H100 + IB NDR at 2048 and 16384 GPUs, and on Llama 3.1
 // 405B at 16384 GPUs (2048 DGX H100; TP 8, PP 16 uneven 7 + 14 x 8 + 7 layers, CP 1, DP 128, seq
 // 8192, global batch 2048, micro-batch 1, full recompute, sequence parallel, ZeRO-1: the DGX Cloud
-// recipe's scenario with these keys set), and on a DeepSeek-V3-shaped mixture of experts with expert
+// recipe's scenario with these keys set) on rail-optimized InfiniBand and on a RoCE fat-tree with
+// ECMP, and on a DeepSeek-V3-shaped mixture of experts with expert
 // parallelism 64 on 2048 GPUs (bench/scenarios/deepseek_v3_ep64_2048gpu.toml), through the same
 // library calls as the CLI, stage by stage:
 //   load      read and validate the scenario (and its kernel table) in this process
@@ -69,6 +70,15 @@ int main(int argc, char** argv) {
                       "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
                       "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
                       "training.activation_checkpointing=full"}});
+    // The same layout on a fat-tree with RoCE and ECMP: its data-parallel rings share spine ports.
+    // The InfiniBand fit is not this fabric's, so it runs on NCCL's tuner latencies.
+    cases.push_back({"Llama 3.1 405B TP8 PP16 DP128, 16384 GPUs, fat-tree RoCE ECMP",
+                     "scenarios/published/llama3.1_405b_dgxc_bf16.toml",
+                     {"cluster.nodes=2048", "training.global_batch=2048", "sweep.values=[[2048, 2048]]",
+                      "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
+                      "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
+                      "training.activation_checkpointing=full", "fabric.topology=fat-tree",
+                      "fabric.link=roce-400g", "fabric.routing=ecmp", "nccl.fit="}});
     cases.push_back({"Llama 3.1 405B TP8 PP16 DP1024, 131072 GPUs", "scenarios/published/llama3.1_405b_dgxc_bf16.toml",
                      {"cluster.nodes=16384", "fabric.switch_radix=128", "training.global_batch=2048",
                       "sweep.values=[[16384, 2048]]", "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",

@@ -6,10 +6,13 @@
 #include "network/collective.hpp"
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace commbound::network {
+
+struct TunerPlugin;  // tuner_plugin.hpp
 
 enum class HopClass { nvlink, pci, net };
 inline constexpr int kHopClasses = 3;
@@ -83,6 +86,9 @@ struct NcclConstants {
     double nvl_chunk_bytes = 524288;            // NCCL_P2P_NVL_CHUNKSIZE: one slot inside an NVLink node
   };
   P2p p2p;
+
+  // A tuner plugin NCCL asks before its own tuner (`[nccl] tuner_plugin`); null: none.
+  std::shared_ptr<const TunerPlugin> tuner_plugin;
 
   // NCCL's topology search inside one node (src/graph/search.cc): the per-channel bandwidths it
   // tries, fastest first, for sm80 and older, sm90 and sm100 (bytes per second), and the most

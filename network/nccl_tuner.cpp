@@ -2,6 +2,7 @@
 
 #include "network/internal/algorithm.hpp"
 #include "network/internal/all_to_all.hpp"
+#include "network/tuner_plugin.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -148,11 +149,18 @@ std::optional<double> NcclTuner::predict_s(const CallShape& shape, const Collect
   return predict_latency_s(shape, c) + shape.size_bytes / *alg_bw;
 }
 
+std::optional<CollectiveChoice> NcclTuner::plugin_choice(const CallShape& shape) const {
+  if (!nccl_.tuner_plugin || shape.op == CollectiveOp::all_to_all) return std::nullopt;
+  const auto runs = [&](const CollectiveChoice& c) { return unsupported(shape, c).empty(); };
+  return nccl_.tuner_plugin->choose(shape, runs);
+}
+
 CollectiveChoice NcclTuner::choose(const CallShape& shape) const {
   if (shape.op == CollectiveOp::all_to_all) {
     const double per_peer_bytes = shape.size_bytes / std::max(1, shape.ranks);
     return {Algorithm::ring, per_peer_bytes <= kP2pLlThresholdBytes ? Protocol::ll : Protocol::simple};
   }
+  if (const auto c = plugin_choice(shape)) return *c;
   CollectiveChoice best{Algorithm::ring, Protocol::simple};
   double best_s = std::numeric_limits<double>::infinity();
   for (Algorithm a : kAllAlgorithms) {

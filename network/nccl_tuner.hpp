@@ -38,7 +38,10 @@ public:
   double predict_latency_s(const CallShape& shape, const CollectiveChoice& choice) const;
   // The supported choice with the least predicted time; for an all-to-all NCCL's own p2p rule
   // instead: LL up to NCCL_P2P_LL_THRESHOLD bytes per peer, Simple above.
+  // A tuner plugin's region (NcclConstants::tuner_plugin) decides first where one holds the call.
   CollectiveChoice choose(const CallShape& shape) const;
+  // What the tuner plugin picks for the call, if there is a plugin and a region of it holds the call.
+  std::optional<CollectiveChoice> plugin_choice(const CallShape& shape) const;
 
   // netOverhead of the node's host CPU (seconds), x3 for Simple; 0 on one node.
   double net_overhead_s(const CallShape& shape, Protocol p) const;

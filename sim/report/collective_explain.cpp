@@ -2,6 +2,7 @@
 
 #include "core/size_label.hpp"
 #include "core/units.hpp"
+#include "network/tuner_plugin.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,7 +25,9 @@ bool same(const network::CollectiveChoice& a, const network::CollectiveChoice& b
   return a.algorithm == b.algorithm && a.protocol == b.protocol;
 }
 
-void write_tuner(std::ostream& out, const network::SweepRow& row, const std::vector<TunerEstimate>& estimates) {
+// `plugin`: the tuner plugin's name when its region chose the call, else empty.
+void write_tuner(std::ostream& out, const network::SweepRow& row, const std::vector<TunerEstimate>& estimates,
+                 const std::string& plugin) {
   out << "NCCL's tuner, its own estimates (latency + bytes / its bandwidth; the least wins):\n";
   const auto least = std::min_element(estimates.begin(), estimates.end(), [](const auto& a, const auto& b) {
     if (a.unsupported.empty() != b.unsupported.empty()) return a.unsupported.empty();
@@ -39,7 +42,10 @@ void write_tuner(std::ostream& out, const network::SweepRow& row, const std::vec
       continue;
     }
     std::string mark;
-    if (same(e.choice, row.result.choice)) mark = &e == &*least ? "  <- runs (the tuner's pick)" : "  <- runs (forced)";
+    if (same(e.choice, row.result.choice)) {
+      mark = !plugin.empty() ? "  <- runs (" + plugin + "'s region)"
+                             : (&e == &*least ? "  <- runs (the tuner's pick)" : "  <- runs (forced)");
+    }
     out << fmt::format("  {:<16} {:>12.1f} us latency {:>12.1f} us in all{}\n", choice_label(e.choice, row.op),
                        e.latency_s * kUsPerS, e.time_s * kUsPerS, mark);
   }
@@ -101,7 +107,13 @@ void write_collective_explanation(std::ostream& out, const std::vector<network::
                        network::to_string(row.op), size_label(row.size_bytes), row.nodes, row.ranks,
                        choice_label(r.choice, row.op), r.time_s * kUsPerS, row.bus_bw_bytes_per_s / kBytesPerGB);
     const bool tuned = row.op != network::CollectiveOp::send_recv && row.op != network::CollectiveOp::all_to_all;
-    if (tuned) write_tuner(out, row, tuner_estimates(tuner, {row.op, row.ranks, row.nodes, row.size_bytes}));
+    if (tuned) {
+      const network::CallShape shape{row.op, row.ranks, row.nodes, row.size_bytes};
+      const auto picked = tuner.plugin_choice(shape);
+      const std::string plugin =
+          picked && same(*picked, r.choice) ? tuner.nccl().tuner_plugin->name : std::string();
+      write_tuner(out, row, tuner_estimates(tuner, shape), plugin);
+    }
     write_terms(out, row);
   }
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -246,6 +247,67 @@ Expected<network::FabricFit> Presets::fabric_fit(const std::string& name) const 
   }
   if (Status s = r.finish(); !s) return s.error();
   return fit;
+}
+
+Expected<network::TunerPlugin> Presets::tuner_plugin(const std::string& name) const {
+  const auto dir = dir_ / "nccl" / "plugins";
+  const auto path = dir / (name + ".toml");
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return Error{"no tuner plugin named \"" + name + "\" (have:" + files_in(dir, ".toml", true) + ")"};
+  }
+  auto type = file_type_at(path);
+  if (!type) return type.error();
+  if (*type == std::filesystem::file_type::not_found) {
+    return Error{path.string() + ": no tuner plugin named \"" + name + "\" (have:" + files_in(dir, ".toml", true) + ")"};
+  }
+  auto file = parse_toml_file(path);
+  if (!file) return file.error();
+  TableReader top(*file, "", nullptr, path.string());
+  network::TunerPlugin plugin;
+  plugin.name = top.required_string("name");
+  plugin.source = top.required_string("source");
+  plugin.min_nodes = static_cast<int>(top.required_integer("min_nodes", 1, network::kMaxNodes));
+  top.string("description", "");
+  const toml::array* regions = top.required_array("region");
+  if (Status s = top.finish(); !s) return s.error();
+  if (plugin.name != name) return Error{path.string() + ": name = \"" + plugin.name + "\" is not the file's name"};
+  for (std::size_t i = 0; i < regions->size(); ++i) {
+    const std::string at = "region[" + std::to_string(i) + "]";
+    const toml::table* t = (*regions)[i].as_table();
+    if (t == nullptr) return Error{path.string() + ": " + at + " must be a table ([[region]])"};
+    TableReader r(*t, at, nullptr, path.string());
+    network::TunerRegion region;
+    const std::string op = r.required_string("collective");
+    const std::string algorithm = r.required_string("algorithm");
+    const std::string protocol = r.required_string("protocol");
+    region.gpus_per_node = static_cast<int>(r.required_integer("gpus_per_node", 1, 1024));
+    const toml::array* vertices = r.required_array("vertices");
+    if (!r.failed()) {
+      const auto c = network::parse_collective_op(op);
+      const auto a = network::parse_algorithm(algorithm);
+      const auto pr = network::parse_protocol(protocol);
+      if (!c) r.fail("collective", "\"" + op + "\" is not a collective");
+      if (!a) r.fail("algorithm", "\"" + algorithm + "\" is not an NCCL algorithm");
+      if (!pr) r.fail("protocol", "\"" + protocol + "\" is not an NCCL protocol");
+      if (c && a && pr) region = {*c, region.gpus_per_node, {*a, *pr}, {}};
+    }
+    if (!r.failed()) {
+      for (const toml::node& v : *vertices) {
+        const toml::array* xy = v.as_array();
+        const auto x = xy != nullptr && xy->size() == 2 ? (*xy)[0].value<double>() : std::nullopt;
+        const auto y = xy != nullptr && xy->size() == 2 ? (*xy)[1].value<double>() : std::nullopt;
+        if (!x || !y || !(*x >= 0) || !(*y >= 0) || !std::isfinite(*x) || !std::isfinite(*y)) {
+          r.fail("vertices", "each vertex must be [bytes, ranks], both >= 0");
+          break;
+        }
+        region.vertices.emplace_back(*x, *y);
+      }
+      if (!r.failed() && region.vertices.size() < 3) r.fail("vertices", "a region needs at least 3 vertices");
+    }
+    if (Status s = r.finish(); !s) return s.error();
+    plugin.regions.push_back(std::move(region));
+  }
+  return plugin;
 }
 
 Expected<network::NcclConstants> Presets::nccl(const std::string& release) const {

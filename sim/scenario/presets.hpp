@@ -8,6 +8,7 @@
 #include "core/table_reader.hpp"
 #include "network/cluster_spec.hpp"
 #include "network/nccl_constants.hpp"
+#include "network/tuner_plugin.hpp"
 
 #include <toml++/toml.h>
 
@@ -36,6 +37,8 @@ public:
   // calibration/fabric/<name>.toml, written by commbound fit-fabric: its [parameters] in SI units,
   // each checked against its bounds (fabric_fit.hpp). [provenance] is for people and not read.
   Expected<network::FabricFit> fabric_fit(const std::string& name) const;
+  // calibration/nccl/plugins/<name>.toml: a tuner plugin's regions (network/tuner_plugin.hpp).
+  Expected<network::TunerPlugin> tuner_plugin(const std::string& name) const;
   // calibration/fabric/spread/<name>.txt: one transfer's time (us) per node pair, `#` comments.
   Expected<network::LinkSpread> link_spread(const std::string& name) const;
 

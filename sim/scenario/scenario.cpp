@@ -463,7 +463,20 @@ private:
                    constants.error().message};
     }
     sc_.nccl = *constants;
+    if (Status s = load_tuner_plugin(v.text("tuner_plugin")); !s) return s;
     return load_fit(v.text("fit"));
+  }
+
+  // nccl.tuner_plugin: regions NCCL's tuner asks first.
+  Status load_tuner_plugin(const std::string& name) {
+    if (name.empty()) return Ok{};
+    auto plugin = presets_.tuner_plugin(name);
+    if (!plugin) {
+      return Error{origin_of(origins_, nccl_t_, "nccl", "tuner_plugin", path_) + ": nccl.tuner_plugin = \"" + name +
+                   "\": " + plugin.error().message};
+    }
+    sc_.nccl.tuner_plugin = std::make_shared<const network::TunerPlugin>(std::move(*plugin));
+    return Ok{};
   }
 
   // nccl.fit: a fabric fit, which must have been fitted on this cluster's node type and link.

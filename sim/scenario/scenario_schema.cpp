@@ -2,6 +2,7 @@
 
 #include "core/units.hpp"
 #include "model/model_zoo.hpp"
+#include "network/tuner_plugin.hpp"
 #include "sim/scenario/presets.hpp"
 
 // Key tables are written with designated initializers that leave the fields a key does not use
@@ -151,6 +152,12 @@ std::vector<Key> nccl_keys() {
               "type and link",
        .get = [](const Scenario& s, double) -> Got {
          return s.cluster.fabric.fit ? Got(KeyValue{s.cluster.fabric.fit->name}) : Got();
+       }},
+      {.key = "tuner_plugin", .fallback = text(""),
+       .doc = "a tuner plugin NCCL asks before its own tuner, `calibration/nccl/plugins/<name>.toml` (its regions "
+              "of size and ranks, each an algorithm and protocol); `aws-ofi-nccl-p5`: AWS EFA's net plugin on p5",
+       .get = [](const Scenario& s, double) -> Got {
+         return s.nccl.tuner_plugin ? Got(KeyValue{s.nccl.tuner_plugin->name}) : Got();
        }},
       {.key = "channels", .type = KeyType::integer, .lower = 1, .upper = 64,
        .derived = "the node type's `nccl_channels`", .doc = "NCCL channels per collective",
