@@ -180,6 +180,18 @@ private:
     return c;
   }
 
+  // A pipeline send's communicator (pipeline_communicator); the pair alone when it has none.
+  void set_p2p_communicator(int rank, const Op& op, network::CollectiveCall& call) const {
+    if (op.collective != network::CollectiveOp::send_recv ||
+        (op.group != GroupKind::pipeline_next && op.group != GroupKind::pipeline_prev)) {
+      return;
+    }
+    if (const auto comm = pipeline_communicator(t_, rank, platform_.spec().node.gpus)) {
+      call.comm_ranks = comm->first;
+      call.comm_gpus_per_node = comm->second;
+    }
+  }
+
   // Runs the collective of `group` (`rank`'s group of op.group). In representative mode the same
   // collective of each of its sibling groups (sibling_groups) runs beside it, as a copy.
   network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
@@ -189,6 +201,7 @@ private:
       return g;
     };
     network::CollectiveCall call{op.collective, directed(group), op.size_bytes, op.peer_bytes, t_.dispatcher};
+    set_p2p_communicator(rank, op, call);
     const network::CallShape shape = runner_.shape_of(call);
     const network::CollectiveChoice choice = choose(shape);
     std::vector<std::shared_ptr<Event>> copies;
@@ -196,6 +209,8 @@ private:
       const std::vector<std::vector<int>>& siblings = siblings_of(rank, op.group);
       for (std::size_t k = 1; k < siblings.size(); ++k) {
         network::CollectiveCall copy{op.collective, directed(siblings[k]), op.size_bytes, op.peer_bytes, t_.dispatcher};
+        copy.comm_ranks = call.comm_ranks;
+        copy.comm_gpus_per_node = call.comm_gpus_per_node;
         copies.push_back(copy_workers_.start(platform_.gpu(siblings[k].front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
@@ -454,6 +469,18 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
     case GroupKind::expert_data_parallel: return layout.expert_dp_group(rank);
   }
   return {rank};
+}
+
+std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, int rank, int gpus_per_node) {
+  const model::Framework f = t.framework;
+  const bool batched = f == model::Framework::pytorch_eager || f == model::Framework::pytorch_compile ||
+                       (f == model::Framework::megatron_te && t.virtual_stages == 1);
+  if (!batched || t.pp < 2 || gpus_per_node < 1) return std::nullopt;
+  const Layout layout(t.dp, t.tp, t.pp, t.cp);
+  Coords c = layout.coords(rank);
+  int on_node = 0;
+  for (c.pp = 0; c.pp < t.pp; ++c.pp) on_node += layout.rank(c) / gpus_per_node == rank / gpus_per_node ? 1 : 0;
+  return std::pair{t.pp, std::max(1, on_node)};
 }
 
 std::vector<std::vector<int>> sibling_groups(const TrainingSpec& t, int rank, GroupKind kind, int gpus_per_node) {

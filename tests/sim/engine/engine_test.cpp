@@ -614,6 +614,29 @@ TEST(Engine, PipelineMatchesTheZeroBubbleSchedule) {
 // Interleaving (Narayanan et al. 2021) shrinks the pipeline bubble by the number of model chunks
 // per stage: with free communication, 4 stages and 8 micro-batches, v = 2 must beat v = 1, and
 // stay above the work of the slowest stage alone.
+// Which communicator a pipeline send runs on (Megatron's batch_p2p_comm, torchtitan's
+// batch_isend_irecv; sim/engine/engine.hpp). tp 8 x pp 16 on 8-GPU nodes: each stage on its own
+// node, so the pipeline group has 16 ranks, 1 a node; tp 2 x pp 16: ranks 2 apart, 4 stages a node.
+TEST(Engine, BatchedPipelineSendsShareTheStagesCommunicator) {
+  TrainingSpec t = fsdp_7b(128, 8);
+  t.pp = 16;
+  t.dp = 1;
+  t.framework = model::Framework::pytorch_eager;
+  EXPECT_EQ(pipeline_communicator(t, 0, 8), (std::pair{16, 1}));
+  t.framework = model::Framework::megatron_te;
+  EXPECT_EQ(pipeline_communicator(t, 0, 8), (std::pair{16, 1}));
+  t.virtual_stages = 2;  // interleaved: Megatron overlaps its sends, unbatched
+  EXPECT_FALSE(pipeline_communicator(t, 0, 8));
+  t.framework = model::Framework::fused;
+  t.virtual_stages = 1;
+  EXPECT_FALSE(pipeline_communicator(t, 0, 8));
+  TrainingSpec narrow = fsdp_7b(32, 2);
+  narrow.pp = 16;
+  narrow.dp = 1;
+  narrow.framework = model::Framework::pytorch_compile;
+  EXPECT_EQ(pipeline_communicator(narrow, 0, 8), (std::pair{16, 4}));
+}
+
 TEST(Engine, InterleavingShrinksTheBubble) {
   auto iteration = [](int v) {
     return testing::in_child([v] {
