@@ -69,7 +69,10 @@ Expected<std::vector<SweepRow>> run_points(Platform& platform, const NcclConstan
     call.ranks = pt.ranks.empty() ? sweep_ranks(platform, pt.op, pt.nodes, pt.gpus_per_node) : pt.ranks;
     call.all_to_all_method = pt.all_to_all_method;
     const int per_node = pt.gpus_per_node > 0 ? pt.gpus_per_node : gpus;
-    if (pt.op == CollectiveOp::send_recv && pt.ranks.empty() && pt.nodes * per_node > 2) {
+    if (pt.comm_ranks > 0) {
+      call.comm_ranks = pt.comm_ranks;
+      call.comm_gpus_per_node = pt.comm_gpus_per_node;
+    } else if (pt.op == CollectiveOp::send_recv && pt.ranks.empty() && pt.nodes * per_node > 2) {
       // nccl-tests' sendrecv: every rank of the run sends to the next, all in one communicator.
       call.comm_ranks = pt.nodes * per_node;
       call.comm_gpus_per_node = per_node;

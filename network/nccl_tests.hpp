@@ -49,6 +49,9 @@ struct SweepPoint {
   int gpus_per_node = 0;  // the first GPUs of each node in the call; 0: all of the node's
   AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // alltoall only
   std::vector<int> ranks;  // the call's ranks when given (a training group's); nodes then only labels the row
+  // SendRecv with `ranks` given: its communicator (CollectiveCall::comm_ranks, comm_gpus_per_node).
+  int comm_ranks = 0;
+  int comm_gpus_per_node = 0;
 };
 
 // The ranks of one nccl-tests run of `op` on the first `nodes` nodes, `gpus_per_node` of each

@@ -52,6 +52,7 @@ Expected<std::vector<GroupCallAlone>> price_group_calls_alone(const Scenario& sc
     const int rank = rank_with(breakdown, row.group, row.collective);
     std::vector<int> ranks = group_members(t, rank, group_kind_of(row.group, row.collective));
     if (ranks.size() < 2) continue;
+    const GroupKind kind = group_kind_of(row.group, row.collective);
     if (row.collective == network::CollectiveOp::send_recv) ranks.resize(2);
     std::set<int> nodes;
     for (int r : ranks) nodes.insert(r / gpus);
@@ -61,6 +62,9 @@ Expected<std::vector<GroupCallAlone>> price_group_calls_alone(const Scenario& sc
     p.nodes = static_cast<int>(nodes.size());
     p.size_bytes = row.bytes / row.count;
     p.ranks = std::move(ranks);
+    if (kind == GroupKind::pipeline_next || kind == GroupKind::pipeline_prev) {
+      if (const auto comm = pipeline_communicator(t, rank, gpus)) std::tie(p.comm_ranks, p.comm_gpus_per_node) = *comm;
+    }
     if (row.collective != network::CollectiveOp::send_recv && row.collective != network::CollectiveOp::all_to_all) {
       p.algorithm = used.algorithm;
     }
