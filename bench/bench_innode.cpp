@@ -57,8 +57,8 @@ std::string size_band(double bytes) {
   return bytes < 32 * kMiB ? "< 32 MiB" : (bytes <= kGiB ? "32 MiB - 1 GiB" : "> 1 GiB");
 }
 
-std::string choice_text(const network::CollectiveChoice& c) {
-  return fmt::format("{}/{}", network::to_string(c.algorithm), network::to_string(c.protocol));
+std::string choice_text(network::CollectiveOp op, const network::CollectiveChoice& c) {
+  return fmt::format("{}/{}", network::algorithm_label(op, c.algorithm), network::to_string(c.protocol));
 }
 
 }  // namespace
@@ -132,11 +132,11 @@ int main(int argc, char** argv) {
         markdown ? fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} | {:+.1f}% | {} |", r.gpus,
                                network::to_string(r.op), r.as_run, size_text(r.size_bytes),
                                r.measured_bus_bw_bytes_per_s / 1e9, r.simulated_bus_bw_bytes_per_s / 1e9,
-                               choice_text(r.simulated_choice), 100 * r.error(), r.log)
+                               choice_text(r.op, r.simulated_choice), 100 * r.error(), r.log)
                  : fmt::format("{:4d} {:<14} {:<14} {:>9} {:10.1f} {:10.1f} {:<14} {:+7.1f}%  {}", r.gpus,
                                network::to_string(r.op), r.as_run, size_text(r.size_bytes),
                                r.measured_bus_bw_bytes_per_s / 1e9, r.simulated_bus_bw_bytes_per_s / 1e9,
-                               choice_text(r.simulated_choice), 100 * r.error(), r.log);
+                               choice_text(r.op, r.simulated_choice), 100 * r.error(), r.log);
     std::printf("%s\n", line.c_str());
   }
 

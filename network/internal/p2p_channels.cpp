@@ -3,6 +3,7 @@
 #include "core/units.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace commbound::network::internal {
@@ -17,11 +18,7 @@ constexpr int kP2pPerBatch = 8;                 // NCCL_MAX_DEV_WORK_P2P_PER_BAT
 // One NVLink's bandwidth as NCCL's topology counts it (src/graph/topo.h SM80/SM90/SM100_NVLINK_BW).
 double nvlink_link_bytes_per_s(int sm_arch) { return (sm_arch >= 100 ? 40.1 : sm_arch >= 90 ? 20.6 : 20.0) * kBytesPerGB; }
 
-int pow2_up(int v) {
-  int p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
+int pow2_up(int v) { return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(1, v)))); }
 
 int ring_channels(const NodeType& node, double nic_bytes_per_s, int one_node_ring_channels, P2pComm comm) {
   if (comm.one_node()) return std::min(kMaxChannels, 2 * std::max(1, one_node_ring_channels));
