@@ -29,8 +29,10 @@ P2pSend plan_send(const AlgorithmParams& params) {
   } else {
     comm.gpus_per_node = params.shape.nodes > 1 ? 1 : 2;
   }
+  // The tuner's search inside a node is read only for a communicator on one node.
+  const int one_node_ring_channels = comm.one_node() ? params.tuner.ring_graph().channels : 0;
   return p2p_send(params.nccl, platform.spec().node, platform.spec().fabric.link.bw_bytes_per_s,
-                  params.tuner.ring_graph().channels, comm, call.size_bytes);
+                  one_node_ring_channels, comm, call.size_bytes);
 }
 
 // A network send's FIFO window: 8 slots of a chunk on each of its channels, which share one NIC.

@@ -182,11 +182,8 @@ private:
 
   // A pipeline send's communicator (pipeline_communicator); the pair alone when it has none.
   void set_p2p_communicator(int rank, const Op& op, network::CollectiveCall& call) const {
-    if (op.collective != network::CollectiveOp::send_recv ||
-        (op.group != GroupKind::pipeline_next && op.group != GroupKind::pipeline_prev)) {
-      return;
-    }
-    if (const auto comm = pipeline_communicator(t_, rank, platform_.spec().node.gpus)) {
+    if (op.collective != network::CollectiveOp::send_recv) return;
+    if (const auto comm = pipeline_communicator(t_, op.group, rank, platform_.spec().node.gpus)) {
       call.comm_ranks = comm->first;
       call.comm_gpus_per_node = comm->second;
     }
@@ -208,9 +205,8 @@ private:
     if (!options_.every_rank) {
       const std::vector<std::vector<int>>& siblings = siblings_of(rank, op.group);
       for (std::size_t k = 1; k < siblings.size(); ++k) {
-        network::CollectiveCall copy{op.collective, directed(siblings[k]), op.size_bytes, op.peer_bytes, t_.dispatcher};
-        copy.comm_ranks = call.comm_ranks;
-        copy.comm_gpus_per_node = call.comm_gpus_per_node;
+        network::CollectiveCall copy = call;
+        copy.ranks = directed(siblings[k]);
         copies.push_back(copy_workers_.start(platform_.gpu(siblings[k].front()), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
@@ -471,7 +467,9 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
   return {rank};
 }
 
-std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, int rank, int gpus_per_node) {
+std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, GroupKind kind, int rank,
+                                                         int gpus_per_node) {
+  if (kind != GroupKind::pipeline_next && kind != GroupKind::pipeline_prev) return std::nullopt;
   const model::Framework f = t.framework;
   const bool batched = f == model::Framework::pytorch_eager || f == model::Framework::pytorch_compile ||
                        (f == model::Framework::megatron_te && t.virtual_stages == 1);

@@ -65,14 +65,16 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind);
 // it. Those groups, each once, `rank`'s own first, groups of one rank left out.
 std::vector<std::vector<int>> sibling_groups(const TrainingSpec& t, int rank, GroupKind kind, int gpus_per_node);
 
-// The communicator of `rank`'s pipeline sends, where the framework batches them: its ranks (pp) and
-// its GPUs on `rank`'s node; nullopt where each pair is its own communicator. torchtitan's schedules
+// The communicator of `rank`'s sends to a pipeline neighbour (`kind` pipeline_next or pipeline_prev),
+// where the framework batches them: its ranks (pp) and its GPUs on `rank`'s node; nullopt for any
+// other group, and where each pair is its own communicator. torchtitan's schedules
 // (torch.distributed.pipelining, the pytorch frameworks) post every send with batch_isend_irecv,
 // which PyTorch runs on the group's communicator; Megatron does too under the plain 1F1B schedule
 // (batch_p2p_comm = not overlap_p2p_comm, and only the interleaved schedule overlaps, by default),
 // else it sends unbatched and PyTorch makes a two-rank communicator per pair. NCCL then stripes a
 // send over fewer channels the more ranks its communicator has (network/internal/p2p_channels.hpp).
-std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, int rank, int gpus_per_node);
+std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, GroupKind kind, int rank,
+                                                         int gpus_per_node);
 
 // The most collectives `simulate` can have in flight at once on a cluster of `gpus_per_node`-GPU
 // nodes (what network::Platform::create needs to size its flows): per simulated rank, one per

@@ -50,9 +50,9 @@ Expected<std::vector<GroupCallAlone>> price_group_calls_alone(const Scenario& sc
   for (const BreakdownRow& row : breakdown.mean.rows) {
     if (row.choices.empty() || row.count <= 0) continue;  // nothing ran on the fabric
     const int rank = rank_with(breakdown, row.group, row.collective);
-    std::vector<int> ranks = group_members(t, rank, group_kind_of(row.group, row.collective));
-    if (ranks.size() < 2) continue;
     const GroupKind kind = group_kind_of(row.group, row.collective);
+    std::vector<int> ranks = group_members(t, rank, kind);
+    if (ranks.size() < 2) continue;
     if (row.collective == network::CollectiveOp::send_recv) ranks.resize(2);
     std::set<int> nodes;
     for (int r : ranks) nodes.insert(r / gpus);
@@ -62,8 +62,8 @@ Expected<std::vector<GroupCallAlone>> price_group_calls_alone(const Scenario& sc
     p.nodes = static_cast<int>(nodes.size());
     p.size_bytes = row.bytes / row.count;
     p.ranks = std::move(ranks);
-    if (kind == GroupKind::pipeline_next || kind == GroupKind::pipeline_prev) {
-      if (const auto comm = pipeline_communicator(t, rank, gpus)) std::tie(p.comm_ranks, p.comm_gpus_per_node) = *comm;
+    if (const auto comm = pipeline_communicator(t, kind, rank, gpus)) {
+      std::tie(p.comm_ranks, p.comm_gpus_per_node) = *comm;
     }
     if (row.collective != network::CollectiveOp::send_recv && row.collective != network::CollectiveOp::all_to_all) {
       p.algorithm = used.algorithm;

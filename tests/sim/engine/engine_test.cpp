@@ -622,19 +622,20 @@ TEST(Engine, BatchedPipelineSendsShareTheStagesCommunicator) {
   t.pp = 16;
   t.dp = 1;
   t.framework = model::Framework::pytorch_eager;
-  EXPECT_EQ(pipeline_communicator(t, 0, 8), (std::pair{16, 1}));
+  EXPECT_EQ(pipeline_communicator(t, GroupKind::pipeline_next, 0, 8), (std::pair{16, 1}));
+  EXPECT_FALSE(pipeline_communicator(t, GroupKind::context_next, 0, 8));  // not a pipeline send
   t.framework = model::Framework::megatron_te;
-  EXPECT_EQ(pipeline_communicator(t, 0, 8), (std::pair{16, 1}));
+  EXPECT_EQ(pipeline_communicator(t, GroupKind::pipeline_next, 0, 8), (std::pair{16, 1}));
   t.virtual_stages = 2;  // interleaved: Megatron overlaps its sends, unbatched
-  EXPECT_FALSE(pipeline_communicator(t, 0, 8));
+  EXPECT_FALSE(pipeline_communicator(t, GroupKind::pipeline_next, 0, 8));
   t.framework = model::Framework::fused;
   t.virtual_stages = 1;
-  EXPECT_FALSE(pipeline_communicator(t, 0, 8));
+  EXPECT_FALSE(pipeline_communicator(t, GroupKind::pipeline_next, 0, 8));
   TrainingSpec narrow = fsdp_7b(32, 2);
   narrow.pp = 16;
   narrow.dp = 1;
   narrow.framework = model::Framework::pytorch_compile;
-  EXPECT_EQ(pipeline_communicator(narrow, 0, 8), (std::pair{16, 4}));
+  EXPECT_EQ(pipeline_communicator(narrow, GroupKind::pipeline_prev, 0, 8), (std::pair{16, 4}));
 }
 
 TEST(Engine, InterleavingShrinksTheBubble) {
