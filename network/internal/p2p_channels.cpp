@@ -19,6 +19,10 @@ constexpr int kP2pPerBatch = 8;                 // NCCL_MAX_DEV_WORK_P2P_PER_BAT
 double nvlink_link_bytes_per_s(int sm_arch) { return (sm_arch >= 100 ? 40.1 : sm_arch >= 90 ? 20.6 : 20.0) * kBytesPerGB; }
 
 int pow2_up(int v) { return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(1, v)))); }
+// A count worked out in double (a ratio of bandwidths), truncated as NCCL's integer GB/s do, held
+// within [1, kMaxChannels] before it becomes an int: a test's or a user's near-infinite link must
+// not overflow the cast.
+int whole_count(double v) { return static_cast<int>(std::clamp(std::floor(v), 1.0, double{kMaxChannels})); }
 
 int ring_channels(const NodeType& node, double nic_bytes_per_s, int one_node_ring_channels, P2pComm comm) {
   if (comm.one_node()) return std::min(kMaxChannels, 2 * std::max(1, one_node_ring_channels));
@@ -39,15 +43,15 @@ P2pSend p2p_send(const NcclConstants& nccl, const NodeType& node, double nic_byt
 
   // The fewest channels of any peer: inside one node an NVLink peer's, else a network peer's.
   if (comm.one_node()) {
-    const int links = std::max(1, static_cast<int>(node.nvlink_link_bw_bytes_per_s() / nvlink_link_bytes_per_s(node.sm_arch)));
+    const int links = whole_count(node.nvlink_link_bw_bytes_per_s() / nvlink_link_bytes_per_s(node.sm_arch));
     s.peer_channels = std::min(s.p2p_channels, pow2_up(2 * links));
   } else {
     const int gpu_nics = std::max(1, node.nics / std::max(1, node.gpus));
     if (nccl.p2p.channels_by_nic_bw) {
       // NCCL's topology counts GB/s and truncates both to whole ones before dividing.
-      const int net_gbps = static_cast<int>(gpu_nics * nic_bytes_per_s / kBytesPerGB);
-      const int per_channel_gbps = std::max(1, static_cast<int>(nccl.p2p.per_channel_net_bytes_per_s / kBytesPerGB));
-      s.peer_channels = pow2_up(std::max(gpu_nics, (net_gbps + per_channel_gbps - 1) / per_channel_gbps));
+      const double net_gbps = std::floor(gpu_nics * nic_bytes_per_s / kBytesPerGB);
+      const double per_channel_gbps = std::max(1.0, std::floor(nccl.p2p.per_channel_net_bytes_per_s / kBytesPerGB));
+      s.peer_channels = pow2_up(std::max(gpu_nics, whole_count(std::ceil(net_gbps / per_channel_gbps))));
       const int rounds = (comm.ranks + kP2pPerBatch - 1) / kP2pPerBatch;
       while (s.peer_channels * rounds > s.p2p_channels && s.peer_channels > 1) s.peer_channels /= 2;
     } else {
