@@ -10,6 +10,7 @@
 #   bench/gpu_session.sh [quick|full]     (quick: --quick calibration grid)
 #   bench/gpu_session.sh traces           (only the PyTorch profiler captures: bench/capture_traces.py,
 #                                          eager and torch.compile, into $OUT/traces; docs/traces.md)
+#   bench/gpu_session.sh all              (full, then the captures with the time left)
 #   SHAPES=shapes.toml bench/gpu_session.sh full   (also the shapes of `commbound shapes SCENARIO...`)
 #
 # Where toml++ or GoogleTest are not installed (a bare GPU box), their sources can sit in
@@ -26,12 +27,15 @@ mkdir -p "$FINAL"
 log() { echo "== $(date +%T) $*" | tee -a "$OUT/summary.txt"; }
 # Seconds for a stage: `want`, or what is left before the deadline less 15 s for packing.
 lim() { local left=$(( DEADLINE - $(date +%s) - 15 )); [ "$left" -lt 1 ] && left=1; echo $(( $1 < left ? $1 : left )); }
+# $FINAL gets few flat files (a device tool brings back 8 at most, 2 folders down): the logs in one
+# archive, the summary, the calibration table, and one archive per captured trace.
 pack() {
-  tar czf "$FINAL/session.tar.gz" -C "$OUT" . 2>/dev/null
+  tar czf "$FINAL/session.tar.gz" --exclude=./traces -C "$OUT" . 2>/dev/null
   cp "$OUT/summary.txt" "$FINAL/" 2>/dev/null
-  [ -f "$OUT/h100-sxm5.toml" ] && cp "$OUT/h100-sxm5.toml" "$FINAL/"
-  cp "$OUT"/nccl_*.txt "$FINAL/" 2>/dev/null
-  [ -d "$OUT/traces" ] && cp -r "$OUT/traces" "$FINAL/"
+  [ -f "$OUT/calibration.toml" ] && cp "$OUT/calibration.toml" "$FINAL/"
+  for d in "$OUT"/traces/*/; do
+    [ -d "$d" ] && tar cf "$FINAL/trace-$(basename "$d").tar" -C "$OUT/traces" "$(basename "$d")"
+  done
 }
 trap pack EXIT
 
@@ -43,7 +47,7 @@ nccl_wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>
 [ -f "$nccl_wheel/include/nccl.h" ] && extra+=(-DNCCL_ROOT=$nccl_wheel)
 
 log "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>&1)"
-if [ "$MODE" = traces ]; then
+captures() {
   log "traces: Llama-2 7B (4 layers) and 1B, batch 2 x 4096, bf16 autocast, fused AdamW; eager and torch.compile"
   gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
   launch=(python3); [ "$gpus" -gt 1 ] && launch=(torchrun --nproc-per-node "$gpus")
@@ -51,6 +55,9 @@ if [ "$MODE" = traces ]; then
   echo "capture exit $? on $gpus GPU(s)" | tee -a "$OUT/summary.txt"
   tail -5 "$OUT/traces.log"
   cat "$OUT"/traces/*/rank0.json 2>/dev/null | tee -a "$OUT/summary.txt"
+}
+if [ "$MODE" = traces ]; then
+  captures
   exit 0
 fi
 log "configure + build ($BUILD)"
@@ -94,15 +101,18 @@ tail -3 "$OUT/sdpa.err"
 
 log "calibration ($MODE)"
 add=(); [ -s "$OUT/cudnn_rows.toml" ] && add=(--add-rows "$OUT/cudnn_rows.toml")
-timeout $(lim 330) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --out "$OUT/h100-sxm5.toml" --force \
-  "${quick[@]}" "${add[@]}" 2>"$OUT/calibrate.log"
+# GEMMs and attention timed 40% of the time, copies between, as the shipped table's (docs/calibration.md).
+timeout $(lim 330) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --out "$OUT/calibration.toml" --force \
+  --gemm-duty 0.4 "${quick[@]}" "${add[@]}" 2>"$OUT/calibrate.log"
 echo "calibrate exit $?" | tee -a "$OUT/summary.txt"
 grep -E "copy|power|contention|wrote|error|commbound-calibrate:" "$OUT/calibrate.log" | tee -a "$OUT/summary.txt"
 
+tbl=(); [ -s "$OUT/calibration.toml" ] && tbl=(--table "$OUT/calibration.toml")
 log "replay: Llama-2 7B layer, micro-batch 2 x 4096, tp 1"
 timeout $(lim 60) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --replay llama2-7b --micro-batch 2 \
-  --seq 4096 --tp 1 --layers 1 2>&1 | tee "$OUT/replay_7b_layer.txt" | tail -5 | tee -a "$OUT/summary.txt"
+  --seq 4096 --tp 1 --layers 1 "${tbl[@]}" 2>&1 | tee "$OUT/replay_7b_layer.txt" | tail -5 | tee -a "$OUT/summary.txt"
 log "replay: Llama-2 1B full step with AdamW, micro-batch 1 x 2048"
 timeout $(lim 90) "$BUILD/bin/commbound-calibrate" --models calibration/models.toml --replay llama2-1b --micro-batch 1 \
-  --seq 2048 --tp 1 --full-model 2>&1 | tee "$OUT/replay_1b_full.txt" | tail -5 | tee -a "$OUT/summary.txt"
+  --seq 2048 --tp 1 --full-model "${tbl[@]}" 2>&1 | tee "$OUT/replay_1b_full.txt" | tail -5 | tee -a "$OUT/summary.txt"
+[ "$MODE" = all ] && captures
 log "done"

@@ -9,7 +9,13 @@ void ShapeSet::add(const Program& program) {
 }
 
 void ShapeSet::add(const model::KernelShape& shape) {
-  if (const auto* g = std::get_if<model::GemmShape>(&shape)) gemms_.insert(*g);
+  if (const auto* g = std::get_if<model::GemmShape>(&shape)) {
+    // A table times bf16 GEMMs only (an FP8 product is priced from its bf16 row by the table's FP8
+    // ratio), so an FP8 product asks for its bf16 twin's row, and the two are one row.
+    model::GemmShape bf16 = *g;
+    bf16.precision = model::Precision::bf16;
+    gemms_.insert(bf16);
+  }
   if (const auto* a = std::get_if<model::AttentionShape>(&shape)) attentions_.insert(*a);
   if (const auto* m = std::get_if<model::MemoryBoundShape>(&shape)) memory_bounds_.insert(*m);
 }

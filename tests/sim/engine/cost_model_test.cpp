@@ -693,6 +693,18 @@ TEST(ShapeSet, WritesDeduplicatedRowsWithTheCalibrationToolsKeys) {
   EXPECT_EQ(rows, shapes.size());
 }
 
+TEST(ShapeSet, AnFp8GemmAsksForItsBf16TwinsRow) {
+  // A table holds bf16 GEMM rows only (FP8 is priced from them by a ratio): the same m, n, k and
+  // layout in FP8 and in bf16 is one row, else commbound-calibrate refuses the file as a duplicate.
+  ShapeSet shapes;
+  model::GemmShape g{.m = 4096, .n = 4096, .k = 4096, .layout = model::GemmLayout::dgrad};
+  shapes.add(g);
+  g.precision = model::Precision::fp8;
+  shapes.add(g);
+  ASSERT_EQ(shapes.gemms().size(), 1u);
+  EXPECT_EQ(shapes.gemms().begin()->precision, model::Precision::bf16);
+}
+
 // --- first principles: one GPU, every shape in the table ----------------------------------------
 
 // A table that has every shape of `program` with a distinct invented time; `times` gets the same
