@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -22,10 +24,11 @@ namespace {
 
 // A log larger than this is not nccl-tests output (a full 8 B - 16 GiB sweep is ~10 KiB).
 constexpr std::size_t kMaxLogBytes = 64u << 20;
-// algbw and busbw are printed with two decimals; beyond rounding they must agree with size / time
-// within this fraction (nccl-tests computes all three from one measured time).
+// Beyond the rounding of what is printed (half a unit in each number's last digit: nccl-tests
+// prints two decimals, commbound-nccl-bench fewer or an exponent where a number outgrows its
+// column), algbw and busbw must agree with size / time within this fraction (nccl-tests computes
+// all three from one measured time).
 constexpr double kBandwidthTolerance = 0.02;
-constexpr double kPrintedRounding_GBps = 0.011;
 // The regexes below see at most this much of a line. std::regex (libstdc++) recurses once per
 // character it matches, so a long run of letters or digits overflows the stack; the lines they
 // look for (header, '#  Rank', NCCL version) are under 200 characters.
@@ -44,6 +47,17 @@ std::vector<std::string> split(const std::string& line) {
 std::optional<double> number(const std::string& t) {
   auto v = parse_number<double>(t);
   return v ? std::optional<double>(*v) : std::nullopt;
+}
+
+// Half a unit in the last digit of a number as printed: "3.25" 0.005, "12" 0.5, "1e+06" 5e5,
+// "1.2e+06" 5e4.
+double half_unit(const std::string& text) {
+  const std::size_t e = text.find_first_of("eE");
+  const std::string mantissa = text.substr(0, e);
+  const std::size_t dot = mantissa.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(mantissa.size() - dot - 1);
+  const int exponent = e == std::string::npos ? 0 : static_cast<int>(std::strtol(text.c_str() + e + 1, nullptr, 10));
+  return 0.5 * std::pow(10.0, exponent - decimals);
 }
 
 std::optional<long> integer(const std::string& t) {
@@ -68,6 +82,22 @@ Expected<std::string> version_in(const std::string& line, const std::string& at)
   return std::string();
 }
 
+// How coarsely one timing group was printed: half a unit in the last digit of each number.
+struct Rounding {
+  double time_s = 0, alg_bytes_per_s = 0, bus_bytes_per_s = 0;
+};
+using RowRounding = std::array<Rounding, 2>;  // out-of-place, in-place
+
+Rounding rounding_of(const std::vector<std::string>& t, std::size_t at) {
+  return {half_unit(t[at]) * kSecondsPerUs, half_unit(t[at + 1]) * kBytesPerGB, half_unit(t[at + 2]) * kBytesPerGB};
+}
+
+// Whether `printed` (printed to within `printed_rounding`) is `expected`, itself known to within
+// `expected_rounding`, beyond the tolerance.
+bool agrees(double printed, double printed_rounding, double expected, double expected_rounding) {
+  return std::abs(printed - expected) <= printed_rounding + expected_rounding + kBandwidthTolerance * expected;
+}
+
 // Parses one timing group (time, algbw, busbw, #wrong). Times are printed in microseconds and
 // bandwidths in GB/s (1e9 bytes/s).
 std::optional<NcclTestsRow::Timing> timing(const std::vector<std::string>& t, std::size_t at) {
@@ -86,8 +116,9 @@ std::optional<NcclTestsRow::Timing> timing(const std::vector<std::string>& t, st
   return out;
 }
 
-// size count type [redop] [root] (time algbw busbw wrong){1,2}
-std::optional<NcclTestsRow> row(const std::vector<std::string>& t) {
+// size count type [redop] [root] (time algbw busbw wrong){1,2}; `rounding` gets how coarsely each
+// timing was printed.
+std::optional<NcclTestsRow> row(const std::vector<std::string>& t, RowRounding& rounding) {
   if (t.size() < 7) return std::nullopt;
   const auto size = integer(t[0]);
   const auto count = integer(t[1]);
@@ -104,21 +135,18 @@ std::optional<NcclTestsRow> row(const std::vector<std::string>& t) {
   auto oop = timing(t, at);
   if (!oop) return std::nullopt;
   r.out_of_place = *oop;
+  rounding[0] = rounding_of(t, at);
   if (groups == 2) {
     r.in_place = timing(t, at + 4);
     if (!r.in_place) return std::nullopt;
+    rounding[1] = rounding_of(t, at + 4);
   }
   return r;
 }
 
-// Whether `printed` (GB/s, two decimals) is `expected_bytes_per_s` within rounding and tolerance.
-bool agrees(double printed_bytes_per_s, double expected_bytes_per_s) {
-  return std::abs(printed_bytes_per_s - expected_bytes_per_s) <=
-         kPrintedRounding_GBps * kBytesPerGB + kBandwidthTolerance * expected_bytes_per_s;
-}
-
 struct Section {
   NcclTestsLog log;
+  std::vector<RowRounding> rounding;  // one per row of `log`
   std::map<int, std::string> host_of_rank;
   int first_line = 0;
 };
@@ -171,21 +199,26 @@ Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std
       }
       continue;
     }
-    auto r = row(tokens);
+    RowRounding rounding;
+    auto r = row(tokens, rounding);
     if (!r) {
       return Error{fmt::format("{}:{}: not an nccl-tests row: '{}' (expected: size count type [redop root] time algbw "
                                "busbw #wrong, out-of-place and optionally in-place)",
                                path, number_of_line, line.substr(0, 120))};
     }
     r->line = number_of_line;
-    for (const auto* t : {&r->out_of_place, r->in_place ? &*r->in_place : nullptr}) {
-      if (t && !agrees(t->alg_bw_bytes_per_s, r->size_bytes / t->time_s)) {
+    for (int i : {0, 1}) {
+      const NcclTestsRow::Timing* t = i == 0 ? &r->out_of_place : r->in_place ? &*r->in_place : nullptr;
+      // size / time, and how far the time's rounding moves it (to first order).
+      const double alg = t ? r->size_bytes / t->time_s : 0;
+      if (t && !agrees(t->alg_bw_bytes_per_s, rounding[i].alg_bytes_per_s, alg, alg * rounding[i].time_s / t->time_s)) {
         return Error{fmt::format("{}:{}: algbw {:.2f} GB/s is not size / time = {:.2f} GB/s: the row was edited or "
                                  "the log is corrupt",
                                  path, number_of_line, t->alg_bw_bytes_per_s / kBytesPerGB, r->size_bytes / t->time_s / kBytesPerGB)};
       }
     }
     sections.back().log.rows.push_back(*r);
+    sections.back().rounding.push_back(rounding);
   }
 
   std::vector<NcclTestsLog> out;
@@ -226,9 +259,13 @@ Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std
     }
     if (log.op) {
       const double factor = bus_bw_factor(*log.op, log.ranks);
-      for (const NcclTestsRow& r : log.rows) {
-        for (const auto* t : {&r.out_of_place, r.in_place ? &*r.in_place : nullptr}) {
-          if (t && !agrees(t->bus_bw_bytes_per_s, t->alg_bw_bytes_per_s * factor)) {
+      for (std::size_t k = 0; k < log.rows.size(); ++k) {
+        const NcclTestsRow& r = log.rows[k];
+        for (int i : {0, 1}) {
+          const NcclTestsRow::Timing* t = i == 0 ? &r.out_of_place : r.in_place ? &*r.in_place : nullptr;
+          const Rounding& printed = s.rounding[k][i];
+          if (t && !agrees(t->bus_bw_bytes_per_s, printed.bus_bytes_per_s, t->alg_bw_bytes_per_s * factor,
+                           printed.alg_bytes_per_s * factor)) {
             return Error{fmt::format("{}:{}: busbw {:.2f} GB/s is not algbw x {:.3f} ({} on {} ranks): the log is not "
                                      "what its header says, or was edited",
                                      path, r.line, t->bus_bw_bytes_per_s / kBytesPerGB, factor, log.op_name, log.ranks)};

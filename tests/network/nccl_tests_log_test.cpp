@@ -3,6 +3,8 @@
 // size / time, busbw = algbw x (n-1)/n (AllGather) or 2(n-1)/n (AllReduce), as nccl-tests defines.
 #include "network/nccl_tests_log.hpp"
 
+#include "core/nccl_tests_text.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -105,6 +107,28 @@ TEST(NcclTestsLog, ReadsEveryShippedRealLog) {
   ASSERT_TRUE(ag);
   EXPECT_EQ(ag->front().op, CollectiveOp::all_gather);
   EXPECT_DOUBLE_EQ(ag->front().rows[5].out_of_place.time_s, 308.95e-6);  // 32 MiB, as printed
+}
+
+TEST(NcclTestsLog, NumbersInExponentFormAgreeWithinTheirPrintedDigits) {
+  // One rank's in-place AllReduce of 1 GiB moves nothing: 0.61 us, 1.76e6 GB/s, which nccl-tests
+  // (getFloatStr) and commbound-nccl-bench print in 6 characters as "2e+06", half a unit of which is
+  // 5e5 GB/s. size / time from the printed time is 1073741824 / 0.61e-6 = 1.760e6 GB/s: within
+  // that rounding, so the row is read; busbw on one rank is 0.
+  ::commbound::NcclTestsRow printed{.size_bytes = 1u << 30, .count = (1u << 30) / 4};
+  const double alg = (1u << 30) / 0.61e-6;
+  printed.out_of_place = {.time_s = 504.19e-6, .alg_bw_bytes_per_s = (1u << 30) / 504.19e-6, .bus_bw_bytes_per_s = 0, .wrong = 0};
+  printed.in_place = {.time_s = 0.61e-6, .alg_bw_bytes_per_s = alg, .bus_bw_bytes_per_s = 0, .wrong = 0};
+  const std::string row = ::commbound::nccl_tests_row(printed);
+  ASSERT_NE(row.find("2e+06"), std::string::npos) << row;
+  auto logs = parse_nccl_tests_log("x.log", row, {.op = CollectiveOp::all_reduce, .nodes = 1, .gpus_per_node = 1});
+  ASSERT_TRUE(logs) << logs.error().message;
+  EXPECT_DOUBLE_EQ(logs->front().rows.front().in_place->alg_bw_bytes_per_s, 2e15);
+  // The same exponent form off by more than its half unit is still an edited row: 5e+06 against 1.76e6.
+  std::string edited = row;
+  edited.replace(edited.find("2e+06"), 5, "5e+06");
+  auto bad = parse_nccl_tests_log("x.log", edited, {.op = CollectiveOp::all_reduce, .nodes = 1, .gpus_per_node = 1});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("algbw"), std::string::npos) << bad.error().message;
 }
 
 struct Broken {
