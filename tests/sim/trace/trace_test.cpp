@@ -276,6 +276,20 @@ TEST(TraceReplay, PublicTraceReplaysItsOwnMeasuredIteration) {
   }
 }
 
+TEST(TraceReplay, H200CapturesReplayTheStepTheirRunTimed) {
+  // bench/capture_traces.py timed each profiled step with CUDA events (its .step.json); the replay
+  // of ProfilerStep#6 runs every kernel at its traced duration with the host's gaps, so it must
+  // land on the median profiled step within 3% (the CPU annotation the replay spans starts a
+  // little before the first kernel and the events bracket the GPU work alone).
+  for (const char* name : {"llama2-7b-4layers-eager", "llama2-7b-4layers-compile", "llama2-1b-eager", "llama2-1b-compile"}) {
+    const std::string base = std::string("scenarios/traces/h200/") + name;
+    std::ifstream step(base + ".step.json");
+    ASSERT_TRUE(step) << base;
+    const double profiled_s = nlohmann::json::parse(step)["profiled_step_ms_median"].get<double>() * 1e-3;
+    EXPECT_NEAR(replayed_s(base + ".toml"), profiled_s, 0.03 * profiled_s) << name;
+  }
+}
+
 TEST(TraceReplay, PublicTraceProjectsToMoreGpus) {
   const std::string sc = scenario_for("trace_public_scale.toml", kDdpTrace, "step = 4\n");
   // Measured collectives do not depend on the cluster: 512 GPUs replay the traced 222.442191 ms.
