@@ -38,10 +38,10 @@
 // tables) prices it from the rows of the measured kernel that moves bytes as it does (streaming,
 // cast and indexed: residual_add; reduction: rmsnorm_forward), by the line t = fixed + bytes / rate
 // fitted to their times by least squares on relative error; an indexed kernel then takes at least
-// its elements at PyTorch's indexed-path issue rate per SM and clock (kernel_table.cpp), where
+// its elements at PyTorch's indexed-path issue rate per SM and clock (kernel_table_price.cpp), where
 // [provenance] names sm_count and the clock.
 //
-// Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table.cpp only.
+// Host-only and C++17 (kernels/ includes it); the file format needs toml++ in kernel_table_io.cpp only.
 #pragma once
 
 #include "core/expected.hpp"
