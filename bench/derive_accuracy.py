@@ -45,7 +45,7 @@ def main():
     derived, measured = (tomllib.load(open(p, "rb")) for p in sys.argv[1:])
     print(f"derived:  {sys.argv[1]} ({derived['provenance'].get('derived_from', '?')})")
     print(f"measured: {sys.argv[2]} ({measured['provenance']['gpu']}, {measured['provenance']['date']})")
-    print(f"{"kind":<36} {'rows':>5} {'median':>8} {'|median|':>9} {'p10':>8} {'p90':>8}")
+    print(f"{'kind':<36} {'rows':>5} {'median':>8} {'|median|':>9} {'p10':>8} {'p90':>8}")
     groups = []
     for kind, keys in KEYS.items():
         d, m = by_key(derived.get(kind, []), keys), by_key(measured.get(kind, []), keys)

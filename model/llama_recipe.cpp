@@ -413,8 +413,8 @@ std::vector<RecipeKernel> LlamaRecipe::mtp_entry(Direction direction) const {
   return as_issued(framework_, std::move(k));
 }
 
-std::vector<RecipeKernel> LlamaRecipe::optimizer(double parameters, Framework framework) {
-  if (framework == Framework::pytorch_eager) return recipe::eager_optimizer(parameters);
+std::vector<RecipeKernel> LlamaRecipe::optimizer(double parameters, Framework framework, bool foreach) {
+  if (foreach) return recipe::eager_optimizer(parameters);  // each kernel with the host ops eager issues it by
   return as_issued(framework, {memory_bound("grad_norm", MemoryBoundOp::grad_norm, 1, parameters),
                                memory_bound("adamw", MemoryBoundOp::adamw, 1, parameters)});
 }

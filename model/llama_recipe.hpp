@@ -161,8 +161,10 @@ public:
   // Its embedding lookup, layer and head are embedding(), the layer's and lm_head().
   std::vector<RecipeKernel> mtp_entry(Direction direction) const;
   // The optimizer step over `parameters` fp32 parameters held as one flat buffer (tokens = 1,
-  // width = the parameters, rounded up): the gradient norm, then AdamW (`framework`'s kernels).
-  static std::vector<RecipeKernel> optimizer(double parameters, Framework framework = Framework::fused);
+  // width = the parameters, rounded up): the gradient norm, then AdamW, as `framework` issues them:
+  // torch.optim.AdamW's foreach kernels (framework_recipe.hpp) or one fused kernel each.
+  static std::vector<RecipeKernel> optimizer(double parameters, Framework framework = Framework::fused,
+                                             bool foreach = false);
 
 private:
   // The attention block of a layer (rmsnorm .. residual) and a whole layer around an MLP side.

@@ -278,6 +278,18 @@ std::vector<Key> training_keys() {
               "costs per op in calibration/frameworks.toml; `commbound profile` lists the kernels)",
        .set = KeyEnum<model::parse_framework, &Scenario::training, &TrainingSpec::framework>::set,
        .get = KeyEnum<model::parse_framework, &Scenario::training, &TrainingSpec::framework>::get},
+      {.key = "adamw", .type = KeyType::choice, .fallback = text("auto"), .names = {"auto", "foreach", "fused"},
+       .doc = "the optimizer's kernels: `foreach` (torch.optim.AdamW's default on CUDA: one multi-tensor kernel per "
+              "_foreach op, after clip_grad_norm_'s foreach norm), `fused` (one AdamW kernel, `fused=True`, "
+              "torchtitan's and Megatron's); `auto`: foreach under `pytorch-eager`, else fused",
+       .set = [](Scenario& s, const KeyValue& v, double) {
+         const std::string& name = text_of(v);
+         s.training->adamw_foreach = name == "auto" ? std::nullopt : std::optional<bool>(name == "foreach");
+       },
+       .get = [](const Scenario& s, double) -> Got {
+         const auto& f = s.training->adamw_foreach;
+         return text(!f ? "auto" : *f ? "foreach" : "fused");
+       }},
       {.key = "precision", .type = KeyType::choice, .fallback = text("bf16"), .names = {"bf16", "fp8"},
        .doc = "the layers' matrix products in bf16 or fp8 (Transformer Engine's casts added; FP8 GEMMs priced as the "
               "bf16 rows x the table's FP8 / bf16 time ratio measured at the nearest shape, `[[gemm_fp8]]`, else x "

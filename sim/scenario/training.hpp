@@ -156,6 +156,11 @@ struct TrainingSpec {
   // Whose kernels a step runs (model/framework_recipe.hpp) and its host's costs.
   model::Framework framework = model::Framework::fused;
   HostCosts host;
+  // AdamW as torch.optim.AdamW's foreach path runs it (a multi-tensor kernel per _foreach op) or
+  // one fused kernel ([training] adamw); unset: the framework's default, foreach under
+  // pytorch-eager (PyTorch's default on CUDA), fused otherwise.
+  std::optional<bool> adamw_foreach;
+  bool foreach_adamw() const { return adamw_foreach.value_or(framework == model::Framework::pytorch_eager); }
   // The layers' matrix products in bf16 or fp8 (model/llama_recipe.hpp).
   model::Precision precision = model::Precision::bf16;
   // Mixture of experts ([moe]): the router's load over the experts (sim/workload/moe_routing.hpp),

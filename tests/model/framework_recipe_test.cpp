@@ -141,8 +141,13 @@ TEST(EagerRecipe, ForeachAdamWMovesEightyBytesAParameter) {
   // lerp_ 12, mul_ 8, addcmul_ 12, sqrt 8, div_ 8, add_ 8, addcdiv_ 16, weight decay 8; clipping:
   // foreach_norm 4 and the clip product 8.
   const double P = 1e6;
-  EXPECT_DOUBLE_EQ(bytes_of(LlamaRecipe::optimizer(P, Framework::pytorch_eager), "adamw."), 80 * P);
-  EXPECT_DOUBLE_EQ(bytes_of(LlamaRecipe::optimizer(P, Framework::pytorch_eager), "clip."), 12 * P);
+  EXPECT_DOUBLE_EQ(bytes_of(LlamaRecipe::optimizer(P, Framework::pytorch_eager, true), "adamw."), 80 * P);
+  EXPECT_DOUBLE_EQ(bytes_of(LlamaRecipe::optimizer(P, Framework::pytorch_eager, true), "clip."), 12 * P);
+  // fused=True instead: the gradient norm and one AdamW kernel, issued one host op each.
+  const auto fused = LlamaRecipe::optimizer(P, Framework::pytorch_eager, false);
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused[0].name, "grad_norm");
+  EXPECT_EQ(fused[1].name, "adamw");
 }
 
 TEST(FrameworkRecipe, CompiledAndMegatronRunTheFusedKernelsOneHostOpEach) {
