@@ -82,6 +82,11 @@ Expected<std::string> version_in(const std::string& line, const std::string& at)
   return std::string();
 }
 
+// A row's timing `i`: 0 out-of-place, 1 in-place (nullptr where the row has none).
+const NcclTestsRow::Timing* timing_at(const NcclTestsRow& r, int i) {
+  return i == 0 ? &r.out_of_place : r.in_place ? &*r.in_place : nullptr;
+}
+
 // How coarsely one timing group was printed: half a unit in the last digit of each number.
 struct Rounding {
   double time_s = 0, alg_bytes_per_s = 0, bus_bytes_per_s = 0;
@@ -208,7 +213,7 @@ Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std
     }
     r->line = number_of_line;
     for (int i : {0, 1}) {
-      const NcclTestsRow::Timing* t = i == 0 ? &r->out_of_place : r->in_place ? &*r->in_place : nullptr;
+      const NcclTestsRow::Timing* t = timing_at(*r, i);
       // size / time, and how far the time's rounding moves it (to first order).
       const double alg = t ? r->size_bytes / t->time_s : 0;
       if (t && !agrees(t->alg_bw_bytes_per_s, rounding[i].alg_bytes_per_s, alg, alg * rounding[i].time_s / t->time_s)) {
@@ -262,7 +267,7 @@ Expected<std::vector<NcclTestsLog>> parse_log(const std::string& path, const std
       for (std::size_t k = 0; k < log.rows.size(); ++k) {
         const NcclTestsRow& r = log.rows[k];
         for (int i : {0, 1}) {
-          const NcclTestsRow::Timing* t = i == 0 ? &r.out_of_place : r.in_place ? &*r.in_place : nullptr;
+          const NcclTestsRow::Timing* t = timing_at(r, i);
           const Rounding& printed = s.rounding[k][i];
           if (t && !agrees(t->bus_bw_bytes_per_s, printed.bus_bytes_per_s, t->alg_bw_bytes_per_s * factor,
                            printed.alg_bytes_per_s * factor)) {

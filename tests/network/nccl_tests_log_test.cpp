@@ -116,7 +116,8 @@ TEST(NcclTestsLog, NumbersInExponentFormAgreeWithinTheirPrintedDigits) {
   // that rounding, so the row is read; busbw on one rank is 0.
   ::commbound::NcclTestsRow printed{.size_bytes = 1u << 30, .count = (1u << 30) / 4};
   const double alg = (1u << 30) / 0.61e-6;
-  printed.out_of_place = {.time_s = 504.19e-6, .alg_bw_bytes_per_s = (1u << 30) / 504.19e-6, .bus_bw_bytes_per_s = 0, .wrong = 0};
+  printed.out_of_place = {
+      .time_s = 504.19e-6, .alg_bw_bytes_per_s = (1u << 30) / 504.19e-6, .bus_bw_bytes_per_s = 0, .wrong = 0};
   printed.in_place = {.time_s = 0.61e-6, .alg_bw_bytes_per_s = alg, .bus_bw_bytes_per_s = 0, .wrong = 0};
   const std::string row = ::commbound::nccl_tests_row(printed);
   ASSERT_NE(row.find("2e+06"), std::string::npos) << row;

@@ -220,7 +220,8 @@ int ProgramWriter::run_on(StreamId stream, const std::string& prefix, const std:
 
 int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::vector<int> deps) {
   const int first = size();
-  const int last = run(prefix, model::LlamaRecipe::optimizer(parameters, t_.framework, t_.foreach_adamw()), std::move(deps), false);
+  const auto kernels = model::LlamaRecipe::optimizer(parameters, t_.framework, t_.foreach_adamw());
+  const int last = run(prefix, kernels, std::move(deps), false);
   for (int i = first; i < size(); ++i) op(i).kind = OpKind::optimizer;
   return last;
 }

@@ -281,7 +281,8 @@ TEST(TraceReplay, H200CapturesReplayTheStepTheirRunTimed) {
   // of ProfilerStep#6 runs every kernel at its traced duration with the host's gaps, so it must
   // land on the median profiled step within 3% (the CPU annotation the replay spans starts a
   // little before the first kernel and the events bracket the GPU work alone).
-  for (const char* name : {"llama2-7b-4layers-eager", "llama2-7b-4layers-compile", "llama2-1b-eager", "llama2-1b-compile"}) {
+  for (const char* name :
+       {"llama2-7b-4layers-eager", "llama2-7b-4layers-compile", "llama2-1b-eager", "llama2-1b-compile"}) {
     const std::string base = std::string("scenarios/traces/h200/") + name;
     std::ifstream step(base + ".step.json");
     ASSERT_TRUE(step) << base;
