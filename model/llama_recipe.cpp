@@ -1,6 +1,5 @@
 #include "model/llama_recipe.hpp"
 
-#include "core/enum_names.hpp"
 #include "model/framework_recipe.hpp"
 #include "model/memory_bound_op.hpp"
 
@@ -34,29 +33,10 @@ void linear(std::vector<RecipeKernel>& into, const std::string& name, double tok
 // The fused list as `framework` issues it: untouched for `fused` (no host model), one host op a
 // kernel for the frameworks that launch the same fused kernels.
 std::vector<RecipeKernel> as_issued(Framework framework, std::vector<RecipeKernel> kernels) {
-  return framework == Framework::fused ? kernels : recipe::issued_one_op_each(std::move(kernels));
+  return traits(framework).host_model ? recipe::issued_one_op_each(std::move(kernels)) : kernels;
 }
 
 }  // namespace
-
-const char* to_string(Framework f) {
-  switch (f) {
-    case Framework::fused: return "fused";
-    case Framework::pytorch_eager: return "pytorch-eager";
-    case Framework::pytorch_compile: return "pytorch-compile";
-    case Framework::megatron_te: return "megatron-te";
-  }
-  return "?";
-}
-
-const std::vector<std::string>& framework_names() {
-  static const std::vector<std::string> names = {"fused", "pytorch-eager", "pytorch-compile", "megatron-te"};
-  return names;
-}
-
-std::optional<Framework> parse_framework(std::string_view name) {
-  return parse_named(name, {Framework::fused, Framework::pytorch_eager, Framework::pytorch_compile, Framework::megatron_te});
-}
 
 namespace {
 
@@ -260,7 +240,7 @@ std::vector<RecipeKernel> LlamaRecipe::with_attention(Direction direction, std::
 
 std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
   if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).layer(direction));
-  if (framework_ == Framework::pytorch_eager) return recipe::eager_layer(model_, layout_, direction);
+  if (traits(framework_).eager_layers) return recipe::eager_layer(model_, layout_, direction);
   const double T = layout_.tokens();
   const double h = model_.hidden;
   const double ffn = model_.ffn / static_cast<double>(layout_.tp);
@@ -369,7 +349,7 @@ std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std:
 }
 
 std::vector<RecipeKernel> LlamaRecipe::embedding(Direction direction) const {
-  if (framework_ == Framework::pytorch_eager) return recipe::eager_embedding(model_, layout_, direction);
+  if (traits(framework_).eager_layers) return recipe::eager_embedding(model_, layout_, direction);
   const MemoryBoundOp op =
       direction == Direction::forward ? MemoryBoundOp::embedding_forward : MemoryBoundOp::embedding_backward;
   std::vector<RecipeKernel> k = {memory_bound("embedding", op, layout_.tokens(), model_.hidden)};
@@ -384,7 +364,7 @@ std::vector<RecipeKernel> LlamaRecipe::embedding(Direction direction) const {
 }
 
 std::vector<RecipeKernel> LlamaRecipe::lm_head(Direction direction) const {
-  if (framework_ == Framework::pytorch_eager) return recipe::eager_lm_head(model_, layout_, direction);
+  if (traits(framework_).eager_layers) return recipe::eager_lm_head(model_, layout_, direction);
   const double T = layout_.tokens();
   const double h = model_.hidden;
   const double vocab = model_.vocab / static_cast<double>(layout_.tp);

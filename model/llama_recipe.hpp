@@ -41,6 +41,7 @@
 #pragma once
 
 #include "core/expected.hpp"
+#include "model/framework.hpp"
 #include "model/kernel_shape.hpp"
 #include "model/model_spec.hpp"
 
@@ -75,14 +76,6 @@ struct StepLayout {
   // Tokens of one micro-batch on this rank.
   double tokens() const { return static_cast<double>(micro_batch) * seq / cp; }
 };
-
-// The framework whose kernels a recipe lists (framework_recipe.hpp).
-enum class Framework { fused, pytorch_eager, pytorch_compile, megatron_te };
-// "fused", "pytorch-eager", "pytorch-compile", "megatron-te".
-const char* to_string(Framework f);
-std::optional<Framework> parse_framework(std::string_view name);
-// Every framework's name, in enum order.
-const std::vector<std::string>& framework_names();
 
 struct RecipeKernel {
   std::string name;  // within its part: "qkv", "qkv.dgrad", "attention", "rmsnorm2", "logits.wgrad", ...

@@ -470,9 +470,9 @@ std::vector<int> group_members(const TrainingSpec& t, int rank, GroupKind kind) 
 std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, GroupKind kind, int rank,
                                                          int gpus_per_node) {
   if (kind != GroupKind::pipeline_next && kind != GroupKind::pipeline_prev) return std::nullopt;
-  const model::Framework f = t.framework;
-  const bool batched = f == model::Framework::pytorch_eager || f == model::Framework::pytorch_compile ||
-                       (f == model::Framework::megatron_te && t.virtual_stages == 1);
+  const model::PipelineSends sends = model::traits(t.framework).pipeline_sends;
+  const bool batched = sends == model::PipelineSends::batched ||
+                       (sends == model::PipelineSends::batched_unless_interleaved && t.virtual_stages == 1);
   if (!batched || t.pp < 2 || gpus_per_node < 1) return std::nullopt;
   const Layout layout(t.dp, t.tp, t.pp, t.cp);
   Coords c = layout.coords(rank);

@@ -767,12 +767,12 @@ private:
   // pytorch-eager's recipe is the Llama architecture's kernels, read from the reference code.
   void check_framework_model(TableReader& tr) const {
     const TrainingSpec& t = *sc_.training;
-    if (!tr.failed() && t.framework == model::Framework::pytorch_eager &&
+    if (!tr.failed() && model::traits(t.framework).llama_architecture_only &&
         (t.model.mlp != model::Mlp::swiglu || t.model.norm != model::Norm::rmsnorm ||
          t.model.position != model::Position::rope || t.model.mla())) {
-      tr.fail("framework", "pytorch-eager's recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU, standard "
-                           "attention); " + t.model.name +
-                               " is not");
+      tr.fail("framework", std::string(model::to_string(t.framework)) +
+                               "'s recipe is the Llama architecture's (RMSNorm, rotary, SwiGLU, standard attention); " +
+                               t.model.name + " is not");
     }
   }
 
@@ -796,9 +796,9 @@ private:
     if (tr.failed() || t.precision != model::Precision::fp8) return;
     if (t.gpu.peak_fp8_flops_per_s <= 0) {
       tr.fail("precision", t.gpu.name + " has no FP8 tensor cores (no dense_fp8_TFLOPs in calibration/gpus.toml)");
-    } else if (t.framework == model::Framework::pytorch_eager) {
-      tr.fail("precision", "FP8 training runs through Transformer Engine or torch.compile (torchao): use framework "
-                           "\"megatron-te\", \"pytorch-compile\" or \"fused\"");
+    } else if (!model::traits(t.framework).runs_fp8) {
+      tr.fail("precision", "FP8 training runs through Transformer Engine or torch.compile (torchao): use framework " +
+                               model::frameworks_with(&model::FrameworkTraits::runs_fp8));
     }
   }
 
@@ -822,9 +822,9 @@ private:
   // rows of that kernel where it has them, else from our kernel of the same algorithm.
   static std::string default_attention_kernel(model::Framework f, const calibration::KernelTable* table,
                                               double compute_capability) {
-    if (f == model::Framework::megatron_te) return "cudnn";
-    const bool pytorch = f == model::Framework::pytorch_eager || f == model::Framework::pytorch_compile;
-    if (!pytorch || table == nullptr) return "commbound";
+    const model::FrameworkAttention attention = model::traits(f).attention;
+    if (attention == model::FrameworkAttention::cudnn) return "cudnn";
+    if (attention != model::FrameworkAttention::sdpa || table == nullptr) return "commbound";
     const bool prefers_cudnn = compute_capability == 9.0 || compute_capability == 10.0 || compute_capability == 10.3;
     if (prefers_cudnn && table->has_attention("cudnn")) return "cudnn";
     const bool runs_flash = compute_capability == 0 || (compute_capability >= 8.0 && compute_capability <= 12.1);

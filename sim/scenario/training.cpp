@@ -112,7 +112,7 @@ Expected<GpuSpec> load_gpu(const Presets& presets, const std::string& name) {
 }
 
 Expected<HostCosts> load_host_costs(const Presets& presets, model::Framework framework) {
-  if (framework == model::Framework::fused) return HostCosts{};
+  if (!model::traits(framework).host_model) return HostCosts{};
   const auto path = presets.dir() / "frameworks.toml";
   auto file = parse_toml_file(path);
   if (!file) return file.error();

@@ -160,7 +160,7 @@ struct TrainingSpec {
   // one fused kernel ([training] adamw); unset: the framework's default, foreach under
   // pytorch-eager (PyTorch's default on CUDA), fused otherwise.
   std::optional<bool> adamw_foreach;
-  bool foreach_adamw() const { return adamw_foreach.value_or(framework == model::Framework::pytorch_eager); }
+  bool foreach_adamw() const { return adamw_foreach.value_or(model::traits(framework).foreach_adamw); }
   // The layers' matrix products in bf16 or fp8 (model/llama_recipe.hpp).
   model::Precision precision = model::Precision::bf16;
   // Mixture of experts ([moe]): the router's load over the experts (sim/workload/moe_routing.hpp),

@@ -221,4 +221,22 @@ TEST(FrameworkRecipe, NamesRoundTrip) {
   EXPECT_FALSE(parse_framework("pytorch").has_value());
 }
 
+// The rows state what each framework's source does: only `fused` has no host model; only eager
+// writes the layer op by op and takes torch.optim's foreach AdamW by default; the PyTorch wrappers'
+// copies belong to both PyTorch frameworks; Megatron batches pipeline sends only for plain 1F1B.
+TEST(FrameworkRecipe, EachFrameworkRowSaysHowItRuns) {
+  EXPECT_FALSE(traits(Framework::fused).host_model);
+  EXPECT_TRUE(traits(Framework::megatron_te).host_model);
+  EXPECT_TRUE(traits(Framework::pytorch_eager).eager_layers);
+  EXPECT_FALSE(traits(Framework::pytorch_compile).eager_layers);
+  EXPECT_TRUE(traits(Framework::pytorch_eager).foreach_adamw);
+  EXPECT_FALSE(traits(Framework::pytorch_compile).foreach_adamw);
+  EXPECT_TRUE(traits(Framework::pytorch_compile).pytorch_wrappers);
+  EXPECT_FALSE(traits(Framework::megatron_te).pytorch_wrappers);
+  EXPECT_EQ(traits(Framework::megatron_te).pipeline_sends, PipelineSends::batched_unless_interleaved);
+  EXPECT_EQ(traits(Framework::megatron_te).attention, FrameworkAttention::cudnn);
+  for (const std::string& name : framework_names()) EXPECT_EQ(traits(*parse_framework(name)).name, name);
+  EXPECT_EQ(frameworks_with(&FrameworkTraits::runs_fp8), "\"fused\", \"pytorch-compile\" or \"megatron-te\"");
+}
+
 }  // namespace

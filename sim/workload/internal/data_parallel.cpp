@@ -220,8 +220,7 @@ std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t)
   const int expert_replicas = t.model.moe() ? t.expert_replicas() : 1;
   // PyTorch's wrappers launch their own kernels around the collectives; Megatron-LM's buffers are
   // the parameters and gradients themselves (views), and `fused` is the ideal without either.
-  const bool glue = t.framework == model::Framework::pytorch_eager ||
-                    t.framework == model::Framework::pytorch_compile;
+  const bool glue = model::traits(t.framework).pytorch_wrappers;
   std::unique_ptr<DataParallelPass> pass;
   if (t.replicas() < 2 && expert_replicas < 2) {
     pass = std::make_unique<DataParallelPass>();

@@ -337,8 +337,7 @@ int ProgramWriter::tp_sync(const std::string& prefix, const std::string& tag, bo
   }
   // PyTorch's DTensor shards the sequence on dim 1: a cat before each reduce-scatter and after
   // each all-gather (recipe::dtensor_cat), on the compute stream, which waits for both.
-  const bool dtensor = t_.framework == model::Framework::pytorch_eager ||
-                       t_.framework == model::Framework::pytorch_compile;
+  const bool dtensor = model::traits(t_.framework).pytorch_wrappers;
   if (dtensor) after = kernel(name + ".dtensor_rs_cat", model::recipe::dtensor_cat(reduced), {after}, backward);
   const int rs = collective(name + ".tp_reducescatter", StreamId::tensor_parallel,
                             network::CollectiveOp::reduce_scatter, GroupKind::tensor_parallel, reduced, {after});

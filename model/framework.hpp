@@ -1,0 +1,62 @@
+// A training framework, described once: its name and, as one row of data, every way commbound runs
+// it differently from the others. Code that depends on the framework asks its row, never which
+// framework it is, so a new framework is a new enumerator and a new row (framework.cpp), plus its
+// host costs in calibration/frameworks.toml when it has a host model.
+//
+// The rows, each from the framework's public source:
+//   fused            our own fused kernels, no host model: the ideal the others are measured from.
+//   pytorch-eager    the Llama layer as plain PyTorch writes it (framework_recipe.hpp), launched op
+//                    by op; torch.optim.AdamW's default foreach path; FSDP2's, DDP's and DTensor's
+//                    copies around the collectives; pipeline sends batched (torchtitan's
+//                    batch_isend_irecv); attention through SDPA.
+//   pytorch-compile  Inductor's fused kernels launched from its wrapper; fused AdamW (torchtitan's
+//                    default); the same wrappers, pipeline sends and SDPA as eager.
+//   megatron-te      Transformer Engine's fused kernels; the distributed optimizer's fused Adam, its
+//                    buffers the parameters themselves (no copies); cuDNN's fused attention;
+//                    pipeline sends batched for plain 1F1B (batch_p2p_comm = not overlap_p2p_comm),
+//                    one pair at a time under the interleaved schedule.
+//
+// Host-only and C++17 (kernels/ includes it through llama_recipe.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace commbound::model {
+
+enum class Framework { fused, pytorch_eager, pytorch_compile, megatron_te };
+
+// How a framework sends a pipeline stage's activations and gradients: on the pair's own two-rank
+// communicator, or batched on the pipeline group's (NCCL then gives each peer fewer channels).
+enum class PipelineSends { per_pair, batched, batched_unless_interleaved };
+
+// The attention a framework runs when the scenario names none: ours, PyTorch's SDPA (its backend
+// chosen by the GPU and the table's rows), or Transformer Engine's cuDNN fused attention.
+enum class FrameworkAttention { commbound, sdpa, cudnn };
+
+struct FrameworkTraits {
+  Framework id;
+  const char* name;                  // the scenario's spelling
+  bool host_model;                   // each kernel issued by host ops priced from frameworks.toml
+  bool eager_layers;                 // layers, embedding and LM head as plain PyTorch writes them
+  bool foreach_adamw;                // AdamW as torch.optim's foreach kernels by default
+  bool pytorch_wrappers;             // FSDP2 / DDP copy kernels and DTensor's cats around collectives
+  bool runs_fp8;                     // FP8 matrix products (Transformer Engine, torchao, ours)
+  bool llama_architecture_only;      // its recipe is the Llama architecture's only
+  PipelineSends pipeline_sends;
+  FrameworkAttention attention;
+};
+
+// The row of `f`.
+const FrameworkTraits& traits(Framework f);
+// "fused", "pytorch-eager", "pytorch-compile", "megatron-te".
+const char* to_string(Framework f);
+std::optional<Framework> parse_framework(std::string_view name);
+// Every framework's name, in enum order.
+const std::vector<std::string>& framework_names();
+// The frameworks whose row has `flag` set, in enum order, quoted and joined: "a", "b" or "c".
+std::string frameworks_with(bool FrameworkTraits::*flag);
+
+}  // namespace commbound::model
