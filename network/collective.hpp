@@ -19,12 +19,21 @@ enum class CollectiveOp { all_gather, reduce_scatter, all_reduce, send_recv, all
 // `hierarchical` as DeepEP's normal kernels do, one RDMA transfer per (node, rail) pair, forwarded
 // inside the destination node over NVLink.
 enum class AllToAllMethod { nccl, hierarchical };
-// NCCL's algorithms: each described once, by its row in network/internal/algorithm.hpp's registry.
-enum class Algorithm { ring, tree, nvls, nvls_tree, pat };
+// NCCL's algorithms: each described once, by its row in the registry (network/algorithms.def lists
+// them; network/internal/algorithm.hpp says what a row holds).
+enum class Algorithm {
+#define COMMBOUND_ALGORITHM(id, row) id,
+#include "network/algorithms.def"
+#undef COMMBOUND_ALGORITHM
+};
 enum class Protocol { ll, ll128, simple };
 enum class Fidelity { fluid, step };
 
-inline constexpr int kAlgorithms = static_cast<int>(Algorithm::pat) + 1;  // the last enumerator's
+inline constexpr int kAlgorithms = 0
+#define COMMBOUND_ALGORITHM(id, row) +1
+#include "network/algorithms.def"
+#undef COMMBOUND_ALGORITHM
+    ;
 inline constexpr int kProtocols = 3;
 inline constexpr std::array<Algorithm, kAlgorithms> kAllAlgorithms = [] {
   std::array<Algorithm, kAlgorithms> all{};

@@ -4,11 +4,12 @@
 // and how it moves bytes on the emulated fabric.
 //
 // Each algorithm's file (ring.cpp, tree.cpp, nvls.cpp, pat.cpp) defines its row (`extern const`:
-// a namespace-scope const is otherwise private to its file); algorithms.cpp
-// lists the rows in Algorithm's order. NcclTuner and CollectiveRunner ask the row, never switch on
-// the algorithm, and names, scenario choices and constants keys come from it: a new algorithm is
-// its file, its enumerator, its line in algorithms.cpp and in network/CMakeLists.txt, and its
-// constants in each calibration/nccl/ release. SendRecv and
+// a namespace-scope const is otherwise private to its file); network/algorithms.def lists the rows,
+// and from that list come the Algorithm enum and the registry (algorithms.cpp). NcclTuner and
+// CollectiveRunner ask the row, never switch on the algorithm, and names, scenario choices and
+// constants keys come from it: a new algorithm is its file, its line in algorithms.def and in
+// network/CMakeLists.txt, and, when it has a constants key, its rows in each calibration/nccl/
+// release (an algorithm that prices itself without NCCL's tables has none). SendRecv and
 // AllToAll are NCCL's point to point, no algorithm of these (the tuner and runner handle them).
 #pragma once
 
@@ -38,7 +39,9 @@ struct TunerBandwidth {
 struct AlgorithmSpec {
   Algorithm id;
   const char* name;           // NCCL_ALGO's spelling, lower case ("nvlstree")
-  const char* constants_key;  // its rows' prefix in calibration/nccl/*.toml ("nvls_tree")
+  // Its rows' prefix in calibration/nccl/*.toml ("nvls_tree"); nullptr: it reads none (its latency
+  // and bandwidth come from elsewhere) and the release files need not name it.
+  const char* constants_key;
   // Why NCCL does not run it for `shape` with protocol `p`; "" when it does.
   std::string (*unsupported)(const NcclTuner& tuner, const CallShape& shape, Protocol p);
   // NCCL's predicted latency, seconds: base and hop latencies on its critical path.

@@ -343,12 +343,15 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
   const char* hops[] = {"nvlink", "pci", "net"};
   {
     TableReader r(sub("base_latency_us"), "base_latency_us");
-    for (network::Algorithm a : network::kAllAlgorithms) c.base_latency_s[int(a)] = us3(r, network::constants_key(a));
+    for (network::Algorithm a : network::kAllAlgorithms) {
+      if (network::constants_key(a) != nullptr) c.base_latency_s[int(a)] = us3(r, network::constants_key(a));
+    }
     if (Status s = r.finish(); !s) return s.error();
   }
   {
     TableReader r(sub("hop_latency_us"), "hop_latency_us");
     for (network::Algorithm a : network::kAllAlgorithms) {
+      if (network::constants_key(a) == nullptr) continue;
       for (int h = 0; h < network::kHopClasses; ++h) {
         c.hop_latency_s[int(a)][h] = us3(r, std::string(network::constants_key(a)) + "_" + hops[h]);
       }
