@@ -70,7 +70,18 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops) {
       names);
 }
 
-CLI::Validator format_choice(std::vector<std::string> formats) { return CLI::IsMember(std::move(formats)); }
+CLI::Option* add_format_option(CLI::App& cmd, sim::Format& into, const std::vector<sim::Format>& choices,
+                               const std::string& note) {
+  std::vector<std::string> names;
+  for (sim::Format f : choices) names.emplace_back(sim::to_string(f));
+  into = choices.front();
+  const std::string help = names.front() + " (default)" + (names.size() > 1 ? " | " : "") +
+                           fmt::format("{}", fmt::join(names.begin() + 1, names.end(), " | ")) + note;
+  return cmd
+      .add_option_function<std::string>(
+          "--format", [&into](const std::string& name) { into = *sim::parse_format(name); }, help)
+      ->check(CLI::IsMember(std::move(names)));
+}
 
 std::string algorithm_names() { return fmt::format("{}", fmt::join(network::algorithm_names(), " | ")); }
 

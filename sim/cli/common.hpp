@@ -4,6 +4,7 @@
 
 #include "core/expected.hpp"
 #include "network/nccl_tests_log.hpp"
+#include "sim/report/format.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -54,8 +55,10 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops);
 std::string algorithm_names();
 CLI::Validator algorithm_choice();
 
-// --format's values.
-CLI::Validator format_choice(std::vector<std::string> formats);
+// --format, one of `choices` (the first is the default and `into`'s value until it is given), read
+// into `into`; the help lists them, "table (default) | csv | json", then `note`.
+CLI::Option* add_format_option(CLI::App& cmd, sim::Format& into, const std::vector<sim::Format>& choices,
+                               const std::string& note = "");
 
 // Progress of long work on stderr, on a terminal only (a log or a pipe gets none): one line
 // rewritten in place, shown once the work has taken a second (quick work stays silent). Its clock

@@ -27,7 +27,8 @@ constexpr int kExportMaxHosts = 1200;
 
 struct CollectiveArgs {
   ScenarioArgs scenario;
-  std::string op, nodes, bytes, algo, proto, fidelity, dispatcher, format = "table", out;
+  std::string op, nodes, bytes, algo, proto, fidelity, dispatcher, out;
+  sim::Format format = sim::Format::table;
   int gpus_per_node = 0;  // 0: every GPU of each node
   bool explain = false;
   bool force = false;
@@ -42,11 +43,10 @@ int run_collective(const CollectiveArgs& a) {
   auto size_list = sim::parse_list("--bytes", a.bytes, sim::ListKind::sizes_bytes);
   if (!size_list) return fail(size_list.error().message);
   sweep.sizes_bytes = *size_list;
-  if (a.explain && a.format != "table") return fail("--explain writes its own text; it takes no --format " + a.format);
-  const sim::Format format = a.format == "csv"          ? sim::Format::csv
-                            : a.format == "json"       ? sim::Format::json
-                            : a.format == "nccl-tests" ? sim::Format::nccl_tests
-                                                       : sim::Format::table;
+  if (a.explain && a.format != sim::Format::table) {
+    return fail(std::string("--explain writes its own text; it takes no --format ") + sim::to_string(a.format));
+  }
+  const sim::Format format = a.format;
   // The file as written must be valid, even where --nodes will resize the cluster.
   auto as_written = load(a.scenario);
   if (!as_written) return fail(as_written.error().message);
@@ -130,7 +130,8 @@ struct ValidateArgs {
   ScenarioArgs scenario;
   std::vector<std::string> references, logs;
   LogFactArgs facts;
-  std::string format = "table", out, plots;
+  std::string out, plots;
+  sim::Format format = sim::Format::table;
   bool force = false;
 };
 
@@ -140,7 +141,7 @@ std::string command_line(const ValidateArgs& a) {
   for (const auto& r : a.references) c += " --reference " + r;
   for (const auto& l : a.logs) c += " --nccl-tests " + l;
   if (!a.plots.empty()) c += " --plots " + a.plots;
-  c += " --format " + a.format;
+  c += std::string(" --format ") + sim::to_string(a.format);
   if (!a.out.empty()) c += " --out " + a.out;
   return c + " --force";
 }
@@ -170,11 +171,8 @@ int run_validate(const ValidateArgs& a) {
   if (!rows) return fail(rows.error().message);
   auto linked = sim::draw_series_figures(*rows, figures, a.out, a.force);
   if (!linked) return fail(linked.error().message);
-  const sim::ValidationFormat format = a.format == "markdown" ? sim::ValidationFormat::markdown
-                                       : a.format == "csv"    ? sim::ValidationFormat::csv
-                                                              : sim::ValidationFormat::table;
   Status written = sim::write_output(a.out, a.force, [&](std::ostream& o) {
-    sim::write_validation_report(o, *rows, sc, format, command_line(a), *linked);
+    sim::write_validation_report(o, *rows, sc, a.format, command_line(a), *linked);
   });
   return written ? 0 : fail(written.error().message);
 }
@@ -231,10 +229,8 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
       ->type_name("F")->check(CLI::IsMember({"fluid", "step"}));
   cmd->add_option("--dispatcher", a->dispatcher, "alltoall: nccl (default) | hierarchical (DeepEP's normal kernels)")
       ->type_name("D")->check(CLI::IsMember({"nccl", "hierarchical"}));
-  cmd->add_option("--format", a->format,
-                  "table (default) | csv | json | nccl-tests (nccl-tests' own columns and footer, one run per node "
-                  "count)")
-      ->check(format_choice({"table", "csv", "json", "nccl-tests"}));
+  add_format_option(*cmd, a->format, {sim::Format::table, sim::Format::csv, sim::Format::json, sim::Format::nccl_tests},
+                    " (nccl-tests' own columns and footer, one run per node count)");
   cmd->add_flag("--explain", a->explain,
                 "per point: NCCL's tuner estimate for every algorithm and protocol, then the simulated time term by "
                 "term (launch, latency chain, messages, bytes) and the term that limits it");
@@ -289,8 +285,7 @@ sweep (measured and simulated busbw against size). docs/accuracy_nccl_tests.md i
       ->type_name("LOG");
   add_log_fact_args(*cmd, a->facts);
   cmd->add_option("--plots", a->plots, "write one PNG per measured sweep of >= 3 points into DIR")->type_name("DIR");
-  cmd->add_option("--format", a->format, "table (default) | csv | markdown")
-      ->check(format_choice({"table", "csv", "markdown"}));
+  add_format_option(*cmd, a->format, {sim::Format::table, sim::Format::csv, sim::Format::markdown});
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_validate(*a); });
 }

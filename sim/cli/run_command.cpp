@@ -50,7 +50,7 @@ parallel child processes (-j).
 
 struct RunArgs {
   ScenarioArgs scenario;
-  std::string format = "table";
+  sim::Format format = sim::Format::table;
   std::string out;
   std::string trace;
   bool force = false;
@@ -124,8 +124,7 @@ int run(const RunArgs& args) {
   }
   if (!rows) return fail(rows.error().message);
   if (args.explain) {
-    const sim::Format format =
-        args.format == "csv" ? sim::Format::csv : args.format == "json" ? sim::Format::json : sim::Format::table;
+    const sim::Format format = args.format;
     std::vector<sim::ExplainedPoint> points;
     for (auto& row : *rows) {
       std::vector<sim::GroupCallAlone> alone;
@@ -158,7 +157,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "one training iteration of the scenario's [model] on its cluster: "
                                             "throughput, MFU, exposed communication, power, memory");
   add_scenario_args(*cmd, args->scenario);
-  cmd->add_option("--format", args->format, "table (default) | csv | json")->check(format_choice({"table", "csv", "json"}));
+  add_format_option(*cmd, args->format, {sim::Format::table, sim::Format::csv, sim::Format::json});
   cmd->add_option("--out", args->out, "write there instead of standard output (never overwrites without --force)")
       ->type_name("FILE");
   cmd->add_option("--trace", args->trace,

@@ -71,7 +71,7 @@ struct SearchArgs {
   std::vector<std::string> cp_comms;
   std::vector<std::string> tp_overlap;
   bool no_prune = false;
-  std::string format = "table";
+  sim::Format format = sim::Format::table;
   std::string out;
   bool force = false;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -202,8 +202,8 @@ void add_search_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-prune", a->no_prune, "simulate every layout that fits (exhaustive; slow)");
   cmd->add_option("-j,--jobs", a->jobs, "layouts simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--format", a->format, "table (default) | csv | json (csv and json: every candidate)")
-      ->check(format_choice({"table", "csv", "json"}));
+  add_format_option(*cmd, a->format, {sim::Format::table, sim::Format::csv, sim::Format::json},
+                    " (csv and json: every candidate)");
   cmd->add_option("--out", a->out, "write there instead of standard output (never overwrites without --force)")
       ->type_name("FILE");
   cmd->add_flag("--force", a->force, "allow --out to replace an existing file");

@@ -8,6 +8,7 @@
 #include "core/size_label.hpp"
 #include "network/nccl_tests.hpp"
 #include "sim/report/csv_table.hpp"
+#include "sim/report/format.hpp"
 
 #include <ostream>
 #include <string>
@@ -18,7 +19,6 @@ namespace commbound::sim {
 // table: ours (sizes in binary units, the algorithm and protocol NCCL's tuner picked); csv, json;
 // nccl_tests: nccl-tests' own columns and footer, one run per node count, so that a simulated
 // table sits beside a real log line for line (and network/'s nccl-tests reader reads it back).
-enum class Format { table, csv, json, nccl_tests };
 
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title);

@@ -89,9 +89,9 @@ std::string power_limit_note(const std::vector<std::pair<std::string, Metrics>>&
 
 }  // namespace
 
-void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,
+void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, Format format,
                    const std::string& title) {
-  if (format == "csv") {
+  if (format == Format::csv) {
     out << "scenario,gpus,iteration_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,compute_s,comm_s,"
            "exposed_comm_s,exposed_comm_fraction,power_w_per_gpu,tokens_per_joule,memory_bytes_per_gpu,oom,"
            "cost_model_source,cost_model_table,cost_model_exact_ops,cost_model_fallback_ops\n";
@@ -108,7 +108,7 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
     }
     return;
   }
-  if (format == "json") {
+  if (format == Format::json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& [name, m] : rows) {
       nlohmann::json mem = nlohmann::json::object();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "sim/metrics/metrics.hpp"
+#include "sim/report/format.hpp"
 
 #include <ostream>
 #include <string>
@@ -12,7 +13,7 @@
 namespace commbound::sim {
 
 // One row per scenario (a sweep gives several): table, CSV or JSON with the keys of Metrics.
-void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& format,
+void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, Format format,
                    const std::string& title);
 
 }  // namespace commbound::sim

@@ -79,10 +79,10 @@ void write_json(std::ostream& out, const ComputeProfile& p, const std::string& t
 
 }  // namespace
 
-void write_profile(std::ostream& out, const ComputeProfile& profile, const std::string& format,
+void write_profile(std::ostream& out, const ComputeProfile& profile, Format format,
                    const std::string& title) {
-  if (format == "csv") return write_csv(out, profile);
-  if (format == "json") return write_json(out, profile, title);
+  if (format == Format::csv) return write_csv(out, profile);
+  if (format == Format::json) return write_json(out, profile, title);
   write_table(out, profile, title);
 }
 

@@ -4,15 +4,16 @@
 #pragma once
 
 #include "sim/engine/compute_profile.hpp"
+#include "sim/report/format.hpp"
 
 #include <ostream>
 #include <string>
 
 namespace commbound::sim {
 
-// `format`: "table", "csv" or "json"; `title` heads the table (its lines "\n# " apart) and the
+// `format`: table, csv or json; `title` heads the table (its lines "\n# " apart) and the
 // JSON (on one line).
-void write_profile(std::ostream& out, const ComputeProfile& profile, const std::string& format,
+void write_profile(std::ostream& out, const ComputeProfile& profile, Format format,
                    const std::string& title);
 
 }  // namespace commbound::sim

@@ -486,17 +486,17 @@ Expected<std::vector<SeriesFigure>> draw_series_figures(const std::vector<Valida
 }
 
 void write_validation_report(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
-                             ValidationFormat format, const std::string& command,
+                             Format format, const std::string& command,
                              const std::vector<SeriesFigure>& figures) {
-  if (format == ValidationFormat::markdown) {
+  if (format == Format::markdown) {
     write_accuracy_markdown(out, rows, scenario, command, figures);
     return;
   }
-  if (format == ValidationFormat::table) {
+  if (format == Format::table) {
     out << "# commbound validate: " << scenario.path << ", " << rows.size() << " measured points\n";
   }
-  write_validation(out, rows, format == ValidationFormat::csv);
-  if (format == ValidationFormat::table) {
+  write_validation(out, rows, format == Format::csv);
+  if (format == Format::table) {
     out << "\n# error = simulated busbw / measured - 1 (positive: optimistic), by band\n";
     write_summary(out, summarise(rows));
   }

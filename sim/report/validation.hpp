@@ -16,6 +16,7 @@
 #include "core/expected.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/nccl_tests_log.hpp"
+#include "sim/report/format.hpp"
 #include "sim/report/plot.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -133,13 +134,11 @@ Expected<std::vector<SeriesFigure>> draw_series_figures(const std::vector<Valida
                                                         std::vector<SeriesFigure> figures,
                                                         const std::string& document, bool force);
 
-enum class ValidationFormat { table, csv, markdown };
-
 // What `commbound validate` prints. table: a title naming the scenario, every point, then the error
 // by band; csv: every point (write_validation's columns); markdown: the accuracy document
 // (write_accuracy_markdown, with `command` and `figures`).
 void write_validation_report(std::ostream& out, const std::vector<ValidationRow>& rows, const Scenario& scenario,
-                             ValidationFormat format, const std::string& command,
+                             Format format, const std::string& command,
                              const std::vector<SeriesFigure>& figures);
 
 }  // namespace commbound::sim

@@ -171,11 +171,11 @@ void write_summary(std::ostream& out, const SearchResult& result, const SearchRe
 void write_search(std::ostream& out, const SearchResult& result, const SearchReportOptions& o) {
   const std::vector<const Candidate*> top = ranked(result);
   const Candidate* best = top.empty() ? nullptr : top.front();
-  if (o.format == "csv") {
+  if (o.format == Format::csv) {
     write_csv(out, result, best);
     return;
   }
-  if (o.format == "json") {
+  if (o.format == Format::json) {
     std::map<std::string, int> count;
     for (const Candidate& c : result.candidates) ++count[to_string(c.verdict)];
     nlohmann::json rows = nlohmann::json::array();

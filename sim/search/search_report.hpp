@@ -2,6 +2,7 @@
 // or every candidate with its verdict (CSV, JSON).
 #pragma once
 
+#include "sim/report/format.hpp"
 #include "sim/search/layout_search.hpp"
 
 #include <ostream>
@@ -10,7 +11,7 @@
 namespace commbound::sim {
 
 struct SearchReportOptions {
-  std::string format = "table";  // table | csv | json
+  Format format = Format::table;  // table | csv | json
   std::string title;             // the first line (table), "title" (JSON)
   Objective objective = Objective::tokens_per_s;
   int top = 10;                  // rows of the table

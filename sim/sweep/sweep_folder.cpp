@@ -194,13 +194,13 @@ Expected<Collected> SweepFolder::collect(const SweepManifest& manifest) const {
   }
   const std::string title = "commbound sweep: " + manifest.scenario;
   if (Status s = write_output((dir_ / "results.csv").string(), true,
-                              [&](std::ostream& o) { write_metrics(o, rows, "csv", title); });
+                              [&](std::ostream& o) { write_metrics(o, rows, Format::csv, title); });
       !s) {
     return s.error();
   }
   // results.json: write_metrics' rows, each with the resolved scenario of its point.
   std::ostringstream text;
-  write_metrics(text, rows, "json", title);
+  write_metrics(text, rows, Format::json, title);
   nlohmann::json results = nlohmann::json::parse(text.str());
   for (std::size_t r = 0; r < rows.size(); ++r) results.at("rows").at(r)["resolved_scenario"] = resolved[r];
   if (Status s = write_output((dir_ / "results.json").string(), true,

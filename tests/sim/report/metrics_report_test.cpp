@@ -21,7 +21,7 @@ Metrics priced(double power_limit_slowdown, double compute_bound_share) {
 
 std::string table_of(const std::vector<std::pair<std::string, Metrics>>& rows) {
   std::ostringstream out;
-  write_metrics(out, rows, "table", "test");
+  write_metrics(out, rows, Format::table, "test");
   return out.str();
 }
 
