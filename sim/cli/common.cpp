@@ -70,6 +70,13 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops) {
       names);
 }
 
+std::vector<sim::Format> report_formats(const std::vector<sim::Format>& extra) {
+  std::vector<sim::Format> formats = {sim::Format::table};
+  formats.insert(formats.end(), sim::sheet_formats().begin(), sim::sheet_formats().end());
+  formats.insert(formats.end(), extra.begin(), extra.end());
+  return formats;
+}
+
 CLI::Option* add_format_option(CLI::App& cmd, sim::Format& into, const std::vector<sim::Format>& choices,
                                const std::string& note) {
   std::vector<std::string> names;

@@ -55,6 +55,8 @@ CLI::Validator op_choice(std::vector<network::CollectiveOp> ops);
 std::string algorithm_names();
 CLI::Validator algorithm_choice();
 
+// A report's formats: table (its default), every sheet format, then the report's own `extra`.
+std::vector<sim::Format> report_formats(const std::vector<sim::Format>& extra = {});
 // --format, one of `choices` (the first is the default and `into`'s value until it is given), read
 // into `into`; the help lists them, "table (default) | csv | json", then `note`.
 CLI::Option* add_format_option(CLI::App& cmd, sim::Format& into, const std::vector<sim::Format>& choices,

@@ -229,7 +229,7 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
       ->type_name("F")->check(CLI::IsMember({"fluid", "step"}));
   cmd->add_option("--dispatcher", a->dispatcher, "alltoall: nccl (default) | hierarchical (DeepEP's normal kernels)")
       ->type_name("D")->check(CLI::IsMember({"nccl", "hierarchical"}));
-  add_format_option(*cmd, a->format, {sim::Format::table, sim::Format::csv, sim::Format::json, sim::Format::nccl_tests},
+  add_format_option(*cmd, a->format, report_formats({sim::Format::nccl_tests}),
                     " (nccl-tests' own columns and footer, one run per node count)");
   cmd->add_flag("--explain", a->explain,
                 "per point: NCCL's tuner estimate for every algorithm and protocol, then the simulated time term by "
@@ -285,7 +285,7 @@ sweep (measured and simulated busbw against size). docs/accuracy_nccl_tests.md i
       ->type_name("LOG");
   add_log_fact_args(*cmd, a->facts);
   cmd->add_option("--plots", a->plots, "write one PNG per measured sweep of >= 3 points into DIR")->type_name("DIR");
-  add_format_option(*cmd, a->format, {sim::Format::table, sim::Format::csv, sim::Format::markdown});
+  add_format_option(*cmd, a->format, report_formats({sim::Format::markdown}));
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_validate(*a); });
 }

@@ -71,7 +71,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "profile", "what one GPU computes for one micro-batch, kernel by kernel, as the scenario's framework runs it");
   add_scenario_args(*cmd, args->scenario);
-  add_format_option(*cmd, args->format, {sim::Format::table, sim::Format::csv, sim::Format::json});
+  add_format_option(*cmd, args->format, report_formats());
   cmd->add_option("--out", args->out, "write there instead of standard output (never overwrites without --force)")
       ->type_name("FILE");
   cmd->add_flag("--force", args->force, "allow --out to replace an existing file");

@@ -157,7 +157,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "one training iteration of the scenario's [model] on its cluster: "
                                             "throughput, MFU, exposed communication, power, memory");
   add_scenario_args(*cmd, args->scenario);
-  add_format_option(*cmd, args->format, {sim::Format::table, sim::Format::csv, sim::Format::json});
+  add_format_option(*cmd, args->format, report_formats());
   cmd->add_option("--out", args->out, "write there instead of standard output (never overwrites without --force)")
       ->type_name("FILE");
   cmd->add_option("--trace", args->trace,

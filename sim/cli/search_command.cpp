@@ -202,7 +202,7 @@ void add_search_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-prune", a->no_prune, "simulate every layout that fits (exhaustive; slow)");
   cmd->add_option("-j,--jobs", a->jobs, "layouts simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
-  add_format_option(*cmd, a->format, {sim::Format::table, sim::Format::csv, sim::Format::json},
+  add_format_option(*cmd, a->format, report_formats(),
                     " (csv and json: every candidate)");
   cmd->add_option("--out", a->out, "write there instead of standard output (never overwrites without --force)")
       ->type_name("FILE");

@@ -46,44 +46,45 @@ void write_nccl_tests(std::ostream& out, const std::vector<network::SweepRow>& r
   }
 }
 
+// The rows as every sheet format writes them: collective_csv_columns(), and in JSON each row's
+// latency and bandwidth parts and its flows too.
+Sheet collective_sheet(const std::vector<network::SweepRow>& rows, const std::string& title) {
+  using network::to_string;
+  Sheet sheet;
+  sheet.title = title;
+  sheet.columns = collective_csv_columns();
+  for (const auto& r : rows) {
+    const std::string algorithm = network::algorithm_label(r.op, r.result.choice.algorithm);
+    sheet.lines.push_back({to_string(r.op), std::to_string(r.nodes), std::to_string(r.ranks),
+                           fmt::format("{:.0f}", r.size_bytes), fmt::format("{:.3f}", r.result.time_s * kUsPerS),
+                           fmt::format("{:.3f}", r.alg_bw_bytes_per_s / kBytesPerGB),
+                           fmt::format("{:.3f}", r.bus_bw_bytes_per_s / kBytesPerGB), algorithm,
+                           to_string(r.result.choice.protocol), to_string(r.result.fidelity)});
+    sheet.rows.push_back({{"op", to_string(r.op)},
+                          {"nodes", r.nodes},
+                          {"ranks", r.ranks},
+                          {"bytes", r.size_bytes},
+                          {"time_us", r.result.time_s * kUsPerS},
+                          {"algbw_GBps", r.alg_bw_bytes_per_s / kBytesPerGB},
+                          {"busbw_GBps", r.bus_bw_bytes_per_s / kBytesPerGB},
+                          {"algorithm", algorithm},
+                          {"protocol", to_string(r.result.choice.protocol)},
+                          {"fidelity", to_string(r.result.fidelity)},
+                          {"latency_us", r.result.latency_s * kUsPerS},
+                          {"bandwidth_time_us", r.result.bandwidth_s * kUsPerS},
+                          {"flows", r.result.flows}});
+  }
+  return sheet;
+}
+
 }  // namespace
 
 void write_collective_report(std::ostream& out, const std::vector<network::SweepRow>& rows, Format format,
                              const std::string& title) {
   using network::to_string;
-  if (format == Format::csv) {
-    for (std::size_t c = 0; c < collective_csv_columns().size(); ++c) out << (c ? "," : "") << collective_csv_columns()[c];
-    out << "\n";
-    for (const auto& r : rows) {
-      out << fmt::format("{},{},{},{:.0f},{:.3f},{:.3f},{:.3f},{},{},{}\n", to_string(r.op), r.nodes, r.ranks, r.size_bytes,
-                         r.result.time_s * kUsPerS, r.alg_bw_bytes_per_s / kBytesPerGB,
-                         r.bus_bw_bytes_per_s / kBytesPerGB, network::algorithm_label(r.op, r.result.choice.algorithm),
-                         to_string(r.result.choice.protocol), to_string(r.result.fidelity));
-    }
-    return;
-  }
+  if (is_sheet_format(format)) return write_sheet(out, collective_sheet(rows, title), format);
   if (format == Format::nccl_tests) {
     write_nccl_tests(out, rows, title);
-    return;
-  }
-  if (format == Format::json) {
-    nlohmann::json rows_json = nlohmann::json::array();
-    for (const auto& r : rows) {
-      rows_json.push_back({{"op", to_string(r.op)},
-                           {"nodes", r.nodes},
-                           {"ranks", r.ranks},
-                           {"bytes", r.size_bytes},
-                           {"time_us", r.result.time_s * kUsPerS},
-                           {"algbw_GBps", r.alg_bw_bytes_per_s / kBytesPerGB},
-                           {"busbw_GBps", r.bus_bw_bytes_per_s / kBytesPerGB},
-                           {"algorithm", network::algorithm_label(r.op, r.result.choice.algorithm)},
-                           {"protocol", to_string(r.result.choice.protocol)},
-                           {"fidelity", to_string(r.result.fidelity)},
-                           {"latency_us", r.result.latency_s * kUsPerS},
-                           {"bandwidth_time_us", r.result.bandwidth_s * kUsPerS},
-                           {"flows", r.result.flows}});
-    }
-    out << nlohmann::json{{"title", title}, {"rows", rows_json}}.dump(2) << "\n";
     return;
   }
   out << "# " << title << "\n";

@@ -2,7 +2,6 @@
 
 #include "core/units.hpp"
 #include "sim/report/collective_explain.hpp"
-#include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -129,71 +128,74 @@ void write_table(std::ostream& out, const ExplainedPoint& point) {
   }
 }
 
-void write_csv_rank(std::ostream& out, const std::string& name, const std::string& rank, const std::string& stage,
+// A rank's lines of the sheet: one per collective row, then its compute, host, tail and other time.
+void add_rank_lines(Sheet& sheet, const std::string& name, const std::string& rank, const std::string& stage,
                     const RankBreakdown& r) {
-  const std::string lead = csv_field(name) + "," + rank + "," + stage + ",";
   for (const BreakdownRow& row : r.rows) {
-    out << lead
-        << fmt::format("collective,{},{},{},{},{:.0f},{},{:.9f},{:.3f},{:.9f},{:.9f}\n", to_string(row.group),
-                       network::to_string(row.collective), row.group_ranks, count_label(row.count), row.bytes,
-                       csv_field(choices_label(row)), row.time_s, row.bus_bw_bytes_per_s() / kBytesPerGB, row.exposed_s,
-                       row.wait_s);
+    sheet.lines.push_back({name, rank, stage, "collective", to_string(row.group), network::to_string(row.collective),
+                           std::to_string(row.group_ranks), count_label(row.count), fmt::format("{:.0f}", row.bytes),
+                           choices_label(row), fmt::format("{:.9f}", row.time_s),
+                           fmt::format("{:.3f}", row.bus_bw_bytes_per_s() / kBytesPerGB),
+                           fmt::format("{:.9f}", row.exposed_s), fmt::format("{:.9f}", row.wait_s)});
   }
   const std::pair<const char*, double> parts[] = {
       {"compute", r.compute_s}, {"host", r.host_s}, {"tail", r.tail_s}, {"other", r.other_s}};
-  for (const auto& [part, s] : parts) out << lead << fmt::format("{},,,,,,,{:.9f},,,\n", part, s);
+  for (const auto& [part, s] : parts) {
+    sheet.lines.push_back({name, rank, stage, part, "", "", "", "", "", "", fmt::format("{:.9f}", s), "", "", ""});
+  }
+}
+
+// The points as every sheet format writes them: a line per collective row and part of the mean
+// rank and of every simulated rank; in JSON a point each, with its breakdown and its calls alone,
+// or its memory when it does not fit.
+Sheet explain_sheet(const std::vector<ExplainedPoint>& points, const std::string& title) {
+  Sheet sheet;
+  sheet.title = title;
+  sheet.columns = {"scenario", "rank",  "stage", "part",   "group",     "collective", "group_ranks",
+                   "calls",    "bytes", "nccl",  "time_s", "busbw_GBps", "exposed_s", "wait_s"};
+  sheet.rows_key = "points";
+  for (const ExplainedPoint& p : points) {
+    if (!p.breakdown) {  // out of memory: nothing simulated
+      nlohmann::json memory = nlohmann::json::object();
+      for (const auto& [what, bytes] : p.memory.bytes) memory[what] = bytes;
+      sheet.rows.push_back({{"scenario", p.name},
+                            {"oom", true},
+                            {"memory_bytes_per_gpu", p.memory.total_bytes},
+                            {"memory_capacity_bytes", p.memory.capacity_bytes},
+                            {"memory_breakdown_bytes", memory}});
+      continue;
+    }
+    add_rank_lines(sheet, p.name, "mean", "", p.breakdown->mean);
+    for (const RankBreakdown& r : p.breakdown->ranks) {
+      add_rank_lines(sheet, p.name, std::to_string(r.rank), std::to_string(r.stage), r);
+    }
+    nlohmann::json alone = nlohmann::json::array();
+    for (const GroupCallAlone& a : p.alone) {
+      const network::CollectiveResult& res = a.row.result;
+      nlohmann::json terms = nlohmann::json::array();
+      for (const network::CostTerm& t : res.terms) {
+        terms.push_back({{"what", t.what}, {"count", t.count}, {"each_s", t.each_s}, {"seconds", t.seconds}});
+      }
+      alone.push_back({{"group", to_string(a.group)},
+                       {"collective", network::to_string(a.collective)},
+                       {"ranks", a.row.ranks},
+                       {"nodes", a.row.nodes},
+                       {"bytes", a.row.size_bytes},
+                       {"algorithm", network::algorithm_label(a.collective, res.choice.algorithm)},
+                       {"protocol", network::to_string(res.choice.protocol)},
+                       {"time_s", res.time_s},
+                       {"terms", terms}});
+    }
+    sheet.rows.push_back({{"scenario", p.name}, {"oom", false}, {"breakdown", *p.breakdown}, {"alone", alone}});
+  }
+  return sheet;
 }
 
 }  // namespace
 
 void write_explain_report(std::ostream& out, const std::vector<ExplainedPoint>& points, Format format,
                           const std::string& title) {
-  if (format == Format::csv) {
-    out << "scenario,rank,stage,part,group,collective,group_ranks,calls,bytes,nccl,time_s,busbw_GBps,exposed_s,wait_s\n";
-    for (const ExplainedPoint& p : points) {
-      if (!p.breakdown) continue;  // out of memory: nothing simulated
-      write_csv_rank(out, p.name, "mean", "", p.breakdown->mean);
-      for (const RankBreakdown& r : p.breakdown->ranks) {
-        write_csv_rank(out, p.name, std::to_string(r.rank), std::to_string(r.stage), r);
-      }
-    }
-    return;
-  }
-  if (format == Format::json) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const ExplainedPoint& p : points) {
-      if (p.breakdown) {
-        nlohmann::json alone = nlohmann::json::array();
-        for (const GroupCallAlone& a : p.alone) {
-          const network::CollectiveResult& res = a.row.result;
-          nlohmann::json terms = nlohmann::json::array();
-          for (const network::CostTerm& t : res.terms) {
-            terms.push_back({{"what", t.what}, {"count", t.count}, {"each_s", t.each_s}, {"seconds", t.seconds}});
-          }
-          alone.push_back({{"group", to_string(a.group)},
-                           {"collective", network::to_string(a.collective)},
-                           {"ranks", a.row.ranks},
-                           {"nodes", a.row.nodes},
-                           {"bytes", a.row.size_bytes},
-                           {"algorithm", network::algorithm_label(a.collective, res.choice.algorithm)},
-                           {"protocol", network::to_string(res.choice.protocol)},
-                           {"time_s", res.time_s},
-                           {"terms", terms}});
-        }
-        arr.push_back({{"scenario", p.name}, {"oom", false}, {"breakdown", *p.breakdown}, {"alone", alone}});
-      } else {
-        nlohmann::json memory = nlohmann::json::object();
-        for (const auto& [what, bytes] : p.memory.bytes) memory[what] = bytes;
-        arr.push_back({{"scenario", p.name},
-                       {"oom", true},
-                       {"memory_bytes_per_gpu", p.memory.total_bytes},
-                       {"memory_capacity_bytes", p.memory.capacity_bytes},
-                       {"memory_breakdown_bytes", memory}});
-      }
-    }
-    out << nlohmann::json{{"title", title}, {"points", arr}}.dump(2) << "\n";
-    return;
-  }
+  if (is_sheet_format(format)) return write_sheet(out, explain_sheet(points, title), format);
   out << "# " << title << "\n";
   for (const ExplainedPoint& p : points) write_table(out, p);
 }

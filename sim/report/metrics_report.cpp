@@ -1,7 +1,6 @@
 #include "sim/report/metrics_report.hpp"
 
 #include "core/units.hpp"
-#include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,11 +11,6 @@
 
 namespace commbound::sim {
 namespace {
-
-std::string cost_csv(const Metrics& m) {
-  return "," + csv_field(m.cost_model_source) + "," + csv_field(m.cost_model_table) + "," +
-         std::to_string(m.cost_summary.exact_ops) + "," + std::to_string(m.cost_summary.fallback_ops);
-}
 
 // "453 compute ops at their own row of calibration/h100-sxm5.toml, 3539 by fallback (elementwise_nearest
 // 3539)".
@@ -87,62 +81,75 @@ std::string power_limit_note(const std::vector<std::pair<std::string, Metrics>>&
   return "at the power limit GEMMs and attention run " + slowdown + " (" + share + " of compute)";
 }
 
+// The rows as every sheet format writes them: the CSV's columns (an out-of-memory row has no timing)
+// and each row as a JSON object with its memory breakdown and how its compute was priced.
+Sheet metrics_sheet(const std::vector<std::pair<std::string, Metrics>>& rows, const std::string& title) {
+  Sheet sheet;
+  sheet.title = title;
+  sheet.columns = {"scenario", "gpus", "iteration_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+                   "mfu", "compute_s", "comm_s", "exposed_comm_s", "exposed_comm_fraction", "power_w_per_gpu",
+                   "tokens_per_joule", "memory_bytes_per_gpu", "oom", "cost_model_source", "cost_model_table",
+                   "cost_model_exact_ops", "cost_model_fallback_ops"};
+  for (const auto& [name, m] : rows) {
+    const std::vector<std::string> cost = {m.cost_model_source, m.cost_model_table,
+                                           std::to_string(m.cost_summary.exact_ops),
+                                           std::to_string(m.cost_summary.fallback_ops)};
+    std::vector<std::string> line;
+    if (m.oom) {  // not simulated: no timing to report
+      line = {name, std::to_string(m.gpus), "", "", "", "", "", "", "", "", "", "", "",
+              fmt::format("{:.0f}", m.memory_bytes_per_gpu), "1"};
+    } else {
+      line = {name,
+              std::to_string(m.gpus),
+              fmt::format("{:.6f}", m.iteration_s),
+              fmt::format("{:.1f}", m.tokens_per_s),
+              fmt::format("{:.2f}", m.tokens_per_s_per_gpu),
+              fmt::format("{:.2f}", m.model_tflops_per_gpu),
+              fmt::format("{:.4f}", m.mfu),
+              fmt::format("{:.6f}", m.compute_s),
+              fmt::format("{:.6f}", m.comm_s),
+              fmt::format("{:.6f}", m.exposed_comm_s),
+              fmt::format("{:.4f}", m.exposed_comm_fraction),
+              fmt::format("{:.1f}", m.power_w_per_gpu),
+              fmt::format("{:.4f}", m.tokens_per_joule),
+              fmt::format("{:.0f}", m.memory_bytes_per_gpu),
+              "0"};
+    }
+    line.insert(line.end(), cost.begin(), cost.end());
+    sheet.lines.push_back(std::move(line));
+
+    nlohmann::json mem = nlohmann::json::object();
+    for (const auto& [what, bytes] : m.memory.bytes) mem[what] = bytes;
+    nlohmann::json fallbacks = nlohmann::json::object();
+    for (const auto& [how, n] : m.cost_summary.fallbacks) fallbacks[how] = n;
+    nlohmann::json row{{"scenario", name}, {"gpus", m.gpus}, {"oom", m.oom},
+                       {"memory_bytes_per_gpu", m.memory_bytes_per_gpu}, {"memory_breakdown_bytes", mem}};
+    if (!m.oom) {  // an out-of-memory row was not simulated: its timing fields are absent
+      row.update({{"iteration_s", m.iteration_s}, {"tokens_per_s", m.tokens_per_s},
+                  {"tokens_per_s_per_gpu", m.tokens_per_s_per_gpu}, {"model_tflops_per_gpu", m.model_tflops_per_gpu},
+                  {"mfu", m.mfu}, {"compute_s", m.compute_s}, {"comm_s", m.comm_s},
+                  {"exposed_comm_s", m.exposed_comm_s}, {"exposed_comm_fraction", m.exposed_comm_fraction},
+                  {"power_w_per_gpu", m.power_w_per_gpu}, {"tokens_per_joule", m.tokens_per_joule}});
+    }
+    row.update({{"cost_model_source", m.cost_model_source},
+                {"cost_model_table", m.cost_model_table},
+                {"cost_model_description", m.cost_model_description},
+                {"cost_model_exact_ops", m.cost_summary.exact_ops},
+                {"cost_model_fallback_ops", m.cost_summary.fallback_ops},
+                {"cost_model_fallbacks", fallbacks},
+                {"power_model", m.power_model_description},
+                {"power_limit_slowdown", m.power_limit_slowdown},
+                {"compute_bound_share", m.compute_bound_share}});
+    sheet.rows.push_back(std::move(row));
+  }
+  return sheet;
+}
+
 }  // namespace
 
 void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, Metrics>>& rows, Format format,
                    const std::string& title) {
-  if (format == Format::csv) {
-    out << "scenario,gpus,iteration_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,compute_s,comm_s,"
-           "exposed_comm_s,exposed_comm_fraction,power_w_per_gpu,tokens_per_joule,memory_bytes_per_gpu,oom,"
-           "cost_model_source,cost_model_table,cost_model_exact_ops,cost_model_fallback_ops\n";
-    for (const auto& [name, m] : rows) {
-      if (m.oom) {  // not simulated: no timing to report
-        out << fmt::format("{},{},,,,,,,,,,,,{:.0f},1", name, m.gpus, m.memory_bytes_per_gpu) << cost_csv(m) << "\n";
-        continue;
-      }
-      out << fmt::format("{},{},{:.6f},{:.1f},{:.2f},{:.2f},{:.4f},{:.6f},{:.6f},{:.6f},{:.4f},{:.1f},{:.4f},{:.0f},{}", name,
-                         m.gpus, m.iteration_s, m.tokens_per_s, m.tokens_per_s_per_gpu, m.model_tflops_per_gpu, m.mfu,
-                         m.compute_s, m.comm_s, m.exposed_comm_s, m.exposed_comm_fraction, m.power_w_per_gpu,
-                         m.tokens_per_joule, m.memory_bytes_per_gpu, m.oom ? 1 : 0)
-          << cost_csv(m) << "\n";
-    }
-    return;
-  }
-  if (format == Format::json) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& [name, m] : rows) {
-      nlohmann::json mem = nlohmann::json::object();
-      for (const auto& [what, bytes] : m.memory.bytes) mem[what] = bytes;
-      nlohmann::json fallbacks = nlohmann::json::object();
-      for (const auto& [how, n] : m.cost_summary.fallbacks) fallbacks[how] = n;
-      const nlohmann::json cost{{"cost_model_source", m.cost_model_source},
-                                {"cost_model_table", m.cost_model_table},
-                                {"cost_model_description", m.cost_model_description},
-                                {"cost_model_exact_ops", m.cost_summary.exact_ops},
-                                {"cost_model_fallback_ops", m.cost_summary.fallback_ops},
-                                {"cost_model_fallbacks", fallbacks},
-                                {"power_model", m.power_model_description},
-                                {"power_limit_slowdown", m.power_limit_slowdown},
-                                {"compute_bound_share", m.compute_bound_share}};
-      if (m.oom) {  // not simulated: timing fields are null
-        nlohmann::json row{{"scenario", name}, {"gpus", m.gpus}, {"oom", true}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
-                           {"memory_breakdown_bytes", mem}};
-        row.update(cost);
-        arr.push_back(row);
-        continue;
-      }
-      arr.push_back({{"scenario", name}, {"gpus", m.gpus}, {"iteration_s", m.iteration_s},
-                     {"tokens_per_s", m.tokens_per_s}, {"tokens_per_s_per_gpu", m.tokens_per_s_per_gpu},
-                     {"model_tflops_per_gpu", m.model_tflops_per_gpu}, {"mfu", m.mfu}, {"compute_s", m.compute_s},
-                     {"comm_s", m.comm_s}, {"exposed_comm_s", m.exposed_comm_s},
-                     {"exposed_comm_fraction", m.exposed_comm_fraction}, {"power_w_per_gpu", m.power_w_per_gpu},
-                     {"tokens_per_joule", m.tokens_per_joule}, {"memory_bytes_per_gpu", m.memory_bytes_per_gpu},
-                     {"oom", m.oom}, {"memory_breakdown_bytes", mem}});
-      arr.back().update(cost);
-    }
-    out << nlohmann::json{{"title", title}, {"rows", arr}}.dump(2) << "\n";
-    return;
-  }
+  if (is_sheet_format(format)) return write_sheet(out, metrics_sheet(rows, title), format);
   out << "# " << title << "\n";
   out << "# compute " << distinct(rows, [](const Metrics& m) -> const std::string& { return m.cost_model_description; })
       << "; power " << distinct(rows, [](const Metrics& m) -> const std::string& { return m.power_model_description; })

@@ -1,7 +1,6 @@
 #include "sim/report/profile_report.hpp"
 
 #include "core/units.hpp"
-#include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -46,43 +45,44 @@ void write_table(std::ostream& out, const ComputeProfile& p, const std::string& 
   }
 }
 
-void write_csv(std::ostream& out, const ComputeProfile& p) {
-  out << "part,kernel,shape,bytes,flops,gpu_us,host_us,issue_us,start_us,end_us,priced\n";
-  for (const ProfiledKernel& k : p.kernels) {
-    out << fmt::format("{},{},{},{:.0f},{:.0f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{}\n", csv_field(k.part),
-                       csv_field(k.name), csv_field(model::describe(k.shape)), k.bytes, k.flops,
-                       k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.issue_s * kUsPerS, k.start_s * kUsPerS,
-                       k.end_s * kUsPerS, calibration::to_string(k.match));
+// The profile as every sheet format writes it: a row per kernel (its part, shape, bytes, FLOPs and
+// times), and in JSON each part alone too.
+Sheet profile_sheet(const ComputeProfile& p, const std::string& title) {
+  Sheet sheet;
+  std::string one_line = title.rfind("# ", 0) == 0 ? title.substr(2) : title;  // the table's header lines as one
+  for (std::size_t at = one_line.find("\n# "); at != std::string::npos; at = one_line.find("\n# ")) {
+    one_line.replace(at, 3, "; ");
   }
-}
-
-void write_json(std::ostream& out, const ComputeProfile& p, const std::string& title) {
-  nlohmann::json kernels = nlohmann::json::array(), parts = nlohmann::json::array();
+  sheet.title = one_line;
+  sheet.columns = {"part", "kernel", "shape", "bytes", "flops", "gpu_us", "host_us", "issue_us", "start_us", "end_us", "priced"};
+  sheet.rows_key = "kernels";
   for (const ProfiledKernel& k : p.kernels) {
-    kernels.push_back({{"part", k.part}, {"kernel", k.name}, {"shape", model::describe(k.shape)},
-                       {"bytes", k.bytes}, {"flops", k.flops}, {"gpu_us", k.gpu_s * kUsPerS},
-                       {"host_us", k.host_s * kUsPerS}, {"issue_us", k.issue_s * kUsPerS},
-                       {"start_us", k.start_s * kUsPerS}, {"end_us", k.end_s * kUsPerS},
-                       {"priced", calibration::to_string(k.match)}});
+    sheet.lines.push_back({k.part, k.name, model::describe(k.shape), fmt::format("{:.0f}", k.bytes),
+                           fmt::format("{:.0f}", k.flops), fmt::format("{:.3f}", k.gpu_s * kUsPerS),
+                           fmt::format("{:.3f}", k.host_s * kUsPerS), fmt::format("{:.3f}", k.issue_s * kUsPerS),
+                           fmt::format("{:.3f}", k.start_s * kUsPerS), fmt::format("{:.3f}", k.end_s * kUsPerS),
+                           calibration::to_string(k.match)});
+    sheet.rows.push_back({{"part", k.part}, {"kernel", k.name}, {"shape", model::describe(k.shape)},
+                          {"bytes", k.bytes}, {"flops", k.flops}, {"gpu_us", k.gpu_s * kUsPerS},
+                          {"host_us", k.host_s * kUsPerS}, {"issue_us", k.issue_s * kUsPerS},
+                          {"start_us", k.start_s * kUsPerS}, {"end_us", k.end_s * kUsPerS},
+                          {"priced", calibration::to_string(k.match)}});
   }
+  nlohmann::json parts = nlohmann::json::array();
   for (const ProfiledPart& part : p.parts) {
     parts.push_back({{"part", part.name}, {"kernels", part.kernels}, {"gpu_ms", part.gpu_s * kMsPerS},
                      {"host_ms", part.host_s * kMsPerS}, {"time_ms", part.time_s * kMsPerS},
                      {"power_limit_slowdown", part.limit_slowdown}, {"bound_by", part.host_bound() ? "host" : "gpu"}});
   }
-  std::string one_line = title.rfind("# ", 0) == 0 ? title.substr(2) : title;  // the table's header lines as one
-  for (std::size_t at = one_line.find("\n# "); at != std::string::npos; at = one_line.find("\n# ")) {
-    one_line.replace(at, 3, "; ");
-  }
-  out << nlohmann::json{{"title", one_line}, {"parts", parts}, {"kernels", kernels}}.dump(2) << "\n";
+  sheet.more["parts"] = parts;
+  return sheet;
 }
 
 }  // namespace
 
 void write_profile(std::ostream& out, const ComputeProfile& profile, Format format,
                    const std::string& title) {
-  if (format == Format::csv) return write_csv(out, profile);
-  if (format == Format::json) return write_json(out, profile, title);
+  if (is_sheet_format(format)) return write_sheet(out, profile_sheet(profile, title), format);
   write_table(out, profile, title);
 }
 

@@ -338,14 +338,26 @@ std::vector<BandSummary> summarise(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
-void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows, bool csv) {
-  if (csv) {
-    out << "gpu,nodes,collective,algorithm,bytes,published_busbw_GBps,simulated_busbw_GBps,ratio,"
-           "simulated_algorithm,simulated_protocol,source,error,series,excluded\n";
-  } else {
-    out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10} {:>10} {:>6}  {:<12} {}\n", "gpu", "nodes", "collective",
-                       "algo", "bytes", "published", "simulated", "ratio", "simulated", "source");
+void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows) {
+  out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10} {:>10} {:>6}  {:<12} {}\n", "gpu", "nodes", "collective",
+                     "algo", "bytes", "published", "simulated", "ratio", "simulated", "source");
+  for (const auto& r : rows) {
+    const auto& p = r.published;
+    const std::string algorithm = p.point.algorithm ? std::string(network::to_string(*p.point.algorithm)) : "any";
+    out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10.1f} {:>10.1f} {:>6.2f}  {:<5} {:<6} {}{}\n", p.gpu,
+                       p.nodes_text, network::to_string(p.point.op), algorithm, p.bytes_text,
+                       p.busbw_bytes_per_s / kBytesPerGB, r.simulated.bus_bw_bytes_per_s / kBytesPerGB, r.ratio(),
+                       network::to_string(r.simulated.result.choice.algorithm),
+                       network::to_string(r.simulated.result.choice.protocol), r.excluded.empty() ? "" : "[unhealthy] ",
+                       p.source);
   }
+}
+
+Sheet validation_sheet(const std::vector<ValidationRow>& rows, const std::string& title) {
+  Sheet sheet;
+  sheet.title = title;
+  sheet.columns = {"gpu",    "nodes", "collective", "algorithm", "bytes", "published_busbw_GBps", "simulated_busbw_GBps",
+                   "ratio",  "simulated_algorithm", "simulated_protocol", "source", "error", "series", "excluded"};
   for (const auto& r : rows) {
     const auto& p = r.published;
     const std::string algorithm = p.point.algorithm ? std::string(network::to_string(*p.point.algorithm)) : "any";
@@ -353,18 +365,26 @@ void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows,
     const double simulated_gbps = r.simulated.bus_bw_bytes_per_s / kBytesPerGB;
     const std::string sim_algorithm(network::to_string(r.simulated.result.choice.algorithm));
     const std::string sim_protocol(network::to_string(r.simulated.result.choice.protocol));
-    if (csv) {
-      out << fmt::format("{},{},{},{},{},{:.2f},{:.2f},{:.3f},{},{},{},{:.4f},{},{}\n", csv_field(p.gpu), p.nodes_text,
-                         network::to_string(p.point.op), algorithm, p.bytes_text, published_gbps, simulated_gbps,
-                         r.ratio(), sim_algorithm, sim_protocol, csv_field(p.source), r.error(), csv_field(p.series),
-                         csv_field(r.excluded));
-    } else {
-      out << fmt::format("{:<5} {:>5} {:<13} {:<5} {:>11} {:>10.1f} {:>10.1f} {:>6.2f}  {:<5} {:<6} {}{}\n", p.gpu,
-                         p.nodes_text, network::to_string(p.point.op), algorithm, p.bytes_text, published_gbps,
-                         simulated_gbps, r.ratio(), sim_algorithm, sim_protocol, r.excluded.empty() ? "" : "[unhealthy] ",
-                         p.source);
-    }
+    sheet.lines.push_back({p.gpu, p.nodes_text, network::to_string(p.point.op), algorithm, p.bytes_text,
+                           fmt::format("{:.2f}", published_gbps), fmt::format("{:.2f}", simulated_gbps),
+                           fmt::format("{:.3f}", r.ratio()), sim_algorithm, sim_protocol, p.source,
+                           fmt::format("{:.4f}", r.error()), p.series, r.excluded});
+    sheet.rows.push_back({{"gpu", p.gpu},
+                          {"nodes", p.nodes_text},
+                          {"collective", network::to_string(p.point.op)},
+                          {"algorithm", algorithm},
+                          {"bytes", p.bytes_text},
+                          {"published_busbw_GBps", published_gbps},
+                          {"simulated_busbw_GBps", simulated_gbps},
+                          {"ratio", r.ratio()},
+                          {"simulated_algorithm", sim_algorithm},
+                          {"simulated_protocol", sim_protocol},
+                          {"source", p.source},
+                          {"error", r.error()},
+                          {"series", p.series},
+                          {"excluded", r.excluded}});
   }
+  return sheet;
 }
 
 void write_summary(std::ostream& out, const std::vector<BandSummary>& bands) {
@@ -492,14 +512,12 @@ void write_validation_report(std::ostream& out, const std::vector<ValidationRow>
     write_accuracy_markdown(out, rows, scenario, command, figures);
     return;
   }
-  if (format == Format::table) {
-    out << "# commbound validate: " << scenario.path << ", " << rows.size() << " measured points\n";
-  }
-  write_validation(out, rows, format == Format::csv);
-  if (format == Format::table) {
-    out << "\n# error = simulated busbw / measured - 1 (positive: optimistic), by band\n";
-    write_summary(out, summarise(rows));
-  }
+  const std::string title = "commbound validate: " + scenario.path + ", " + std::to_string(rows.size()) + " measured points";
+  if (is_sheet_format(format)) return write_sheet(out, validation_sheet(rows, title), format);
+  out << "# " << title << "\n";
+  write_validation(out, rows);
+  out << "\n# error = simulated busbw / measured - 1 (positive: optimistic), by band\n";
+  write_summary(out, summarise(rows));
 }
 
 }  // namespace commbound::sim

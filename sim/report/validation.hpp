@@ -101,9 +101,13 @@ struct BandSummary {
 // One summary per band that holds counted points, in (nodes, family, size) order, then "all" rows.
 std::vector<BandSummary> summarise(const std::vector<ValidationRow>& rows);
 
-// Columns: gpu,nodes,collective,algorithm,bytes,published_busbw_GBps,simulated_busbw_GBps,ratio,
-// simulated_algorithm,simulated_protocol,source,error,series
-void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows, bool csv);
+// Every point as a line of a table (gpu, nodes, collective, algo, bytes, published and simulated
+// busbw, ratio, the simulated choice, source).
+void write_validation(std::ostream& out, const std::vector<ValidationRow>& rows);
+// Every point as the sheet formats write it. Columns: gpu,nodes,collective,algorithm,bytes,
+// published_busbw_GBps,simulated_busbw_GBps,ratio,simulated_algorithm,simulated_protocol,source,
+// error,series,excluded (bytes and nodes as the reference gives them: "large", "multi").
+Sheet validation_sheet(const std::vector<ValidationRow>& rows, const std::string& title);
 void write_summary(std::ostream& out, const std::vector<BandSummary>& bands);
 
 // docs/accuracy_nccl_tests.md: how to regenerate it (`command`), the band summary, one figure per

@@ -1,7 +1,6 @@
 #include "sim/search/search_report.hpp"
 
 #include "core/units.hpp"
-#include "sim/report/csv_table.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,33 +65,44 @@ nlohmann::json row_json(const Candidate& c, int rank, const Candidate* best) {
   return j;
 }
 
-void write_csv(std::ostream& out, const SearchResult& result, const Candidate* best) {
-  const std::vector<std::string> columns = {
+// Every candidate as every sheet format writes it: its layout, verdict and figures (a field it
+// lacks left empty), ranked among the simulated; the JSON also carries the objective, the top-k,
+// the k-th best and the counts by verdict.
+Sheet search_sheet(const SearchResult& result, const SearchReportOptions& o, const Candidate* best) {
+  Sheet sheet;
+  sheet.title = o.title;
+  sheet.columns = {
       "rank", "layout", "tp", "cp", "pp", "virtual_stages", "dp", "micro_batch", "strategy", "activation_checkpointing",
       "cp_comm", "tp_overlap", "verdict", "tokens_per_s_per_gpu", "mfu", "exposed_comm_fraction", "memory_bytes_per_gpu", "power_w_per_gpu",
       "tokens_per_joule", "iteration_s", "compute_s", "exposed_comm_s", "bound_iteration_s", "bound_waits_s",
       "objective_bound", "lost_to_best_by", "reason"};
-  for (std::size_t i = 0; i < columns.size(); ++i) out << (i > 0 ? "," : "") << columns[i];
-  out << "\n";
   int rank = 0;
   for (const Candidate& c : result.candidates) {
-    const nlohmann::json j = row_json(c, c.verdict == Verdict::simulated ? ++rank : 0, best);
-    for (std::size_t i = 0; i < columns.size(); ++i) {
-      out << (i > 0 ? "," : "");
-      if (!j.contains(columns[i]) || j[columns[i]].is_null()) continue;
-      const nlohmann::json& v = j[columns[i]];
-      if (v.is_string()) {
-        out << csv_field(v.get<std::string>());
+    nlohmann::json j = row_json(c, c.verdict == Verdict::simulated ? ++rank : 0, best);
+    std::vector<std::string> line;
+    for (const std::string& column : sheet.columns) {
+      if (!j.contains(column) || j[column].is_null()) {
+        line.emplace_back();
+      } else if (const nlohmann::json& v = j[column]; v.is_string()) {
+        line.push_back(v.get<std::string>());
       } else if (v.is_boolean()) {
-        out << (v.get<bool>() ? "true" : "false");
+        line.emplace_back(v.get<bool>() ? "true" : "false");
       } else if (v.is_number_integer()) {
-        out << v.get<long>();
+        line.push_back(std::to_string(v.get<long>()));
       } else {
-        out << fmt::format("{:.6g}", v.get<double>());
+        line.push_back(fmt::format("{:.6g}", v.get<double>()));
       }
     }
-    out << "\n";
+    sheet.lines.push_back(std::move(line));
+    sheet.rows.push_back(std::move(j));
   }
+  std::map<std::string, int> count;
+  for (const Candidate& c : result.candidates) ++count[to_string(c.verdict)];
+  sheet.more = {{"objective", o.objective == Objective::tokens_per_s ? "tokens_per_s_per_gpu" : "tokens_per_joule"},
+                {"top", o.top},
+                {"kth_best", result.kth_best},
+                {"counts", count}};
+  return sheet;
 }
 
 // The summary under the table: counts by verdict and why the non-winners lost.
@@ -171,26 +181,7 @@ void write_summary(std::ostream& out, const SearchResult& result, const SearchRe
 void write_search(std::ostream& out, const SearchResult& result, const SearchReportOptions& o) {
   const std::vector<const Candidate*> top = ranked(result);
   const Candidate* best = top.empty() ? nullptr : top.front();
-  if (o.format == Format::csv) {
-    write_csv(out, result, best);
-    return;
-  }
-  if (o.format == Format::json) {
-    std::map<std::string, int> count;
-    for (const Candidate& c : result.candidates) ++count[to_string(c.verdict)];
-    nlohmann::json rows = nlohmann::json::array();
-    int rank = 0;
-    for (const Candidate& c : result.candidates) rows.push_back(row_json(c, c.verdict == Verdict::simulated ? ++rank : 0, best));
-    out << nlohmann::json{{"title", o.title},
-                          {"objective", o.objective == Objective::tokens_per_s ? "tokens_per_s_per_gpu" : "tokens_per_joule"},
-                          {"top", o.top},
-                          {"kth_best", result.kth_best},
-                          {"counts", count},
-                          {"rows", rows}}
-               .dump(2)
-        << "\n";
-    return;
-  }
+  if (is_sheet_format(o.format)) return write_sheet(out, search_sheet(result, o, best), o.format);
   out << "# " << o.title << "\n";
   int width = 8;
   const std::size_t shown = std::min(top.size(), static_cast<std::size_t>(std::max(0, o.top)));
