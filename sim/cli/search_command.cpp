@@ -56,8 +56,8 @@ idle power over the bounded iteration plus the least busy power over the bounded
 Prints the top N (tokens/s per GPU, MFU, exposed communication, memory and power per GPU,
 tokens per joule) and why the others lost: against the best, by more exposed communication, a
 larger pipeline bubble (idle time) or more compute (recomputation, smaller kernels); pruned by
-bound; out of memory (with the worst); invalid (with the commonest reason). --format csv|json
-lists every candidate with its verdict, bound and reason. Progress goes to stderr.
+bound; out of memory (with the worst); invalid (with the commonest reason). Any --format but
+table lists every candidate with its verdict, bound and reason. Progress goes to stderr.
 )";
 
 struct SearchArgs {
@@ -203,7 +203,7 @@ void add_search_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-j,--jobs", a->jobs, "layouts simulated at once, each in its own process (default: the cores)")
       ->check(CLI::Range(1, 1024));
   add_format_option(*cmd, a->format, report_formats(),
-                    " (csv and json: every candidate)");
+                    " (all but table: every candidate)");
   cmd->add_option("--out", a->out, "write there instead of standard output (never overwrites without --force)")
       ->type_name("FILE");
   cmd->add_flag("--force", a->force, "allow --out to replace an existing file");
