@@ -120,6 +120,18 @@ Status read_contention(const toml::table& table, TableContention& c) {
   return r.finish();
 }
 
+// An optional section ([provenance], [device], [power], [contention]): read by `read` into `into`
+// when the file has it, left empty otherwise.
+template <class Section>
+Status read_section(const toml::table* table, Status (*read)(const toml::table&, Section&),
+                    std::optional<Section>& into) {
+  if (table == nullptr) return Ok{};
+  Section section;
+  if (Status s = read(*table, section); !s) return s;
+  into = section;
+  return Ok{};
+}
+
 Expected<GemmRow> read_gemm(const toml::table& row, TableContent content) {
   TableReader r(row, "gemm");
   GemmRow x;
@@ -385,16 +397,8 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
   }
   if (Status s = top.finish(); !s) return s.error();
 
-  if (prov_t != nullptr) {
-    TableProvenance p;
-    if (Status s = read_provenance(*prov_t, p); !s) return s.error();
-    g.provenance_ = p;
-  }
-  if (device_t != nullptr) {
-    TableDevice d;
-    if (Status s = read_device(*device_t, d); !s) return s.error();
-    g.device_ = d;
-  }
+  if (Status s = read_section(prov_t, read_provenance, g.provenance_); !s) return s.error();
+  if (Status s = read_section(device_t, read_device, g.device_); !s) return s.error();
   if (Status s = read_rows(g, *gemm_rows, "gemm", read_gemm, content, [](const GemmRow& r) { return r.shape; }); !s) {
     return s.error();
   }
@@ -418,16 +422,8 @@ Expected<KernelTable> KernelTable::load(const std::filesystem::path& path, const
       !s) {
     return s.error();
   }
-  if (power_t != nullptr) {
-    TablePower p;
-    if (Status s = read_power(*power_t, p); !s) return s.error();
-    g.power_ = p;
-  }
-  if (contention_t != nullptr) {
-    TableContention c;
-    if (Status s = read_contention(*contention_t, c); !s) return s.error();
-    g.contention_ = c;
-  }
+  if (Status s = read_section(power_t, read_power, g.power_); !s) return s.error();
+  if (Status s = read_section(contention_t, read_contention, g.contention_); !s) return s.error();
   return g;
 }
 
