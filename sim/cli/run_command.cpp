@@ -7,6 +7,7 @@
 #include "sim/report/metrics_report.hpp"
 #include "sim/report/output.hpp"
 #include "sim/report/perfetto_writer.hpp"
+#include "sim/run/cluster_run.hpp"
 #include "sim/run/group_calls_alone.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
@@ -42,6 +43,12 @@ report states its sources and counts the ops priced by fallback (docs/metrics.md
 With [workload] trace = "FILE" the iteration is a PyTorch profiler trace's step replayed instead
 of the model's program: kernels at their measured durations, collectives re-simulated on this
 fabric (collectives = "simulate") or kept as traced ("measured"); see docs/traces.md.
+
+With [[job]] tables instead of [model], several jobs share the cluster, each on its own nodes
+(nodes = N; placement = "packed" | "spread", or node_ranges = [[first, last], ...]) with its own
+[job.model], [job.training] and [job.parallel]: they run together on one fabric, their collectives
+sharing the links they meet on, and each alone on the same nodes; one row per job, then each job's
+iteration alone and its slowdown (docs/jobs.md). --trace then shows a process per job.
 
 With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
 keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]]. Points run in
@@ -85,10 +92,56 @@ std::string title_of(const std::string& command, const sim::Scenario& base) {
   return title.str();
 }
 
+// A scenario of [[job]] tables: its jobs together and each alone (sim/run/cluster_run.hpp).
+int run_jobs(const RunArgs& args, const sim::Scenario& base) {
+  if (args.explain) return fail(base.path + ": --explain of a scenario with [[job]] tables is not built yet; run a job's "
+                                           "own scenario (its [job.*] sections as [model], [training], [parallel])");
+  sim::ClusterRunOptions options;
+  options.processes = args.jobs;
+  if (!args.trace.empty()) {
+    options.after_run = [&args](const std::vector<sim::JobTimeline>& jobs) -> Status {
+      std::vector<sim::JobTrace> traced;
+      for (const sim::JobTimeline& j : jobs) traced.push_back({j.name, &j.stages, &j.stage_of, &j.timeline});
+      return sim::write_output(args.trace, args.force, [&](std::ostream& o) { sim::write_perfetto_trace(o, traced); });
+    };
+  }
+  ProgressLine progress;
+  options.progress = [&progress](std::size_t done, std::size_t total) {
+    progress.show_count(done, total, "simulations (the jobs together, then each alone)");
+  };
+  auto results = sim::simulate_cluster(base, options);
+  progress.finish();
+  if (!results && interrupted()) {
+    std::cerr << "commbound: interrupted; nothing written\n";
+    return kExitInterrupted;
+  }
+  if (!results) return fail(results.error().message);
+  std::vector<sim::JobRow> rows;
+  for (const sim::JobResult& r : *results) {
+    rows.push_back({r.name, sim::node_ranges_text(r.nodes), r.metrics, r.alone_iteration_s});
+  }
+  const std::string title = "commbound run: " + base.path + ": " + std::to_string(rows.size()) + " jobs on " +
+                            std::to_string(base.cluster.nodes) + " " + base.cluster.node.name + " nodes, " +
+                            network::to_string(base.cluster.fabric.topology);
+  Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
+    sim::write_job_metrics(o, rows, args.format, title);
+  });
+  if (!written) return fail(written.error().message);
+  return 0;
+}
+
 int run(const RunArgs& args) {
   auto file = load(args.scenario);
   if (!file) return fail(file.error().message);
   const sim::Scenario& base = file->scenario();
+  if (!base.jobs.empty()) {
+    if (Status ok = sim::check_outputs({{"--out", args.out}, {"--trace", args.trace}},
+                                       {{"scenario", args.scenario.scenario}}, args.force);
+        !ok) {
+      return fail(ok.error().message);
+    }
+    return run_jobs(args, base);
+  }
   if (!base.training) return fail(base.path + ": run needs a [model] section (and optionally [training], [parallel])");
   if (Status ok = sim::check_outputs({{"--out", args.out}, {"--trace", args.trace}}, {{"scenario", args.scenario.scenario}},
                                      args.force);

@@ -1,5 +1,6 @@
 #include "sim/engine/engine.hpp"
 
+#include "core/check.hpp"
 #include "sim/engine/order_statistics.hpp"
 
 #include <simgrid/s4u/Actor.hpp>
@@ -113,9 +114,10 @@ struct Rendezvous {
 class Iteration {
 public:
   Iteration(network::Platform& platform, network::CollectiveRunner& runner, CopyWorkers& copy_workers,
-            const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost, const EngineOptions& options)
-      : platform_(platform), runner_(runner), copy_workers_(copy_workers), t_(t), layout_(t.dp, t.tp, t.pp, t.cp),
-        stages_(stages), cost_(cost), options_(options) {}
+            const JobOnCluster& job, const EngineOptions& options)
+      : platform_(platform), runner_(runner), copy_workers_(copy_workers), t_(*job.training),
+        layout_(t_.dp, t_.tp, t_.pp, t_.cp), stages_(*job.stages), cost_(*job.cost), nodes_(job.nodes),
+        options_(options) {}
 
   IterationTimeline run() {
     IterationTimeline timeline;
@@ -142,7 +144,7 @@ public:
           if (static_cast<int>(program.ops[i].stream) == s) mine.push_back(static_cast<int>(i));
         }
         if (mine.empty()) continue;
-        actors.push_back(sg4::Actor::create(to_string(static_cast<StreamId>(s)), platform_.gpu(r),
+        actors.push_back(sg4::Actor::create(to_string(static_cast<StreamId>(s)), platform_.gpu(gpu_of(r)),
                                             [this, r, mine, &timeline] { run_stream(r, mine, timeline); }));
       }
     }
@@ -154,6 +156,18 @@ public:
 
 private:
   const Program& program_of(int rank) const { return stages_[static_cast<std::size_t>(layout_.coords(rank).pp)]; }
+
+  // The cluster's GPU that the job's `rank` runs on: the GPU of the same index on the cluster node
+  // that holds the job's node rank / gpus.
+  int gpu_of(int rank) const {
+    if (nodes_.empty()) return rank;
+    const int gpus = platform_.spec().node.gpus;
+    return nodes_[static_cast<std::size_t>(rank / gpus)] * gpus + rank % gpus;
+  }
+  std::vector<int> gpus_of(std::vector<int> ranks) const {
+    for (int& r : ranks) r = gpu_of(r);
+    return ranks;
+  }
 
   // The group of `kind` that `rank` belongs to, worked out once per iteration (a data-parallel group
   // holds every replica, and every layer's collectives ask for it again). The reference stays valid.
@@ -192,8 +206,10 @@ private:
   // Runs the collective of `group` (`rank`'s group of op.group). In representative mode the same
   // collective of each of its sibling groups (sibling_groups) runs beside it, as a copy.
   network::CollectiveChoice run_collective(int rank, const Op& op, const std::vector<int>& group) {
-    // SendRecv sends from the group's first rank; pipeline gradients go to the earlier stage.
-    auto directed = [&op](std::vector<int> g) {
+    // SendRecv sends from the group's first rank; pipeline gradients go to the earlier stage. The
+    // fabric runs it on the cluster's GPUs.
+    auto directed = [this, &op](const std::vector<int>& group_ranks) {
+      std::vector<int> g = gpus_of(group_ranks);
       if (op.toward_lower_rank) std::reverse(g.begin(), g.end());
       return g;
     };
@@ -207,7 +223,7 @@ private:
       for (std::size_t k = 1; k < siblings.size(); ++k) {
         network::CollectiveCall copy = call;
         copy.ranks = directed(siblings[k]);
-        copies.push_back(copy_workers_.start(platform_.gpu(siblings[k].front()), [this, copy, choice] {
+        copies.push_back(copy_workers_.start(platform_.gpu(gpu_of(siblings[k].front())), [this, copy, choice] {
           runner_.run(copy, choice, network::Fidelity::fluid);
         }));
       }
@@ -425,6 +441,7 @@ private:
   Layout layout_;
   const std::vector<Program>& stages_;
   const CostModel& cost_;
+  const std::vector<int>& nodes_;  // the cluster's node of each of the job's nodes (empty: the same)
   const EngineOptions& options_;
   std::set<int> simulated_;
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
@@ -509,28 +526,62 @@ int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& st
   return std::max(1, total);
 }
 
-Expected<IterationTimeline> simulate(const network::ClusterSpec& cluster, const network::NcclConstants& nccl,
-                                     const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
-                                     const EngineOptions& options) {
+Expected<std::vector<IterationTimeline>> simulate_jobs(const network::ClusterSpec& cluster,
+                                                      const network::NcclConstants& nccl,
+                                                      const std::vector<JobOnCluster>& jobs,
+                                                      const EngineOptions& options) {
+  COMMBOUND_CHECK(!jobs.empty(), "simulate_jobs() of no job");
   // Tensor- and context-parallel collectives run on NVLink inside a node while data-parallel ones
-  // run across nodes: the flows in flight fall apart into independent sets, and SimGrid re-solves
-  // only the set a change touches (the same rates, cheaper: network::MaxMinScope). Without them
-  // every flow shares the NICs with every other, and solving the whole system is cheaper.
-  const network::MaxMinScope scope = t.tp * t.cp > 1 ? network::MaxMinScope::connected : network::MaxMinScope::whole;
-  auto created =
-      network::Platform::create(cluster, concurrent_collectives(t, stages, cluster.node.gpus, options), scope);
+  // run across nodes, and jobs on other nodes meet only in the fabric: the flows in flight fall
+  // apart into independent sets, and SimGrid re-solves only the set a change touches (the same
+  // rates, cheaper: network::MaxMinScope). Without them every flow shares the NICs with every
+  // other, and solving the whole system is cheaper.
+  int concurrent = 0;
+  bool apart = jobs.size() > 1;
+  for (const JobOnCluster& job : jobs) {
+    concurrent += concurrent_collectives(*job.training, *job.stages, cluster.node.gpus, options);
+    apart = apart || job.training->tp * job.training->cp > 1;
+  }
+  const network::MaxMinScope scope = apart ? network::MaxMinScope::connected : network::MaxMinScope::whole;
+  auto created = network::Platform::create(cluster, concurrent, scope);
   if (!created) return created.error();
   network::Platform& platform = **created;
   network::CollectiveRunner runner(platform, nccl);
   CopyWorkers copy_workers;  // outlives the simulation: its daemon actors wait on it until it ends
-  IterationTimeline last;
-  platform.run([&] {
-    for (int it = 0; it <= t.warmup_iterations; ++it) {
-      Iteration iteration(platform, runner, copy_workers, t, stages, cost, options);
-      last = iteration.run();
+  std::vector<IterationTimeline> measured(jobs.size());
+  // Each job runs its warm-up iterations, then the one it reports, then more, as long as another
+  // job still has its reported iteration to run: every reported iteration meets the other jobs'
+  // traffic as a cluster that keeps running them would.
+  std::size_t measuring = jobs.size();
+  auto run_job = [&](std::size_t j) {
+    const JobOnCluster& job = jobs[j];
+    for (int it = 0;; ++it) {
+      Iteration iteration(platform, runner, copy_workers, job, options);
+      IterationTimeline timeline = iteration.run();
+      if (it == job.training->warmup_iterations) {
+        measured[j] = std::move(timeline);
+        --measuring;
+      }
+      if (it >= job.training->warmup_iterations && measuring == 0) return;
     }
+  };
+  platform.run([&] {
+    if (jobs.size() == 1) return run_job(0);
+    std::vector<sg4::ActorPtr> actors;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      actors.push_back(sg4::Actor::create("job" + std::to_string(j), platform.gpu(0), [&run_job, j] { run_job(j); }));
+    }
+    for (auto& a : actors) a->join();
   });
-  return last;
+  return measured;
+}
+
+Expected<IterationTimeline> simulate(const network::ClusterSpec& cluster, const network::NcclConstants& nccl,
+                                     const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,
+                                     const EngineOptions& options) {
+  auto timelines = simulate_jobs(cluster, nccl, {JobOnCluster{&t, &stages, &cost, {}}}, options);
+  if (!timelines) return timelines.error();
+  return std::move(timelines->front());
 }
 
 }  // namespace commbound::sim

@@ -83,9 +83,29 @@ std::optional<std::pair<int, int>> pipeline_communicator(const TrainingSpec& t, 
 int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& stages, int gpus_per_node,
                            const EngineOptions& options);
 
+// One job of those sharing a cluster: its layout, its stages' programs and what prices them (none
+// owned: they outlive the simulation), and the cluster's nodes it runs on, in the job's node
+// order (its GPU g of node k is GPU g of cluster node nodes[k]); empty: nodes 0, 1, ... in order.
+struct JobOnCluster {
+  const TrainingSpec* training = nullptr;
+  const std::vector<Program>* stages = nullptr;
+  const CostModel* cost = nullptr;
+  std::vector<int> nodes;
+};
+
+// Simulates `jobs` together on one platform of `cluster` (sized for all of them), so that their
+// collectives share the links they meet on: each job runs its warm-up iterations, the iteration it
+// reports, and more while any other job has not reported yet. Returns each job's reported
+// iteration, in `jobs`' order, its spans in the job's own ranks. Jobs must not share a node (the
+// caller's placement checks it). Starts SimGrid's engine: once per process.
+Expected<std::vector<IterationTimeline>> simulate_jobs(const network::ClusterSpec& cluster,
+                                                      const network::NcclConstants& nccl,
+                                                      const std::vector<JobOnCluster>& jobs,
+                                                      const EngineOptions& options);
+
 // Builds `cluster`'s platform (sized for concurrent_collectives), runs `warmup + 1` iterations on it
-// and returns the last. `stages` holds each pipeline stage's program (build_programs); the
-// iteration ends when every stage has finished. Fails when the platform cannot be built. Starts
+// and returns the last: simulate_jobs of this one job on the cluster's first nodes. `stages` holds
+// each pipeline stage's program (build_programs); the iteration ends when every stage has finished. Fails when the platform cannot be built. Starts
 // SimGrid's engine: once per process (run it in a child process to simulate several points).
 Expected<IterationTimeline> simulate(const network::ClusterSpec& cluster, const network::NcclConstants& nccl,
                                      const TrainingSpec& t, const std::vector<Program>& stages, const CostModel& cost,

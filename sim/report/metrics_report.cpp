@@ -207,4 +207,30 @@ void write_metrics(std::ostream& out, const std::vector<std::pair<std::string, M
   }
 }
 
+void write_job_metrics(std::ostream& out, const std::vector<JobRow>& rows, Format format, const std::string& title) {
+  std::vector<std::pair<std::string, Metrics>> metrics;
+  for (const JobRow& row : rows) metrics.emplace_back(row.name, row.metrics);
+  auto slowdown = [](const JobRow& row) { return row.metrics.iteration_s / row.alone_iteration_s; };
+  if (is_sheet_format(format)) {
+    Sheet sheet = metrics_sheet(metrics, title);
+    sheet.columns.insert(sheet.columns.end(), {"nodes", "alone_iteration_s", "slowdown"});
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const JobRow& row = rows[i];
+      sheet.lines[i].insert(sheet.lines[i].end(), {row.nodes, fmt::format("{:.6f}", row.alone_iteration_s),
+                                                   fmt::format("{:.6f}", slowdown(row))});
+      sheet.rows[i].update({{"nodes", row.nodes}, {"alone_iteration_s", row.alone_iteration_s}, {"slowdown", slowdown(row)}});
+    }
+    return write_sheet(out, sheet, format);
+  }
+  write_metrics(out, metrics, format, title);
+  out << "# sharing the cluster: each job's iteration together with the others and alone on the same nodes\n";
+  int width = 24;
+  for (const JobRow& row : rows) width = std::max(width, static_cast<int>(row.name.size()));
+  out << fmt::format("{:<{}} {:>10} {:>10} {:>9}  {}\n", "job", width, "alone(s)", "iter(s)", "slowdown", "nodes");
+  for (const JobRow& row : rows) {
+    out << fmt::format("{:<{}} {:>10.4f} {:>10.4f} {:>8.3f}x  {}\n", row.name, width, row.alone_iteration_s,
+                       row.metrics.iteration_s, slowdown(row), row.nodes);
+  }
+}
+
 }  // namespace commbound::sim

@@ -43,6 +43,18 @@ Status set_value(toml::table& doc, const std::string& key, const toml::node& val
   }
   if (path.empty()) return Error{origin + ": empty key"};
   for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    // "job[1]": the second table of the array of tables [[job]], which must exist.
+    if (const auto open = path[i].find('['); open != std::string::npos && path[i].back() == ']') {
+      const toml::node* array = at->get(path[i].substr(0, open));
+      const auto index = parse_number<long>(path[i].substr(open + 1, path[i].size() - open - 2));
+      const bool found = array != nullptr && array->is_array() && index && *index >= 0 &&
+                         static_cast<std::size_t>(*index) < array->as_array()->size();
+      if (!found || !array->as_array()->get(static_cast<std::size_t>(*index))->is_table()) {
+        return Error{origin + ": \"" + path[i] + "\" is not a table of the file (an array of tables counts from 0)"};
+      }
+      at = at->get(path[i].substr(0, open))->as_array()->get(static_cast<std::size_t>(*index))->as_table();
+      continue;
+    }
     toml::node* next = at->get(path[i]);
     if (next == nullptr) {
       at->insert(path[i], toml::table{});
@@ -283,6 +295,11 @@ Expected<TraceWorkload> read_workload(const toml::table& table, const Overrides&
   return w;
 }
 
+Expected<Scenario> resolve(const toml::table& doc, const Overrides& origins, const std::string& path,
+                           const Presets& presets, TableCache& tables);
+void collect_places(const toml::table& table, const std::string& prefix, Overrides& places);
+Overrides origins_of_copy(const Overrides& origins, const Overrides& places);
+
 // Reads a parsed (and overridden) document into a Scenario: each section's keys through the schema
 // (scenario_schema.hpp), then that section's cross-key rules, each a small function below. The
 // first error wins and is returned as soon as its section ends.
@@ -302,6 +319,10 @@ public:
       auto sweep = read_sweep(*sweep_t_, origins_);
       if (!sweep) return sweep.error();
       sc_.sweep = std::move(*sweep);
+    }
+    if (jobs_a_ != nullptr) {
+      if (Status s = read_jobs(); !s) return s.error();
+      return sc_;
     }
     if (model_t_ == nullptr) return sc_;
     sc_.training.emplace();
@@ -336,6 +357,12 @@ private:
     moe_t_ = top.table("moe");
     sweep_t_ = top.table("sweep");
     workload_t_ = top.table("workload");
+    jobs_a_ = top.array("job");
+    if (!top.failed() && jobs_a_ != nullptr) {
+      if (jobs_a_->empty()) top.fail("job", "give each job as a [[job]] table");
+      if (model_t_ != nullptr) top.fail("model", "with [[job]] tables each job has its own [job.model], [job.training] and [job.parallel]");
+      if (sweep_t_ != nullptr) top.fail("sweep", "a [sweep] varies one job's scenario: not with [[job]] tables");
+    }
     if (!top.failed() && model_t_ == nullptr) {
       for (auto [table, name] : {std::pair{training_t_, "training"}, std::pair{parallel_t_, "parallel"},
                                  std::pair{moe_t_, "moe"}, std::pair{workload_t_, "workload"}}) {
@@ -363,7 +390,7 @@ private:
       return cluster.finish();
     }
     // The kernel table prices a training iteration's compute: read it only for one.
-    if (model_t_ != nullptr) return load_kernel_table();
+    if (model_t_ != nullptr || jobs_a_ != nullptr) return load_kernel_table();
     return Ok{};
   }
 
@@ -883,6 +910,117 @@ private:
     t.micro_batches = static_cast<int>(per_replica / micro);
   }
 
+  // [[job]] tables: each job's name, nodes and placement, and its training read as a scenario of
+  // its own (this file's [cluster], [fabric] and [nccl] with the job's [job.model], [job.training],
+  // [job.parallel], [job.moe], on a cluster of its node count). Jobs with node_ranges are placed
+  // first, then the packed ones, then the spread ones, each group in file order.
+  Status read_jobs() {
+    struct Request {
+      const toml::table* table;
+      Job job;
+      int nodes = 0;
+      std::string placement;
+      std::vector<std::pair<int, int>> ranges;
+      std::string prefix;  // "job[k]": how errors and --set name its keys
+    };
+    std::vector<Request> requests;
+    for (std::size_t k = 0; k < jobs_a_->size(); ++k) {
+      const toml::table* table = jobs_a_->get(k)->as_table();
+      if (table == nullptr) return Error{where(*jobs_a_->get(k), path_) + ": job: give each job as a [[job]] table"};
+      Request q{table, {}, 0, "", {}, "job[" + std::to_string(k) + "]"};
+      TableReader jr(*table, q.prefix, &origins_, path_);
+      q.job.name = jr.string("name", "job" + std::to_string(k + 1));
+      q.job.origin = where(*table, path_);
+      q.nodes = static_cast<int>(jr.required_integer("nodes", 1, sc_.cluster.nodes));
+      q.placement = jr.choice("placement", "packed", {"packed", "spread"});
+      if (const toml::array* ranges = jr.array("node_ranges"); ranges != nullptr) read_node_ranges(jr, *ranges, q);
+      for (const char* section : {"model", "training", "parallel", "moe"}) jr.table(section);
+      if (!jr.failed() && !jr.is_table("model")) jr.fail("model", "each [[job]] needs its [job.model]");
+      if (!jr.failed() && !q.ranges.empty() && jr.has("placement")) {
+        jr.fail("node_ranges", "give placement or node_ranges, not both");
+      }
+      for (const Request& before : requests) {
+        if (!jr.failed() && before.job.name == q.job.name) jr.fail("name", "another [[job]] (" + before.job.origin + ") has this name");
+      }
+      if (Status s = jr.finish(); !s) return s;
+      requests.push_back(std::move(q));
+    }
+    std::vector<bool> taken(static_cast<std::size_t>(sc_.cluster.nodes), false);
+    for (const char* pass : {"node_ranges", "packed", "spread"}) {
+      for (Request& q : requests) {
+        const std::string kind = q.ranges.empty() ? q.placement : "node_ranges";
+        if (kind != pass) continue;
+        auto placed = kind == "node_ranges" ? place_ranges(q.ranges, taken)
+                      : kind == "packed"    ? place_packed(q.nodes, taken)
+                                            : place_spread(q.nodes, taken);
+        if (!placed) {
+          TableReader jr(*q.table, q.prefix, &origins_, path_);
+          jr.fail(kind == "node_ranges" ? "node_ranges" : "nodes", placed.error().message);
+          return jr.finish();
+        }
+        q.job.nodes = std::move(*placed);
+      }
+    }
+    for (Request& q : requests) {
+      auto training = job_training(*q.table, q.prefix, q.nodes);
+      if (!training) return training.error();
+      q.job.training = std::move(*training);
+      sc_.jobs.push_back(std::move(q.job));
+    }
+    return Ok{};
+  }
+
+  // node_ranges = [[first, last], ...]: inclusive node ranges whose sizes add up to the job's nodes.
+  template <class Request>
+  void read_node_ranges(TableReader& jr, const toml::array& ranges, Request& q) const {
+    long total = 0;
+    for (const toml::node& range : ranges) {
+      const toml::array* pair = range.as_array();
+      const bool two_integers = pair != nullptr && pair->size() == 2 && pair->get(0)->is_integer() && pair->get(1)->is_integer();
+      if (!two_integers) {
+        jr.fail("node_ranges", "expected [[first, last], ...]: inclusive ranges of node numbers");
+        return;
+      }
+      const long first = pair->get(0)->value<long>().value_or(0), last = pair->get(1)->value<long>().value_or(0);
+      if (first < 0 || last < first || last >= sc_.cluster.nodes) {
+        jr.fail("node_ranges", "[" + std::to_string(first) + ", " + std::to_string(last) +
+                                   "] is not a range of the cluster's nodes 0 to " + std::to_string(sc_.cluster.nodes - 1));
+        return;
+      }
+      q.ranges.emplace_back(static_cast<int>(first), static_cast<int>(last));
+      total += last - first + 1;
+    }
+    if (!jr.failed() && total != q.nodes) {
+      jr.fail("node_ranges", "hold " + std::to_string(total) + " nodes; the job has nodes = " + std::to_string(q.nodes));
+    }
+  }
+
+  // A job's training: this document without its [[job]] tables, with the job's own sections and
+  // cluster.nodes set to its node count, resolved as a scenario. The copy keeps no source places
+  // (toml++ copies none): its keys name their lines through the origins, the job's own keys the
+  // lines of its [job.*] tables.
+  Expected<TrainingSpec> job_training(const toml::table& job, const std::string& prefix, int nodes) const {
+    toml::table doc = doc_;
+    doc.erase("job");
+    for (const char* section : {"model", "training", "parallel", "moe"}) {
+      if (const toml::node* t = job.get(section)) doc.insert_or_assign(section, *t);
+    }
+    doc["cluster"].as_table()->insert_or_assign("nodes", nodes);
+    Overrides places;
+    collect_places(doc_, "", places);
+    Overrides origins = origins_of_copy(origins_, places);
+    Overrides job_places;
+    collect_places(job, "", job_places);
+    for (const auto& [key, place] : job_places) origins[key] = place;
+    for (const auto& [key, set] : origins_) {  // --set job[k].training.seq_len=...
+      if (key.rfind(prefix + ".", 0) == 0) origins[key.substr(prefix.size() + 1)] = set;
+    }
+    origins["cluster.nodes"] = origin_of(origins_, &job, prefix, "nodes", path_);
+    auto resolved = commbound::sim::resolve(doc, origins, path_, presets_, tables_);
+    if (!resolved) return resolved.error();
+    return std::move(*resolved->training);
+  }
+
   const toml::table& doc_;
   const Overrides& origins_;
   const std::string& path_;
@@ -898,6 +1036,7 @@ private:
   const toml::table* moe_t_ = nullptr;
   const toml::table* sweep_t_ = nullptr;
   const toml::table* workload_t_ = nullptr;
+  const toml::array* jobs_a_ = nullptr;
   Scenario sc_;
 };
 

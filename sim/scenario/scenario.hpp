@@ -2,7 +2,9 @@
 //
 // Sections: [cluster], [fabric], [nccl] (the hardware and NCCL); [model], [training], [parallel]
 // (a training iteration, optional: present together); [workload] (replay a profiler trace,
-// with a [model]); [sweep] (one key over a list of values).
+// with a [model]); [sweep] (one key over a list of values); or, instead of [model], [[job]] tables:
+// several training jobs sharing the cluster, each with its nodes and its own [job.model],
+// [job.training], [job.parallel] and [job.moe].
 // Every problem is reported as "file:line: key = value: reason" (or "--set key=value: ...").
 #pragma once
 
@@ -12,6 +14,7 @@
 #include "network/nccl_constants.hpp"
 #include "calibration/table/kernel_table.hpp"
 #include "core/key_table.hpp"
+#include "sim/scenario/job_placement.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/scenario/training.hpp"
 
@@ -57,6 +60,14 @@ struct TraceWorkload {
   std::vector<Group> groups;
 };
 
+// [[job]]: one of several training jobs that share the cluster (sim/run/cluster_run.hpp).
+struct Job {
+  std::string name;
+  std::string origin;     // "file:line" of its [[job]] table
+  NodeList nodes;         // the cluster's nodes it runs on, in its own node order (job_placement.hpp)
+  TrainingSpec training;  // its [job.model], [job.training], [job.parallel], [job.moe] on its nodes
+};
+
 struct Scenario {
   std::string path;
   std::string description;
@@ -72,6 +83,8 @@ struct Scenario {
   std::string roofline_reason;
   std::string kernel_table_setting = "auto";  // [cluster] kernel_table as given: "auto", "roofline" or a file
   std::optional<Sweep> sweep;
+  // [[job]] tables: several jobs on this cluster, each on its own nodes (then `training` is unset).
+  std::vector<Job> jobs;
 };
 
 // One key set to a typed value, in the unit the file writes it ("parallel.tp" = 2L,

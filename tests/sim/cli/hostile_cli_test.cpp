@@ -14,7 +14,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -242,3 +244,38 @@ TEST(HostileCli, NewcomerMistakesAreSaidAsSuch) {
 }
 
 }  // namespace
+
+// Jobs that cannot be placed, each one line naming the [[job]] key and its line, nothing written:
+// node ranges that overlap another job's, a job larger than the cluster, jobs that together need
+// more nodes than it has, and ranges that do not hold the job's nodes.
+TEST(HostileCli, JobsThatDoNotFitTheClusterAreRefused) {
+  const fs::path dir = scratch("jobs");
+  std::ifstream in("tests/sim/data/two_jobs.toml");
+  const std::string two_jobs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // `two_jobs` with the first `from` of each pair after the previous one replaced by its `to`.
+  auto edited = [&](const std::vector<std::pair<std::string, std::string>>& edits) {
+    std::string text = two_jobs;
+    std::size_t at = 0;
+    for (const auto& [from, to] : edits) {
+      at = text.find(from, at);
+      text.replace(at, from.size(), to);
+      at += to.size();
+    }
+    return text;
+  };
+  const std::string spread = "placement = \"spread\"";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {edited({{spread, "node_ranges = [[0, 3]]"}, {spread, "node_ranges = [[3, 6]]"}}),
+       ":33: job[1].node_ranges = [ [ 3, 6 ] ]: [3, 6]: node 3 runs another job"},
+      {edited({{"nodes = 4", "nodes = 9"}}), ":17: job[0].nodes = 9: must be between 1 and 8"},
+      {edited({{"nodes = 4", "nodes = 5"}}), ":32: job[1].nodes = 4: needs 4 nodes; 3 of the cluster's are free"},
+      {edited({{spread, "node_ranges = [[0, 2]]"}}), ":18: job[0].node_ranges = [ [ 0, 2 ] ]: hold 3 nodes; the job has nodes = 4"},
+  };
+  for (const auto& [text, says] : cases) {
+    const fs::path file = dir / "jobs.toml";
+    std::ofstream(file) << text;
+    SCOPED_TRACE(says);
+    expect_one_line_refusal(run("run " + file.string() + " --out " + (dir / "out.csv").string()), says);
+    EXPECT_FALSE(fs::exists(dir / "out.csv"));
+  }
+}

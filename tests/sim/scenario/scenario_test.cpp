@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace commbound::sim {
@@ -542,6 +543,33 @@ TEST(ScenarioSchema, EveryKeyHasADocLineAndChoicesHaveNames) {
       EXPECT_EQ(find_scenario_key(std::string(section.name).empty() ? k.key : std::string(section.name) + "." + k.key), &k);
     }
   }
+}
+
+// [[job]] tables: each job's nodes placed (spread jobs interleave: floor(i * 8 / 4) = 0, 2, 4, 6
+// of 8 free nodes, then the 4 left), its training resolved on its own node count (4 DGX H100
+// nodes: 32 GPUs of data parallelism), the scenario's own training unset.
+TEST(Scenario, JobsArePlacedAndResolvedOnTheirOwnNodes) {
+  auto sc = load_scenario("tests/sim/data/two_jobs.toml", {}, kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  EXPECT_FALSE(sc->training.has_value());
+  ASSERT_EQ(sc->jobs.size(), 2u);
+  EXPECT_EQ(sc->jobs[0].name, "a");
+  EXPECT_EQ(sc->jobs[0].nodes, (NodeList{0, 2, 4, 6}));
+  EXPECT_EQ(sc->jobs[1].nodes, (NodeList{1, 3, 5, 7}));
+  EXPECT_EQ(sc->jobs[1].training.world(), 32);
+  EXPECT_EQ(sc->jobs[1].training.dp, 32);
+  EXPECT_EQ(sc->cluster.nodes, 8);
+}
+
+TEST(Scenario, JobsAndATopLevelModelAreRefused) {
+  std::ifstream in("tests/sim/data/two_jobs.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.insert(text.find("[[job]]"), "[model]\nname = \"llama2-7b\"\n\n");
+  auto sc = load_scenario(scenario_file("jobs_model.toml", text), {}, kPresets);
+  ASSERT_FALSE(sc);
+  EXPECT_NE(sc.error().message.find(":15: model = (a table): with [[job]] tables each job has its own [job.model]"),
+            std::string::npos)
+      << sc.error().message;
 }
 
 }  // namespace
