@@ -7,7 +7,9 @@
 #include "network/link_spread.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 
@@ -100,9 +102,16 @@ struct FabricSpec {
   double nic_bw_bytes_per_s() const {
     return fit ? link.bw_bytes_per_s * fit->nic_efficiency : link.effective_bw_bytes_per_s();
   }
-  // A NIC of node `node`: nic_bw_bytes_per_s(), x the node's draw of the spread if any.
-  double nic_bw_bytes_per_s(long node) const {
-    return nic_bw_bytes_per_s() * (spread ? spread->nic_factor(node, link_spread_seed) : 1.0);
+  // NICs that keep only a fraction of their rate (a degraded link, a port trained down): (node,
+  // NIC) -> that fraction, in (0, 1]. Empty: none.
+  std::map<std::pair<int, int>, double> degraded_nics;
+
+  // NIC `nic` of node `node`: nic_bw_bytes_per_s(), x the node's draw of the spread if any, x its
+  // degraded fraction if any.
+  double nic_bw_bytes_per_s(int node, int nic) const {
+    const auto degraded = degraded_nics.find({node, nic});
+    return nic_bw_bytes_per_s() * (spread ? spread->nic_factor(node, link_spread_seed) : 1.0) *
+           (degraded != degraded_nics.end() ? degraded->second : 1.0);
   }
 };
 

@@ -98,7 +98,7 @@ FabricZone::FabricZone(const ClusterSpec& spec, const TreeGeometry& geometry, in
       }
     }
     for (int k = 0; k < node.nics; ++k) {
-      nic_.push_back(make_duplex(prefix + ".nic" + std::to_string(k), spec_.fabric.nic_bw_bytes_per_s(n), 0));
+      nic_.push_back(make_duplex(prefix + ".nic" + std::to_string(k), spec_.fabric.nic_bw_bytes_per_s(n, k), 0));
     }
   }
   build_fabric();

@@ -33,6 +33,7 @@ const char* kExamples = R"(Examples:
   commbound search scenarios/studies/search_7b_256gpu.toml -j 2
   commbound profile scenarios/paper/weak_scaling_7b.toml --set 'sweep.values=[1]' --set parallel.tp=8
   commbound run scenarios/examples/trace-replay-ddp.toml --set cluster.nodes=8
+  commbound run scenarios/studies/two_jobs.toml --set 'job[1].placement=spread' --trace jobs.json
   commbound shapes scenarios/paper/*.toml --out shapes.toml
   commbound derive-table --from calibration/h100-sxm5.toml --gpu a100-sxm4-80gb --out calibration/a100-sxm4-80gb.toml)";
 

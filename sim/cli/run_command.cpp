@@ -12,6 +12,8 @@
 #include "sim/sweep/sweep_runner.hpp"
 
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -50,6 +52,11 @@ With [[job]] tables instead of [model], several jobs share the cluster, each on 
 sharing the links they meet on, and each alone on the same nodes; one row per job, then each job's
 iteration alone and its slowdown (docs/jobs.md). --trace then shows a process per job.
 
+[[degraded]] tables slow one part for the whole iteration: component = "gpu" | "nic", node, index
+(the GPU or NIC of that node) and speed_fraction (of its full speed). A pipeline stage's ranks meet
+at its collectives, so the stage computes at its slowest GPU's pace; a NIC's links run at the
+fraction of their rate.
+
 With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
 keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]]. Points run in
 parallel child processes (-j).
@@ -65,6 +72,18 @@ struct RunArgs {
   bool force_large = false;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 };
+
+// The scenario's [[degraded]] parts for a title: "; degraded: GPU 5 of node 3 at 0.8, NIC 0 of node
+// 1 at 0.5" ("" without any).
+std::string degraded_text(const sim::Scenario& sc) {
+  std::string text;
+  for (const sim::DegradedPart& part : sc.degraded) {
+    text += (text.empty() ? "; degraded: " : ", ") +
+            std::string(part.kind == sim::DegradedPart::Kind::nic ? "NIC " : "GPU ") + std::to_string(part.index) +
+            " of node " + std::to_string(part.node) + " at " + fmt::format("{:g}", part.speed_fraction);
+  }
+  return text;
+}
 
 // The report's title: the command, the scenario and its training setting (the degrees of
 // parallelism above 1, or "per row" where the [sweep] sets them). The compute and power sources
@@ -89,6 +108,7 @@ std::string title_of(const std::string& command, const sim::Scenario& base) {
     }
   }
   if (t.sequence_parallel) title << ", sequence parallel";
+  title << degraded_text(base);
   return title.str();
 }
 
@@ -122,7 +142,7 @@ int run_jobs(const RunArgs& args, const sim::Scenario& base) {
   }
   const std::string title = "commbound run: " + base.path + ": " + std::to_string(rows.size()) + " jobs on " +
                             std::to_string(base.cluster.nodes) + " " + base.cluster.node.name + " nodes, " +
-                            network::to_string(base.cluster.fabric.topology);
+                            network::to_string(base.cluster.fabric.topology) + degraded_text(base);
   Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
     sim::write_job_metrics(o, rows, args.format, title);
   });

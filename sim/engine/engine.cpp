@@ -117,7 +117,13 @@ public:
             const JobOnCluster& job, const EngineOptions& options)
       : platform_(platform), runner_(runner), copy_workers_(copy_workers), t_(*job.training),
         layout_(t_.dp, t_.tp, t_.pp, t_.cp), stages_(*job.stages), cost_(*job.cost), nodes_(job.nodes),
-        options_(options) {}
+        options_(options) {
+    for (const auto& [rank, rate] : job.gpu_rates) {
+      const int key = options_.every_rank ? rank : layout_.coords(rank).pp;
+      const auto [it, fresh] = compute_rates_.try_emplace(key, rate);
+      if (!fresh) it->second = std::min(it->second, rate);
+    }
+  }
 
   IterationTimeline run() {
     IterationTimeline timeline;
@@ -366,6 +372,14 @@ private:
     }
   }
 
+  // The fraction of its compute speed `rank` runs at (JobOnCluster::gpu_rates): its own with
+  // every_rank, else its stage's slowest GPU's.
+  double compute_rate(int rank) const {
+    if (compute_rates_.empty()) return 1;
+    const auto it = compute_rates_.find(options_.every_rank ? rank : layout_.coords(rank).pp);
+    return it != compute_rates_.end() ? it->second : 1;
+  }
+
   // Every-rank mode with jitter: this rank's own seeded stream of deviations.
   gsl_rng* rng_of(int rank) {
     auto [it, fresh] = rngs_.try_emplace(rank, nullptr, gsl_rng_free);
@@ -416,7 +430,7 @@ private:
         // A measured op (a collective or host gap too) takes its measured time; a priced one runs
         // slower while collectives share the GPU (compute()).
         const calibration::Priced priced = cost_.price(op);
-        double seconds = priced.seconds;
+        double seconds = priced.seconds / compute_rate(rank);
         if (options_.jitter) {
           const double sigma_s = seconds * priced.relative_spread / (2 * kNormalZ90);
           if (options_.every_rank) {
@@ -443,6 +457,7 @@ private:
   const CostModel& cost_;
   const std::vector<int>& nodes_;  // the cluster's node of each of the job's nodes (empty: the same)
   const EngineOptions& options_;
+  std::map<int, double> compute_rates_;  // per stage (per rank with every_rank): the slowest GPU's rate
   std::set<int> simulated_;
   std::map<int, std::vector<std::unique_ptr<Event>>> done_;
   std::map<int, std::vector<double>> end_s_;  // per simulated rank and op: when it finished

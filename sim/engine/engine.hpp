@@ -15,6 +15,7 @@
 #include "sim/workload/workload.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -84,13 +85,22 @@ int concurrent_collectives(const TrainingSpec& t, const std::vector<Program>& st
                            const EngineOptions& options);
 
 // One job of those sharing a cluster: its layout, its stages' programs and what prices them (none
-// owned: they outlive the simulation), and the cluster's nodes it runs on, in the job's node
-// order (its GPU g of node k is GPU g of cluster node nodes[k]); empty: nodes 0, 1, ... in order.
+// owned: they outlive the simulation), the cluster's nodes it runs on, in the job's node order
+// (its GPU g of node k is GPU g of cluster node nodes[k]; empty: nodes 0, 1, ... in order), and
+// its degraded GPUs.
+//
+// Degraded GPUs (a lowered clock or power limit) keep `gpu_rates[rank]` of their compute speed:
+// every compute op of that rank takes its time / the rate. The ranks of a pipeline stage meet at
+// its collectives (data-, tensor-, context-parallel), so a stage computes at the pace of its
+// slowest GPU: in representative mode each stage's representative runs at the lowest rate of its
+// stage's ranks (the others would wait for it at their next collective); with every_rank each
+// rank at its own.
 struct JobOnCluster {
   const TrainingSpec* training = nullptr;
   const std::vector<Program>* stages = nullptr;
   const CostModel* cost = nullptr;
   std::vector<int> nodes;
+  std::map<int, double> gpu_rates;  // job rank -> fraction of its compute speed, in (0, 1]; absent: 1
 };
 
 // Simulates `jobs` together on one platform of `cluster` (sized for all of them), so that their

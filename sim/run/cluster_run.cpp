@@ -68,7 +68,8 @@ Expected<std::vector<JobResult>> simulate_cluster(const Scenario& sc, const Clus
     jobs.push_back(std::move(*prepared));
   }
   auto on_cluster = [&](std::size_t j) {
-    return JobOnCluster{&*jobs[j].scenario.training, &jobs[j].stages, &jobs[j].cost, sc.jobs[j].nodes};
+    return JobOnCluster{&*jobs[j].scenario.training, &jobs[j].stages, &jobs[j].cost, sc.jobs[j].nodes,
+                        degraded_gpu_rates(sc, sc.jobs[j].nodes)};
   };
   const EngineOptions engine = engine_options(sc);
   // Simulation 0 runs every job together; simulation 1 + j runs job j alone.

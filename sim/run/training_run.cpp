@@ -4,6 +4,8 @@
 #include "sim/workload/layout.hpp"
 #include "sim/workload/memory_model.hpp"
 
+#include <algorithm>
+
 namespace commbound::sim {
 
 CostModel cost_model(const Scenario& sc) {
@@ -17,6 +19,22 @@ Status check_training_size(const Scenario& sc) {
   const Status size = check_program_size(*sc.training);
   if (size || !memory_per_gpu(*sc.training, sc.cluster.node.nccl_channels).fits()) return Ok{};
   return Error{sc.path + ": " + size.error().message};
+}
+
+std::map<int, double> degraded_gpu_rates(const Scenario& sc, const NodeList& nodes) {
+  std::map<int, double> rates;
+  const int gpus = sc.cluster.node.gpus;
+  for (const DegradedPart& part : sc.degraded) {
+    if (part.kind != DegradedPart::Kind::gpu) continue;
+    int job_node = part.node;
+    if (!nodes.empty()) {
+      const auto at = std::find(nodes.begin(), nodes.end(), part.node);
+      if (at == nodes.end()) continue;  // another job's node
+      job_node = static_cast<int>(at - nodes.begin());
+    }
+    rates[job_node * gpus + part.index] = part.speed_fraction;
+  }
+  return rates;
 }
 
 Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOptions& options) {
@@ -52,15 +70,17 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
   engine.protocol = sc.nccl_options.protocol;
   engine.every_rank = options.every_rank;
   engine.jitter = sc.nccl_options.jitter;
-  auto timeline = simulate(sc.cluster, sc.nccl, t, run.stages, cost, engine);
-  if (!timeline) return Error{sc.path + ": " + timeline.error().message};
-  run.metrics = compute_metrics(t, run.stages, run.stage_of, *timeline, memory, cost);
+  auto timelines =
+      simulate_jobs(sc.cluster, sc.nccl, {JobOnCluster{&t, &run.stages, &cost, {}, degraded_gpu_rates(sc, {})}}, engine);
+  if (!timelines) return Error{sc.path + ": " + timelines.error().message};
+  IterationTimeline& timeline = timelines->front();
+  run.metrics = compute_metrics(t, run.stages, run.stage_of, timeline, memory, cost);
   if (sc.workload) {
     run.metrics.cost_model_source = "trace";
     run.metrics.cost_model_table = sc.workload->path;
     run.metrics.cost_model_description = trace_description;
   }
-  run.timeline = std::move(*timeline);
+  run.timeline = std::move(timeline);
   return run;
 }
 

@@ -14,6 +14,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/workload/workload.hpp"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct TrainingRun {
 // any work: a layout that does not fit in GPU memory passes, as it is reported by its memory alone
 // and its program never built. Errors name the scenario's file.
 Status check_training_size(const Scenario& sc);
+
+// The degraded GPUs of `sc` (its [[degraded]] tables) that a job on the cluster's `nodes` (empty:
+// nodes 0, 1, ... of a job as large as the cluster) runs on, by the job's rank: each one's
+// fraction of its compute speed (engine.hpp's JobOnCluster::gpu_rates).
+std::map<int, double> degraded_gpu_rates(const Scenario& sc, const NodeList& nodes);
 
 // Simulates one training iteration of `sc` (which must have a [model]). Starts SimGrid's engine:
 // once per process (the sweep runner gives every point a child process). Fails when the platform

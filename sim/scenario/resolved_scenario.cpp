@@ -39,6 +39,14 @@ toml::table resolved_scenario(const Scenario& sc) {
     }
     doc.insert(name, std::move(table));
   }
+  toml::array degraded;
+  for (const DegradedPart& part : sc.degraded) {
+    degraded.push_back(toml::table{{"component", part.kind == DegradedPart::Kind::nic ? "nic" : "gpu"},
+                                   {"node", static_cast<int64_t>(part.node)},
+                                   {"index", static_cast<int64_t>(part.index)},
+                                   {"speed_fraction", part.speed_fraction}});
+  }
+  if (!degraded.empty()) doc.insert("degraded", std::move(degraded));
   if (!sc.training) return doc;
   toml::table model;
   write_keys(sc.training->model, model::model_keys(), model);

@@ -315,6 +315,7 @@ public:
     if (Status s = read_cluster(); !s) return s.error();
     if (Status s = read_fabric(); !s) return s.error();
     if (Status s = read_nccl(); !s) return s.error();
+    if (Status s = read_degraded(); !s) return s.error();
     if (sweep_t_ != nullptr) {
       auto sweep = read_sweep(*sweep_t_, origins_);
       if (!sweep) return sweep.error();
@@ -358,6 +359,7 @@ private:
     sweep_t_ = top.table("sweep");
     workload_t_ = top.table("workload");
     jobs_a_ = top.array("job");
+    degraded_a_ = top.array("degraded");
     if (!top.failed() && jobs_a_ != nullptr) {
       if (jobs_a_->empty()) top.fail("job", "give each job as a [[job]] table");
       if (model_t_ != nullptr) top.fail("model", "with [[job]] tables each job has its own [job.model], [job.training] and [job.parallel]");
@@ -910,6 +912,36 @@ private:
     t.micro_batches = static_cast<int>(per_replica / micro);
   }
 
+  // [[degraded]] tables: each a GPU or NIC of the cluster that keeps a fraction of its speed.
+  Status read_degraded() {
+    for (std::size_t k = 0; degraded_a_ != nullptr && k < degraded_a_->size(); ++k) {
+      const toml::table* table = degraded_a_->get(k)->as_table();
+      if (table == nullptr) {
+        return Error{where(*degraded_a_->get(k), path_) + ": degraded: give each part as a [[degraded]] table"};
+      }
+      TableReader r(*table, "degraded[" + std::to_string(k) + "]", &origins_, path_);
+      DegradedPart part;
+      part.origin = where(*table, path_);
+      const std::string kind = r.has("component") ? r.choice("component", "", {"gpu", "nic"}) : r.required_string("component");
+      part.kind = kind == "nic" ? DegradedPart::Kind::nic : DegradedPart::Kind::gpu;
+      part.node = static_cast<int>(r.required_integer("node", 0, sc_.cluster.nodes - 1));
+      const int parts = part.kind == DegradedPart::Kind::nic ? sc_.cluster.node.nics : sc_.cluster.node.gpus;
+      part.index = static_cast<int>(r.integer("index", 0, 0, parts - 1));
+      part.speed_fraction = r.required_number("speed_fraction", 1e-3, 1);
+      for (const DegradedPart& before : sc_.degraded) {
+        if (!r.failed() && before.kind == part.kind && before.node == part.node && before.index == part.index) {
+          r.fail("index", "this " + kind + " is degraded already (" + before.origin + ")");
+        }
+      }
+      if (Status s = r.finish(); !s) return s;
+      if (part.kind == DegradedPart::Kind::nic) {
+        sc_.cluster.fabric.degraded_nics[{part.node, part.index}] = part.speed_fraction;
+      }
+      sc_.degraded.push_back(part);
+    }
+    return Ok{};
+  }
+
   // [[job]] tables: each job's name, nodes and placement, and its training read as a scenario of
   // its own (this file's [cluster], [fabric] and [nccl] with the job's [job.model], [job.training],
   // [job.parallel], [job.moe], on a cluster of its node count). Jobs with node_ranges are placed
@@ -1002,6 +1034,7 @@ private:
   Expected<TrainingSpec> job_training(const toml::table& job, const std::string& prefix, int nodes) const {
     toml::table doc = doc_;
     doc.erase("job");
+    doc.erase("degraded");  // the cluster's parts: the cluster run maps them onto the job
     for (const char* section : {"model", "training", "parallel", "moe"}) {
       if (const toml::node* t = job.get(section)) doc.insert_or_assign(section, *t);
     }
@@ -1037,6 +1070,7 @@ private:
   const toml::table* sweep_t_ = nullptr;
   const toml::table* workload_t_ = nullptr;
   const toml::array* jobs_a_ = nullptr;
+  const toml::array* degraded_a_ = nullptr;
   Scenario sc_;
 };
 

@@ -68,6 +68,19 @@ struct Job {
   TrainingSpec training;  // its [job.model], [job.training], [job.parallel], [job.moe] on its nodes
 };
 
+// [[degraded]]: a GPU or a NIC of the cluster that keeps only part of its speed for the whole
+// iteration (a GPU at a lowered clock or power limit, a link at a reduced rate). NICs are applied
+// to cluster.fabric.degraded_nics; GPUs to the job that runs on them (engine.hpp: its stage
+// computes at its slowest GPU's pace).
+struct DegradedPart {
+  enum class Kind { gpu, nic };
+  Kind kind = Kind::gpu;
+  int node = 0;                // the cluster's node
+  int index = 0;               // the GPU or NIC of that node
+  double speed_fraction = 1;   // of its full speed, in (0, 1]
+  std::string origin;          // "file:line" of its [[degraded]] table
+};
+
 struct Scenario {
   std::string path;
   std::string description;
@@ -85,6 +98,7 @@ struct Scenario {
   std::optional<Sweep> sweep;
   // [[job]] tables: several jobs on this cluster, each on its own nodes (then `training` is unset).
   std::vector<Job> jobs;
+  std::vector<DegradedPart> degraded;  // [[degraded]] tables, in file order
 };
 
 // One key set to a typed value, in the unit the file writes it ("parallel.tp" = 2L,

@@ -279,3 +279,25 @@ TEST(HostileCli, JobsThatDoNotFitTheClusterAreRefused) {
     EXPECT_FALSE(fs::exists(dir / "out.csv"));
   }
 }
+
+// A degraded part that the cluster does not have, or a speed that is no fraction: one line naming
+// the [[degraded]] key, exit 2, nothing written.
+TEST(HostileCli, DegradedPartsThatDoNotExistAreRefused) {
+  const fs::path dir = scratch("degraded");
+  std::ifstream in(kDgx);
+  const std::string dgx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"component = \"gpu\"\nnode = 4\nspeed_fraction = 0.5", "degraded[0].node = 4: must be between 0 and 3"},
+      {"component = \"gpu\"\nnode = 0\nindex = 8\nspeed_fraction = 0.5", "degraded[0].index = 8: must be between 0 and 7"},
+      {"component = \"nic\"\nnode = 0\nspeed_fraction = -0.5", "degraded[0].speed_fraction = -0.5: must be between"},
+      {"component = \"cpu\"\nnode = 0\nspeed_fraction = 0.5", "degraded[0].component = \"cpu\": must be one of: gpu, nic"},
+  };
+  for (const auto& [part, says] : cases) {
+    const fs::path file = dir / "degraded.toml";
+    std::ofstream(file) << dgx << "\n[[degraded]]\n" << part << "\n";
+    SCOPED_TRACE(says);
+    expect_one_line_refusal(run("platform " + file.string() + " --set cluster.nodes=4 --export " + (dir / "out.xml").string()),
+                            says);
+    EXPECT_FALSE(fs::exists(dir / "out.xml"));
+  }
+}

@@ -3,7 +3,9 @@
 #include "sim/engine/engine.hpp"
 #include "sim/run/cluster_run.hpp"
 #include "sim/scenario/job_placement.hpp"
+#include "sim/scenario/model.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/workload/workload.hpp"
 #include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
 
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 namespace commbound::sim {
@@ -126,6 +129,91 @@ TEST(ClusterRun, JobsOnDisjointNodesOfANonBlockingFabricRunAsAlone) {
       EXPECT_NEAR(r.metrics.iteration_s, r.alone_iteration_s, 1e-9 * r.alone_iteration_s) << placement << " " << r.name;
     }
   }
+}
+
+// One GPU and nobody to wait for: its iteration is the sum of its compute ops. At half its speed
+// every op takes twice as long, so the iteration doubles exactly.
+TEST(DegradedGpu, OneGpuAtHalfSpeedTakesTwiceAsLong) {
+  network::ClusterSpec cluster = testing::dgx_h100(1);
+  cluster.node.gpus = 1;
+  cluster.node.nics = 1;
+  TrainingSpec t;
+  t.model = *load_model(kPresets, "llama2-7b");
+  t.gpu = *load_gpu(kPresets, "h100-sxm5");
+  t.seq_len = 4096;
+  t.micro_batch = t.micro_batches = t.global_batch = 1;
+  t.warmup_iterations = 0;
+  const std::vector<Program> stages = {build_program(t)};
+  const CostModel cost(t.gpu);
+  auto iteration_s = [&](std::map<int, double> rates) {
+    return testing::in_child([&] {
+      return simulate_jobs(cluster, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, rates}}, {})
+          .value()
+          .front()
+          .iteration_s();
+    });
+  };
+  const double full_s = iteration_s({});
+  EXPECT_NEAR(iteration_s({{0, 0.5}}), 2 * full_s, 1e-9 * full_s);
+}
+
+// A stage's ranks meet at every data-parallel collective, so one slow GPU anywhere in it sets the
+// stage's pace: rank 13 at 0.8 slows the representative as much as rank 0 itself at 0.8, and a
+// lower fraction more.
+TEST(DegradedGpu, AStageComputesAtItsSlowestGpusPace) {
+  const network::ClusterSpec cluster = testing::dgx_h100(2);
+  TrainingSpec t;
+  t.model = *load_model(kPresets, "llama2-7b");
+  t.gpu = *load_gpu(kPresets, "h100-sxm5");
+  t.seq_len = 4096;
+  t.micro_batch = t.micro_batches = 1;
+  t.dp = 16;
+  t.global_batch = 16;
+  t.warmup_iterations = 0;
+  const std::vector<Program> stages = {build_program(t)};
+  const CostModel cost(t.gpu);
+  auto iteration_s = [&](std::map<int, double> rates) {
+    return testing::in_child([&] {
+      return simulate_jobs(cluster, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, rates}}, {})
+          .value()
+          .front()
+          .iteration_s();
+    });
+  };
+  const double healthy_s = iteration_s({});
+  const double rank13_s = iteration_s({{13, 0.8}});
+  EXPECT_GT(rank13_s, 1.1 * healthy_s);
+  EXPECT_DOUBLE_EQ(rank13_s, iteration_s({{0, 0.8}}));
+  EXPECT_DOUBLE_EQ(rank13_s, iteration_s({{13, 0.8}, {5, 0.9}}));
+  EXPECT_GT(iteration_s({{13, 0.6}}), rank13_s);
+}
+
+// A NIC at half its rate: the AllGather's channels through it move half as fast, and the
+// collective ends with its slowest channel: as late as on a fabric whose every link runs at half
+// rate, where every channel is that slow.
+TEST(DegradedNic, AHalfRateNicSlowsTheCollectivesThatCrossIt) {
+  network::ClusterSpec cluster = testing::dgx_h100(2);
+  const TrainingSpec t = all_gather_job(2);
+  const CostModel cost(t.gpu);
+  const std::vector<Program> stages = {all_gather(1024.0 * (1 << 20))};
+  auto iteration_s = [&](const network::ClusterSpec& on) {
+    return testing::in_child([&] {
+      return simulate_jobs(on, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, {}}}, {})
+          .value()
+          .front()
+          .iteration_s();
+    });
+  };
+  network::ClusterSpec degraded = cluster;
+  degraded.fabric.degraded_nics[{1, 3}] = 0.5;
+  const double healthy_s = iteration_s(cluster);
+  const double degraded_s = iteration_s(degraded);
+  std::printf("AllGather of 1 GiB on 2 nodes: %.3f ms, %.3f ms with one NIC at half rate\n", healthy_s * 1e3,
+              degraded_s * 1e3);
+  EXPECT_GT(degraded_s, 1.5 * healthy_s);
+  network::ClusterSpec half_rate = cluster;
+  half_rate.fabric.link.bw_bytes_per_s /= 2;
+  EXPECT_NEAR(degraded_s, iteration_s(half_rate), 1e-6 * degraded_s);
 }
 
 }  // namespace
