@@ -50,7 +50,8 @@ With [[job]] tables instead of [model], several jobs share the cluster, each on 
 (nodes = N; placement = "packed" | "spread", or node_ranges = [[first, last], ...]) with its own
 [job.model], [job.training] and [job.parallel]: they run together on one fabric, their collectives
 sharing the links they meet on, and each alone on the same nodes; one row per job, then each job's
-iteration alone and its slowdown (docs/jobs.md). --trace then shows a process per job.
+iteration alone and its slowdown (docs/jobs.md). --trace then shows a process per job, --explain
+one table per job.
 
 [[degraded]] tables slow one part for the whole iteration: component = "gpu" | "nic", node, index
 (the GPU or NIC of that node) and speed_fraction (of its full speed). A pipeline stage's ranks meet
@@ -114,10 +115,9 @@ std::string title_of(const std::string& command, const sim::Scenario& base) {
 
 // A scenario of [[job]] tables: its jobs together and each alone (sim/run/cluster_run.hpp).
 int run_jobs(const RunArgs& args, const sim::Scenario& base) {
-  if (args.explain) return fail(base.path + ": --explain of a scenario with [[job]] tables is not built yet; run a job's "
-                                           "own scenario (its [job.*] sections as [model], [training], [parallel])");
   sim::ClusterRunOptions options;
   options.processes = args.jobs;
+  options.breakdown = args.explain;
   if (!args.trace.empty()) {
     options.after_run = [&args](const std::vector<sim::JobTimeline>& jobs) -> Status {
       std::vector<sim::JobTrace> traced;
@@ -136,13 +136,35 @@ int run_jobs(const RunArgs& args, const sim::Scenario& base) {
     return kExitInterrupted;
   }
   if (!results) return fail(results.error().message);
+  const std::string title = "commbound run" + std::string(args.explain ? " --explain" : "") + ": " + base.path + ": " +
+                            std::to_string(results->size()) + " jobs on " + std::to_string(base.cluster.nodes) + " " +
+                            base.cluster.node.name + " nodes, " + network::to_string(base.cluster.fabric.topology) +
+                            degraded_text(base);
+  if (args.explain) {
+    // Each job's groups, as the job ran beside the others; a group's call alone on an idle copy of
+    // the job's own nodes.
+    std::vector<sim::ExplainedPoint> points;
+    for (std::size_t j = 0; j < results->size(); ++j) {
+      sim::JobResult& r = (*results)[j];
+      std::vector<sim::GroupCallAlone> alone;
+      if (r.breakdown && args.format != sim::Format::csv) {
+        auto priced = sim::price_group_calls_alone(sim::job_scenario(base, j), *r.breakdown);
+        if (!priced) return fail(priced.error().message);
+        alone = std::move(*priced);
+      }
+      points.push_back({r.name + " (nodes " + sim::node_ranges_text(r.nodes) + ")", std::move(r.breakdown),
+                        r.metrics.memory, std::move(alone)});
+    }
+    Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
+      sim::write_explain_report(o, points, args.format, title);
+    });
+    if (!written) return fail(written.error().message);
+    return 0;
+  }
   std::vector<sim::JobRow> rows;
   for (const sim::JobResult& r : *results) {
     rows.push_back({r.name, sim::node_ranges_text(r.nodes), r.metrics, r.alone_iteration_s});
   }
-  const std::string title = "commbound run: " + base.path + ": " + std::to_string(rows.size()) + " jobs on " +
-                            std::to_string(base.cluster.nodes) + " " + base.cluster.node.name + " nodes, " +
-                            network::to_string(base.cluster.fabric.topology) + degraded_text(base);
   Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {
     sim::write_job_metrics(o, rows, args.format, title);
   });

@@ -91,7 +91,10 @@ Expected<std::vector<JobResult>> simulate_cluster(const Scenario& sc, const Clus
         std::vector<JobTimeline> traced;
         for (std::size_t j = 0; j < jobs.size(); ++j) {
           const PreparedJob& p = jobs[j];
-          metrics.push_back(compute_metrics(*p.scenario.training, p.stages, p.stage_of, (*timelines)[j], p.memory, p.cost));
+          const TrainingSpec& t = *p.scenario.training;
+          nlohmann::json job{{"metrics", compute_metrics(t, p.stages, p.stage_of, (*timelines)[j], p.memory, p.cost)}};
+          if (options.breakdown) job["breakdown"] = break_down_iteration(t, p.stages, p.stage_of, (*timelines)[j]);
+          metrics.push_back(std::move(job));
           if (options.after_run) traced.push_back({sc.jobs[j].name, p.stages, p.stage_of, std::move((*timelines)[j])});
         }
         if (options.after_run) {
@@ -108,8 +111,10 @@ Expected<std::vector<JobResult>> simulate_cluster(const Scenario& sc, const Clus
   const nlohmann::json together = nlohmann::json::parse(*results[0]);
   std::vector<JobResult> out;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    out.push_back({sc.jobs[j].name, sc.jobs[j].nodes, together.at(j).get<Metrics>(),
-                   nlohmann::json::parse(*results[1 + j]).get<double>()});
+    const nlohmann::json& job = together.at(j);
+    out.push_back({sc.jobs[j].name, sc.jobs[j].nodes, job.at("metrics").get<Metrics>(),
+                   nlohmann::json::parse(*results[1 + j]).get<double>(),
+                   job.contains("breakdown") ? std::optional(job.at("breakdown").get<IterationBreakdown>()) : std::nullopt});
   }
   return out;
 }

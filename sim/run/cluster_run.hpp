@@ -12,10 +12,12 @@
 
 #include "core/expected.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/metrics/iteration_breakdown.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/scenario/scenario.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,8 @@ struct JobResult {
   NodeList nodes;
   Metrics metrics;               // together with the other jobs
   double alone_iteration_s = 0;  // the same job on the same nodes, the rest of the cluster idle
+  // Its iteration together with the others, broken down (ClusterRunOptions::breakdown).
+  std::optional<IterationBreakdown> breakdown;
   double slowdown() const { return metrics.iteration_s / alone_iteration_s; }
 };
 
@@ -41,6 +45,7 @@ struct JobTimeline {
 
 struct ClusterRunOptions {
   int processes = 1;  // child processes at once
+  bool breakdown = false;  // also break each job's iteration together down (`run --explain`)
   // Runs in the child that simulated the jobs together, with their timelines (a trace).
   std::function<Status(const std::vector<JobTimeline>&)> after_run;
   // Called in the parent as each simulation finishes: progress output.

@@ -47,6 +47,30 @@ toml::table resolved_scenario(const Scenario& sc) {
                                    {"speed_fraction", part.speed_fraction}});
   }
   if (!degraded.empty()) doc.insert("degraded", std::move(degraded));
+  // Each job: its name, its nodes as inclusive ranges, and its sections as a scenario of its own
+  // (the cluster cut to its node count) resolves them.
+  toml::array jobs;
+  for (const Job& job : sc.jobs) {
+    toml::array ranges;
+    for (std::size_t i = 0; i < job.nodes.size();) {
+      std::size_t j = i;
+      while (j + 1 < job.nodes.size() && job.nodes[j + 1] == job.nodes[j] + 1) ++j;
+      ranges.push_back(toml::array{static_cast<int64_t>(job.nodes[i]), static_cast<int64_t>(job.nodes[j])});
+      i = j + 1;
+    }
+    Scenario alone = sc;
+    alone.jobs.clear();
+    alone.degraded.clear();
+    alone.cluster.nodes = static_cast<int>(job.nodes.size());
+    alone.training = job.training;
+    const toml::table own = resolved_scenario(alone);
+    toml::table table{{"name", job.name}, {"nodes", static_cast<int64_t>(job.nodes.size())}, {"node_ranges", ranges}};
+    for (const char* section : {"model", "training", "parallel", "moe"}) {
+      if (const toml::node* t = own.get(section)) table.insert(section, *t);
+    }
+    jobs.push_back(std::move(table));
+  }
+  if (!jobs.empty()) doc.insert("job", std::move(jobs));
   if (!sc.training) return doc;
   toml::table model;
   write_keys(sc.training->model, model::model_keys(), model);

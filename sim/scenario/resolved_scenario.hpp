@@ -7,8 +7,8 @@
 // a name is versioned preset data too large to inline: the GPU datasheet (calibration/gpus.toml),
 // the node's NVLink and PCIe links (calibration/links.toml), the NCCL release's constants, a fabric
 // fit and the kernel table (`kernel_table` as the scenario gave it: "auto", "roofline" or a file).
-// [sweep] is left out: a resolved scenario is one point. [[degraded]] parts are written as given;
-// [[job]] tables are not written (a cluster of jobs runs as one point, never swept).
+// [sweep] is left out: a resolved scenario is one point. [[degraded]] parts are written as given,
+// [[job]] tables with their nodes as node_ranges and their own sections resolved.
 //
 // Contract: ScenarioFile::load of the written document (with the same calibration directory)
 // gives a Scenario that simulates to the same metrics (tests/sim/cli/sweep_cli_test.cpp).
