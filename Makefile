@@ -65,7 +65,7 @@ bench: build
 	$(BUILD)/bin/bench_training
 	$(BUILD)/bin/bench_search
 	$(BUILD)/bin/bench_innode
-	$(BUILD)/bin/bench_jobs
+	$(BUILD)/bin/bench_cluster
 	@if [ -x $(BUILD)/bin/bench_kernels ]; then $(BUILD)/bin/bench_kernels; $(BUILD)/bin/bench_attention; fi
 
 fuzz-deps:

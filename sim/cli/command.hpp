@@ -22,5 +22,6 @@ void add_plot_command(CLI::App& app, int& exit_code);         // plot_command.cp
 void add_sweep_command(CLI::App& app, int& exit_code);        // sweep_command.cpp
 void add_search_command(CLI::App& app, int& exit_code);       // search_command.cpp
 void add_profile_command(CLI::App& app, int& exit_code);      // profile_command.cpp
+void add_train_command(CLI::App& app, int& exit_code);        // train_command.cpp
 
 }  // namespace commbound::cli

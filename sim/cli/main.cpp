@@ -34,6 +34,7 @@ const char* kExamples = R"(Examples:
   commbound profile scenarios/paper/weak_scaling_7b.toml --set 'sweep.values=[1]' --set parallel.tp=8
   commbound run scenarios/examples/trace-replay-ddp.toml --set cluster.nodes=8
   commbound run scenarios/studies/two_jobs.toml --set 'job[1].placement=spread' --trace jobs.json
+  commbound train scenarios/paper/weak_scaling_7b.toml --tokens 2e12 --nodes 64:2048
   commbound shapes scenarios/paper/*.toml --out shapes.toml
   commbound derive-table --from calibration/h100-sxm5.toml --gpu a100-sxm4-80gb --out calibration/a100-sxm4-80gb.toml)";
 
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
   add_sweep_command(app, exit_code);
   add_search_command(app, exit_code);
   add_profile_command(app, exit_code);
+  add_train_command(app, exit_code);
   std::string topic;
   CLI::App* help = app.add_subcommand("help", "print the help of COMMAND (or this overview)");
   help->add_option("command", topic, "a command")->type_name("COMMAND");

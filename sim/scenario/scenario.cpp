@@ -331,6 +331,7 @@ public:
     if (Status s = read_parallel(); !s) return s.error();
     if (Status s = read_training(); !s) return s.error();
     if (Status s = read_moe(); !s) return s.error();
+    if (Status s = read_train(); !s) return s.error();
     if (workload_t_ != nullptr) {
       auto workload = read_workload(*workload_t_, origins_, path_, *sc_.training);
       if (!workload) return workload.error();
@@ -356,6 +357,7 @@ private:
     training_t_ = top.table("training");
     parallel_t_ = top.table("parallel");
     moe_t_ = top.table("moe");
+    train_t_ = top.table("train");
     sweep_t_ = top.table("sweep");
     workload_t_ = top.table("workload");
     jobs_a_ = top.array("job");
@@ -367,7 +369,8 @@ private:
     }
     if (!top.failed() && model_t_ == nullptr) {
       for (auto [table, name] : {std::pair{training_t_, "training"}, std::pair{parallel_t_, "parallel"},
-                                 std::pair{moe_t_, "moe"}, std::pair{workload_t_, "workload"}}) {
+                                 std::pair{moe_t_, "moe"}, std::pair{workload_t_, "workload"},
+                                 std::pair{train_t_, "train"}}) {
         if (table != nullptr) {
           top.fail(name, "needs a [model] section");
           break;
@@ -760,6 +763,12 @@ private:
     return r.finish();
   }
 
+  Status read_train() {
+    TableReader r(section_or_empty(train_t_), "train", &origins_, path_);
+    read_section(r, "train");
+    return r.finish();
+  }
+
   Status read_training() {
     if (Status s = check_training_fidelity(); !s) return s;
     TableReader tr(section_or_empty(training_t_), "training", &origins_, path_);
@@ -1067,6 +1076,7 @@ private:
   const toml::table* training_t_ = nullptr;
   const toml::table* parallel_t_ = nullptr;
   const toml::table* moe_t_ = nullptr;
+  const toml::table* train_t_ = nullptr;
   const toml::table* sweep_t_ = nullptr;
   const toml::table* workload_t_ = nullptr;
   const toml::array* jobs_a_ = nullptr;

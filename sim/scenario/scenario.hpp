@@ -16,6 +16,7 @@
 #include "core/key_table.hpp"
 #include "sim/scenario/job_placement.hpp"
 #include "sim/scenario/presets.hpp"
+#include "sim/scenario/train_plan.hpp"
 #include "sim/scenario/training.hpp"
 
 #include <toml++/toml.h>
@@ -99,6 +100,7 @@ struct Scenario {
   // [[job]] tables: several jobs on this cluster, each on its own nodes (then `training` is unset).
   std::vector<Job> jobs;
   std::vector<DegradedPart> degraded;  // [[degraded]] tables, in file order
+  TrainPlan train;                     // [train]: a whole run's tokens, failures and checkpoints
 };
 
 // One key set to a typed value, in the unit the file writes it ("parallel.tp" = 2L,

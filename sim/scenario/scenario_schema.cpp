@@ -367,6 +367,50 @@ std::vector<Key> moe_keys() {
   };
 }
 
+std::vector<Key> train_keys() {
+  return {
+      {.key = "tokens", .type = KeyType::number, .lower = 0, .upper = 1e18, .fallback = KeyValue{0.0},
+       .doc = "tokens to train (`commbound train --tokens` sets it); 0: unset",
+       .set = KeyField<&Scenario::train, &TrainPlan::tokens>::set, .get = KeyField<&Scenario::train, &TrainPlan::tokens>::get},
+      {.key = "checkpoint_interval_s", .type = KeyType::number, .lower = 0, .upper = 1e9, .fallback = KeyValue{0.0},
+       .doc = "training time between checkpoints; 0: Daly's optimal interval for the failure rate and checkpoint cost",
+       .set = KeyField<&Scenario::train, &TrainPlan::checkpoint_interval_s>::set,
+       .get = KeyField<&Scenario::train, &TrainPlan::checkpoint_interval_s>::get},
+      {.key = "storage_TBps", .type = KeyType::number, .si_per_unit = 1e12, .lower = 1e-6, .upper = 1e6,
+       .fallback = KeyValue{2.0},
+       .doc = "checkpoint writes and reads, the whole job's; default Llama 3's storage, 2 TB/s sustained",
+       .set = KeyField<&Scenario::train, &TrainPlan::storage_bytes_per_s>::set,
+       .get = KeyField<&Scenario::train, &TrainPlan::storage_bytes_per_s>::get},
+      {.key = "checkpoint_bytes_per_parameter", .type = KeyType::number, .lower = 0, .upper = 1e3, .fallback = KeyValue{14.0},
+       .doc = "a checkpoint's size per model parameter; default mixed-precision AdamW's bf16 weights, fp32 master "
+              "weights and two fp32 moments",
+       .set = KeyField<&Scenario::train, &TrainPlan::checkpoint_bytes_per_parameter>::set,
+       .get = KeyField<&Scenario::train, &TrainPlan::checkpoint_bytes_per_parameter>::get},
+      {.key = "restart_s", .type = KeyType::number, .lower = 0, .upper = 1e7, .fallback = KeyValue{kRestartGuessS},
+       .doc = "after each interruption, before the checkpoint is read (rescheduling, start-up, warm-up); the default, "
+              "600, is a guess (no public figure at scale)",
+       .set = KeyField<&Scenario::train, &TrainPlan::restart_s>::set,
+       .get = KeyField<&Scenario::train, &TrainPlan::restart_s>::get},
+      {.key = "gpu_failures_per_gpu_hour", .type = KeyType::number, .lower = 0, .upper = 1, .fallback = KeyValue{kLlama3GpuFailuresPerGpuHour},
+       .doc = "interruptions a GPU causes (GPU, HBM, SRAM, system processor); default the Llama 3 run's: 256 in 1296 h "
+              "on 16384 GPUs",
+       .set = KeyField<&Scenario::train, &TrainPlan::gpu_failures_per_gpu_hour>::set,
+       .get = KeyField<&Scenario::train, &TrainPlan::gpu_failures_per_gpu_hour>::get},
+      {.key = "node_failures_per_node_hour", .type = KeyType::number, .lower = 0, .upper = 1,
+       .fallback = KeyValue{kLlama3NodeFailuresPerNodeHour},
+       .doc = "every other interruption, per node (switches and cables, software, host, NIC, storage, planned "
+              "maintenance); default the Llama 3 run's: 210 in 1296 h on 2048 nodes",
+       .set = KeyField<&Scenario::train, &TrainPlan::node_failures_per_node_hour>::set,
+       .get = KeyField<&Scenario::train, &TrainPlan::node_failures_per_node_hour>::get},
+      {.key = "seed", .type = KeyType::integer, .lower = 0, .upper = 1L << 62, .fallback = KeyValue{1L},
+       .doc = "the Monte Carlo's failure draws; the same seed, the same result",
+       .set = KeyField<&Scenario::train, &TrainPlan::seed>::set, .get = KeyField<&Scenario::train, &TrainPlan::seed>::get},
+      {.key = "trials", .type = KeyType::integer, .lower = 1, .upper = 1000000, .fallback = KeyValue{2000L},
+       .doc = "Monte Carlo runs of the whole training",
+       .set = KeyField<&Scenario::train, &TrainPlan::trials>::set, .get = KeyField<&Scenario::train, &TrainPlan::trials>::get},
+  };
+}
+
 }  // namespace
 
 const std::vector<ScenarioSection>& scenario_sections() {
@@ -378,6 +422,7 @@ const std::vector<ScenarioSection>& scenario_sections() {
       {"parallel", true, parallel_keys()},
       {"training", true, training_keys()},
       {"moe", true, moe_keys()},
+      {"train", true, train_keys()},
   };
   return sections;
 }

@@ -301,3 +301,16 @@ TEST(HostileCli, DegradedPartsThatDoNotExistAreRefused) {
     EXPECT_FALSE(fs::exists(dir / "out.xml"));
   }
 }
+
+// commbound train's inputs: a negative failure rate, a storage rate of zero, no tokens at all,
+// each one line naming the key or the flag, exit 2, nothing written.
+TEST(HostileCli, TrainRefusesRatesThatAreNoRates) {
+  const fs::path dir = scratch("train");
+  const fs::path out = dir / "train.csv";
+  const std::string train = "train " + kOneGpu + " --out " + out.string();
+  expect_one_line_refusal(run(train + " --tokens 1e9 --set train.gpu_failures_per_gpu_hour=-1e-5"),
+                          "train.gpu_failures_per_gpu_hour = -1.0000000000000001e-05: must be between 0 and 1");
+  expect_one_line_refusal(run(train + " --tokens 1e9 --set train.storage_TBps=0"), "train.storage_TBps = 0: must be between");
+  expect_one_line_refusal(run(train), "train needs the tokens to train: --tokens N or [train] tokens");
+  EXPECT_FALSE(fs::exists(out));
+}
