@@ -5,7 +5,9 @@
 #   collectives  docs/figures/collectives/ (the AllGather and AllReduce of `make demo`: 1 GiB on 1 to
 #                256 DGX H100 nodes) and docs/figures/{allgather,allreduce}_by_size/ (64 KiB to 2 GiB
 #                on 1, 8, 64 and 256 nodes): `commbound collective --format csv`, then `commbound plot`.
-#   docs/figures/update.sh [BUILD_DIR] [all|scenarios|collectives]   (default: build, as `make` builds; all)
+#   train        docs/figures/train_7b/: the time to train the study's 7B FSDP job on 2 trillion tokens at
+#                128 to 16384 GPUs (`commbound train --format csv`, then `commbound plot`).
+#   docs/figures/update.sh [BUILD_DIR] [all|scenarios|collectives|train]   (default: build, as `make` builds; all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-build}/bin/commbound"
@@ -36,4 +38,10 @@ if [[ "$what" == all || "$what" == collectives ]]; then
   { cat "$tmp/demo-allgather.csv"; tail -n +2 "$tmp/demo-allreduce.csv"; } > "$tmp/demo.csv"
   "$bin" plot "$tmp/demo.csv" --out-dir docs/figures/collectives --force \
     --title "1 GiB on DGX H100 + IB NDR (rail-optimized, adaptive)"
+fi
+if [[ "$what" == all || "$what" == train ]]; then
+  echo "== train" >&2
+  "$bin" train scenarios/paper/weak_scaling_7b.toml --tokens 2e12 --nodes 16:2048 --format csv --out "$tmp/train.csv"
+  "$bin" plot "$tmp/train.csv" --out-dir docs/figures/train_7b --force \
+    --title "Llama-2 7B FSDP, 2T tokens, Llama 3's failure rates"
 fi

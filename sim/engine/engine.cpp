@@ -31,6 +31,11 @@ namespace {
 // ended has only float rounding left.
 constexpr double kNegligibleWorkS = 1e-15;
 
+// How many times a job that has reported yields to the others before it starts another iteration
+// (simulate_jobs): enough for a job whose last op ended at the same instant to join its streams
+// and report (each a handful of context switches), few enough to cost nothing.
+constexpr int kSameInstantRounds = 64;
+
 // A one-shot event for SimGrid actors: set once, waited by any number.
 class Event {
 public:
@@ -579,6 +584,10 @@ Expected<std::vector<IterationTimeline>> simulate_jobs(const network::ClusterSpe
         measured[j] = std::move(timeline);
         --measuring;
       }
+      // Jobs that report at this same instant (identical jobs do) finish their bookkeeping in a few
+      // scheduling rounds without advancing the clock: let them, rather than start an iteration
+      // that no job is waiting for.
+      for (int round = 0; round < kSameInstantRounds && measuring > 0; ++round) sg4::this_actor::yield();
       if (it >= job.training->warmup_iterations && measuring == 0) return;
     }
   };

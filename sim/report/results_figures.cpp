@@ -241,7 +241,36 @@ std::vector<Figure> collective_figures(const std::vector<CollectiveCsvRow>& rows
   return figures;
 }
 
+Expected<std::vector<Figure>> train_figures(const CsvTable& table, const std::string& title) {
+  constexpr double kSPerDay = 86400;
+  PlotSeries goodput{"goodput (closed form)", {}}, monte_carlo{"goodput (Monte Carlo)", {}, "points"};
+  PlotSeries ideal{"ideal", {}}, expected{"with failures", {}};
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    double v[5] = {};
+    const char* columns[] = {"gpus", "goodput", "ideal_s", "expected_s", "monte_carlo_s"};
+    for (int k = 0; k < 5; ++k) {
+      auto x = table.number(r, columns[k]);
+      if (!x) return x.error();
+      v[k] = *x;
+    }
+    goodput.points.emplace_back(v[0], 100 * v[1]);
+    monte_carlo.points.emplace_back(v[0], 100 * v[2] / v[4]);
+    ideal.points.emplace_back(v[0], v[2] / kSPerDay);
+    expected.points.emplace_back(v[0], v[3] / kSPerDay);
+  }
+  LinePlot share{title + ": goodput", "GPUs", "goodput (%): ideal / expected time", false, true, false,
+                 {goodput, monte_carlo}};
+  LinePlot days{title + ": time to train", "GPUs", "days", false, true, true, {ideal, expected}};
+  return std::vector<Figure>{{"goodput", share}, {"time_to_train", days}};
+}
+
 Expected<ResultsFigures> results_figures(const CsvTable& table, const std::string& title) {
+  if (table.column("goodput") >= 0) {  // commbound train --format csv
+    auto figures = train_figures(table, title);
+    if (!figures) return figures.error();
+    if (table.rows.size() < 2) return Error{table.path + ": one cluster size: nothing to draw a line through (give --nodes several)"};
+    return ResultsFigures{std::move(*figures), 0};
+  }
   if (is_collective_csv(table)) {
     auto rows = read_collective_csv(table);
     if (!rows) return rows.error();

@@ -9,7 +9,9 @@
 //     smallest run), per_gpu, mfu, power, energy, against GPUs, and the breakdown;
 //   points of one scale (layouts, models, sizes): per_gpu bars and the breakdown.
 // Out-of-memory rows are left out and counted. A `commbound collective --format csv` file
-// (recognised by its header) gets nccl-tests' bus bandwidth against nodes and against size.
+// (recognised by its header) gets nccl-tests' bus bandwidth against nodes and against size. A
+// `commbound train --format csv` file (recognised by its goodput column) gets goodput (closed form
+// and Monte Carlo) and the time to train (ideal and with failures) against GPUs.
 #pragma once
 
 #include "core/expected.hpp"
@@ -61,7 +63,7 @@ struct ResultsFigures {
   int oom_rows = 0;  // run results: the out-of-memory rows left out
 };
 
-// The figures of `table`, a run or a collective results file. Errors name the file: a column a
+// The figures of `table`, a run, a collective or a train results file. Errors name the file: a column a
 // run file needs is missing, a number is not one, every row is out of memory, or a collective file
 // holds one node count and one size (nothing to draw a line through).
 Expected<ResultsFigures> results_figures(const CsvTable& table, const std::string& title);

@@ -131,30 +131,40 @@ TEST(ClusterRun, JobsOnDisjointNodesOfANonBlockingFabricRunAsAlone) {
   }
 }
 
+// Llama-2 7B FSDP, sequence 4096, one sequence per GPU, on `world` GPUs.
+TrainingSpec llama2_7b(int world) {
+  TrainingSpec t;
+  t.model = *load_model(kPresets, "llama2-7b");
+  t.gpu = *load_gpu(kPresets, "h100-sxm5");
+  t.seq_len = 4096;
+  t.micro_batch = t.micro_batches = 1;
+  t.dp = t.global_batch = world;
+  t.warmup_iterations = 0;
+  return t;
+}
+
+// The iteration of `t` alone on `cluster` with the degraded GPUs `rates` (rank -> fraction).
+double degraded_iteration_s(const network::ClusterSpec& cluster, const TrainingSpec& t,
+                            const std::map<int, double>& rates) {
+  const std::vector<Program> stages = {build_program(t)};
+  const CostModel cost(t.gpu);
+  return testing::in_child([&] {
+    return simulate_jobs(cluster, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, rates}}, {})
+        .value()
+        .front()
+        .iteration_s();
+  });
+}
+
 // One GPU and nobody to wait for: its iteration is the sum of its compute ops. At half its speed
 // every op takes twice as long, so the iteration doubles exactly.
 TEST(DegradedGpu, OneGpuAtHalfSpeedTakesTwiceAsLong) {
   network::ClusterSpec cluster = testing::dgx_h100(1);
   cluster.node.gpus = 1;
   cluster.node.nics = 1;
-  TrainingSpec t;
-  t.model = *load_model(kPresets, "llama2-7b");
-  t.gpu = *load_gpu(kPresets, "h100-sxm5");
-  t.seq_len = 4096;
-  t.micro_batch = t.micro_batches = t.global_batch = 1;
-  t.warmup_iterations = 0;
-  const std::vector<Program> stages = {build_program(t)};
-  const CostModel cost(t.gpu);
-  auto iteration_s = [&](std::map<int, double> rates) {
-    return testing::in_child([&] {
-      return simulate_jobs(cluster, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, rates}}, {})
-          .value()
-          .front()
-          .iteration_s();
-    });
-  };
-  const double full_s = iteration_s({});
-  EXPECT_NEAR(iteration_s({{0, 0.5}}), 2 * full_s, 1e-9 * full_s);
+  const TrainingSpec t = llama2_7b(1);
+  const double full_s = degraded_iteration_s(cluster, t, {});
+  EXPECT_NEAR(degraded_iteration_s(cluster, t, {{0, 0.5}}), 2 * full_s, 1e-9 * full_s);
 }
 
 // A stage's ranks meet at every data-parallel collective, so one slow GPU anywhere in it sets the
@@ -162,30 +172,13 @@ TEST(DegradedGpu, OneGpuAtHalfSpeedTakesTwiceAsLong) {
 // lower fraction more.
 TEST(DegradedGpu, AStageComputesAtItsSlowestGpusPace) {
   const network::ClusterSpec cluster = testing::dgx_h100(2);
-  TrainingSpec t;
-  t.model = *load_model(kPresets, "llama2-7b");
-  t.gpu = *load_gpu(kPresets, "h100-sxm5");
-  t.seq_len = 4096;
-  t.micro_batch = t.micro_batches = 1;
-  t.dp = 16;
-  t.global_batch = 16;
-  t.warmup_iterations = 0;
-  const std::vector<Program> stages = {build_program(t)};
-  const CostModel cost(t.gpu);
-  auto iteration_s = [&](std::map<int, double> rates) {
-    return testing::in_child([&] {
-      return simulate_jobs(cluster, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, rates}}, {})
-          .value()
-          .front()
-          .iteration_s();
-    });
-  };
-  const double healthy_s = iteration_s({});
-  const double rank13_s = iteration_s({{13, 0.8}});
+  const TrainingSpec t = llama2_7b(16);
+  const double healthy_s = degraded_iteration_s(cluster, t, {});
+  const double rank13_s = degraded_iteration_s(cluster, t, {{13, 0.8}});
   EXPECT_GT(rank13_s, 1.1 * healthy_s);
-  EXPECT_DOUBLE_EQ(rank13_s, iteration_s({{0, 0.8}}));
-  EXPECT_DOUBLE_EQ(rank13_s, iteration_s({{13, 0.8}, {5, 0.9}}));
-  EXPECT_GT(iteration_s({{13, 0.6}}), rank13_s);
+  EXPECT_DOUBLE_EQ(rank13_s, degraded_iteration_s(cluster, t, {{0, 0.8}}));
+  EXPECT_DOUBLE_EQ(rank13_s, degraded_iteration_s(cluster, t, {{13, 0.8}, {5, 0.9}}));
+  EXPECT_GT(degraded_iteration_s(cluster, t, {{13, 0.6}}), rank13_s);
 }
 
 // A NIC at half its rate: the AllGather's channels through it move half as fast, and the
