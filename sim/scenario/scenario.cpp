@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <sstream>
@@ -923,6 +924,7 @@ private:
 
   // [[degraded]] tables: each a GPU or NIC of the cluster that keeps a fraction of its speed.
   Status read_degraded() {
+    std::map<std::tuple<DegradedPart::Kind, int, int>, std::string> seen;  // each part once: where it was given
     for (std::size_t k = 0; degraded_a_ != nullptr && k < degraded_a_->size(); ++k) {
       const toml::table* table = degraded_a_->get(k)->as_table();
       if (table == nullptr) {
@@ -937,10 +939,10 @@ private:
       const int parts = part.kind == DegradedPart::Kind::nic ? sc_.cluster.node.nics : sc_.cluster.node.gpus;
       part.index = static_cast<int>(r.integer("index", 0, 0, parts - 1));
       part.speed_fraction = r.required_number("speed_fraction", 1e-3, 1);
-      for (const DegradedPart& before : sc_.degraded) {
-        if (!r.failed() && before.kind == part.kind && before.node == part.node && before.index == part.index) {
-          r.fail("index", "this " + kind + " is degraded already (" + before.origin + ")");
-        }
+      const auto [before, fresh] = seen.try_emplace({part.kind, part.node, part.index}, part.origin);
+      if (!r.failed() && !fresh) {
+        r.fail("node", kind + " " + std::to_string(part.index) + " of node " + std::to_string(part.node) +
+                           " is degraded already (" + before->second + ")");
       }
       if (Status s = r.finish(); !s) return s;
       if (part.kind == DegradedPart::Kind::nic) {
@@ -965,6 +967,7 @@ private:
       std::string prefix;  // "job[k]": how errors and --set name its keys
     };
     std::vector<Request> requests;
+    std::map<std::string, std::string> names;  // each job's name: where it was given
     for (std::size_t k = 0; k < jobs_a_->size(); ++k) {
       const toml::table* table = jobs_a_->get(k)->as_table();
       if (table == nullptr) return Error{where(*jobs_a_->get(k), path_) + ": job: give each job as a [[job]] table"};
@@ -980,8 +983,8 @@ private:
       if (!jr.failed() && !q.ranges.empty() && jr.has("placement")) {
         jr.fail("node_ranges", "give placement or node_ranges, not both");
       }
-      for (const Request& before : requests) {
-        if (!jr.failed() && before.job.name == q.job.name) jr.fail("name", "another [[job]] (" + before.job.origin + ") has this name");
+      if (const auto [before, fresh] = names.try_emplace(q.job.name, q.job.origin); !jr.failed() && !fresh) {
+        jr.fail("name", "another [[job]] (" + before->second + ") has this name");
       }
       if (Status s = jr.finish(); !s) return s;
       requests.push_back(std::move(q));
