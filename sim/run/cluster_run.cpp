@@ -41,14 +41,6 @@ Expected<PreparedJob> prepare(const Scenario& sc, std::size_t j) {
   return PreparedJob{std::move(alone), std::move(stages), std::move(stage_of), std::move(cost), std::move(memory)};
 }
 
-EngineOptions engine_options(const Scenario& sc) {
-  EngineOptions engine;
-  engine.algorithm = sc.nccl_options.algorithm;
-  engine.protocol = sc.nccl_options.protocol;
-  engine.jitter = sc.nccl_options.jitter;
-  return engine;
-}
-
 }  // namespace
 
 Scenario job_scenario(const Scenario& sc, std::size_t j) {

@@ -21,6 +21,15 @@ Status check_training_size(const Scenario& sc) {
   return Error{sc.path + ": " + size.error().message};
 }
 
+EngineOptions engine_options(const Scenario& sc, const TrainingOptions& options) {
+  EngineOptions engine;
+  engine.algorithm = sc.nccl_options.algorithm;
+  engine.protocol = sc.nccl_options.protocol;
+  engine.every_rank = options.every_rank;
+  engine.jitter = sc.nccl_options.jitter;
+  return engine;
+}
+
 std::map<int, double> degraded_gpu_rates(const Scenario& sc, const NodeList& nodes) {
   std::map<int, double> rates;
   const int gpus = sc.cluster.node.gpus;
@@ -65,13 +74,8 @@ Expected<TrainingRun> simulate_training(const Scenario& sc, const TrainingOption
     describe_cost_model(run.metrics, cost, run.stages);
     return run;
   }
-  EngineOptions engine;
-  engine.algorithm = sc.nccl_options.algorithm;
-  engine.protocol = sc.nccl_options.protocol;
-  engine.every_rank = options.every_rank;
-  engine.jitter = sc.nccl_options.jitter;
-  auto timelines =
-      simulate_jobs(sc.cluster, sc.nccl, {JobOnCluster{&t, &run.stages, &cost, {}, degraded_gpu_rates(sc, {})}}, engine);
+  auto timelines = simulate_jobs(sc.cluster, sc.nccl, {JobOnCluster{&t, &run.stages, &cost, {}, degraded_gpu_rates(sc, {})}},
+                                 engine_options(sc, options));
   if (!timelines) return Error{sc.path + ": " + timelines.error().message};
   IterationTimeline& timeline = timelines->front();
   run.metrics = compute_metrics(t, run.stages, run.stage_of, timeline, memory, cost);

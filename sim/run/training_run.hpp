@@ -42,6 +42,9 @@ struct TrainingRun {
 // and its program never built. Errors name the scenario's file.
 Status check_training_size(const Scenario& sc);
 
+// What the engine takes from `sc`'s [nccl] choices and from `options`.
+EngineOptions engine_options(const Scenario& sc, const TrainingOptions& options = {});
+
 // The degraded GPUs of `sc` (its [[degraded]] tables) that a job on the cluster's `nodes` (empty:
 // nodes 0, 1, ... of a job as large as the cluster) runs on, by the job's rank: each one's
 // fraction of its compute speed (engine.hpp's JobOnCluster::gpu_rates).

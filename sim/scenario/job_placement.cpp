@@ -62,6 +62,17 @@ Expected<NodeList> place_spread(int nodes, std::vector<bool>& taken) {
   return take(std::move(picked), taken);
 }
 
+std::vector<std::pair<int, int>> consecutive_ranges(const NodeList& nodes) {
+  std::vector<std::pair<int, int>> ranges;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t j = i;
+    while (j + 1 < nodes.size() && nodes[j + 1] == nodes[j] + 1) ++j;
+    ranges.emplace_back(nodes[i], nodes[j]);
+    i = j + 1;
+  }
+  return ranges;
+}
+
 std::string node_ranges_text(const NodeList& nodes) {
   // Every k-th node (a spread job): its first two, the last and the stride.
   if (nodes.size() >= 3 && nodes[1] - nodes[0] > 1) {
@@ -74,11 +85,8 @@ std::string node_ranges_text(const NodeList& nodes) {
     }
   }
   std::vector<std::string> ranges;
-  for (std::size_t i = 0; i < nodes.size();) {
-    std::size_t j = i;
-    while (j + 1 < nodes.size() && nodes[j + 1] == nodes[j] + 1) ++j;
-    ranges.push_back(j == i ? std::to_string(nodes[i]) : std::to_string(nodes[i]) + "-" + std::to_string(nodes[j]));
-    i = j + 1;
+  for (const auto& [first, last] : consecutive_ranges(nodes)) {
+    ranges.push_back(first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last));
   }
   constexpr std::size_t kShownRanges = 6;  // a readable report line
   std::string text;

@@ -28,6 +28,9 @@ Expected<NodeList> place_ranges(const std::vector<std::pair<int, int>>& ranges, 
 Expected<NodeList> place_packed(int nodes, std::vector<bool>& taken);
 Expected<NodeList> place_spread(int nodes, std::vector<bool>& taken);
 
+// The node list as runs of consecutive nodes, each (first, last) inclusive, in the list's order.
+std::vector<std::pair<int, int>> consecutive_ranges(const NodeList& nodes);
+
 // A node list for a report: ranges of consecutive nodes ("0-127, 256-383", the first 6 ranges and
 // a count beyond), or every k-th node as "0, 2, ..., 510 (stride 2)".
 std::string node_ranges_text(const NodeList& nodes);

@@ -52,11 +52,8 @@ toml::table resolved_scenario(const Scenario& sc) {
   toml::array jobs;
   for (const Job& job : sc.jobs) {
     toml::array ranges;
-    for (std::size_t i = 0; i < job.nodes.size();) {
-      std::size_t j = i;
-      while (j + 1 < job.nodes.size() && job.nodes[j + 1] == job.nodes[j] + 1) ++j;
-      ranges.push_back(toml::array{static_cast<int64_t>(job.nodes[i]), static_cast<int64_t>(job.nodes[j])});
-      i = j + 1;
+    for (const auto& [first, last] : consecutive_ranges(job.nodes)) {
+      ranges.push_back(toml::array{static_cast<int64_t>(first), static_cast<int64_t>(last)});
     }
     Scenario alone = sc;
     alone.jobs.clear();
