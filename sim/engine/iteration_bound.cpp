@@ -207,6 +207,11 @@ IterationBound compute_only_bound(const TrainingSpec& t, const CostModel& cost) 
   TrainingSpec one = t;
   one.micro_batches = 1;
   one.virtual_stages = 1;
+  one.pp_microbatch_group = 0;
+  if (!t.vstage_layers.empty()) {  // a free-form layout, folded to each stage's layers
+    one.vstage_layers.clear();
+    for (int s = 0; s < t.pp; ++s) one.vstage_layers.push_back(t.stage_layers(s));
+  }
   IterationBound bound;
   const std::vector<Program> stages = build_programs(one);
   // The power limit's slowdown at the compute-bound share of these programs with every op but the

@@ -5,6 +5,7 @@
 #include "core/one_line.hpp"
 #include "core/table_reader.hpp"
 #include "sim/scenario/model.hpp"
+#include "sim/scenario/pp_layout.hpp"
 #include "sim/scenario/scenario_schema.hpp"
 #include "sim/scenario/size_limits.hpp"
 
@@ -556,6 +557,7 @@ private:
     TableReader par(section_or_empty(parallel_t_), "parallel", &origins_, path_);
     const KeyValues v = read_section(par, "parallel");
     if (Status s = par.finish(); !s) return s;
+    apply_pp_layout(par);
     check_model_split(par);
     check_world_size(par);
     check_expert_split(par);
@@ -567,10 +569,30 @@ private:
     return par.finish();
   }
 
-  // The layers split over the pipeline stages: evenly (pp divides them), or with the first and/or
-  // last stage set and the rest split evenly over at least one layer per other stage.
+  // A free-form layout sets each virtual stage's layers and the chunks per stage: virtual_stages,
+  // if given too, must agree; the first/last keys are the other way to say it.
+  void apply_pp_layout(TableReader& par) {
+    TrainingSpec& t = *sc_.training;
+    if (par.failed() || t.pp_layout.empty()) return;
+    if (t.pp_first_stage_layers > 0 || t.pp_last_stage_layers > 0) {
+      return par.fail("pp_layout", "give pp_layout or pp_first_stage_layers / pp_last_stage_layers, not both");
+    }
+    Expected<PipelineLayout> layout = parse_pp_layout(t.pp_layout, t.pp, t.model.layers, t.model.mtp_layers);
+    if (!layout) return par.fail("pp_layout", layout.error().message + " (model " + t.model.name + ")");
+    if (parallel_t_ != nullptr && parallel_t_->contains("virtual_stages") && t.virtual_stages != layout->chunks) {
+      return par.fail("virtual_stages", "the pp_layout's " + std::to_string(layout->layers.size()) +
+                                            " stages over pp = " + std::to_string(t.pp) + " are " +
+                                            std::to_string(layout->chunks) + " chunks a stage: leave it out or give that");
+    }
+    t.virtual_stages = layout->chunks;
+    t.vstage_layers = std::move(layout->layers);
+  }
+
+  // The layers split over the pipeline stages: by pp_layout, evenly (pp divides them), or with the
+  // first and/or last stage set and the rest split evenly over at least one layer per other stage.
   void check_stage_layers(TableReader& par) const {
     const TrainingSpec& t = *sc_.training;
+    if (!t.vstage_layers.empty()) return;
     const int layers = t.model.layers;
     const int first = t.pp_first_stage_layers, last = t.pp_last_stage_layers;
     if (first == 0 && last == 0) {
@@ -602,7 +624,7 @@ private:
     }
     check_stage_layers(par);
     if (!par.failed() && t.virtual_stages > 1 && t.pp == 1) par.fail("virtual_stages", "interleaving needs pp > 1");
-    for (int s = 0; !par.failed() && s < t.pp; ++s) {
+    for (int s = 0; !par.failed() && t.vstage_layers.empty() && s < t.pp; ++s) {
       if (t.stage_layers(s) % t.virtual_stages != 0) {
         par.fail("virtual_stages", "must divide the " + std::to_string(t.stage_layers(s)) + " layers of pipeline stage " +
                                        std::to_string(s));
@@ -790,7 +812,28 @@ private:
                                  "parallel.zero_stage = 1");
     }
     check_batches(tr, v);
-    return tr.finish();
+    if (Status s = tr.finish(); !s) return s;
+    return check_microbatch_group();
+  }
+
+  // Megatron-Core's interleaved schedule (pipeline_parallel/schedules.py) takes micro-batches in
+  // groups of N per model chunk, pp <= N <= the micro-batches M, and refuses a last group of fewer
+  // than pp (M mod N is 0 or at least pp): a stage's next chunk would wait for its input.
+  Status check_microbatch_group() {
+    const TrainingSpec& t = *sc_.training;
+    if (t.pp_microbatch_group == 0) return Ok{};
+    TableReader par(section_or_empty(parallel_t_), "parallel", &origins_, path_);
+    const int n = t.pp_microbatch_group, m = t.micro_batches;
+    if (t.virtual_stages == 1) {
+      par.fail("pp_microbatch_group", "groups the micro-batches of interleaved model chunks: needs virtual_stages > 1");
+    } else if (n < t.pp || n > m) {
+      par.fail("pp_microbatch_group", "must lie from pp = " + std::to_string(t.pp) + " to the " + std::to_string(m) +
+                                          " micro-batches per replica");
+    } else if (m % n != 0 && m % n < t.pp) {
+      par.fail("pp_microbatch_group", "leaves a last group of " + std::to_string(m % n) + " of the " + std::to_string(m) +
+                                          " micro-batches, fewer than pp = " + std::to_string(t.pp));
+    }
+    return par.finish();
   }
 
   // A training iteration runs its collectives fluid: the step model's transfers of concurrent
@@ -911,10 +954,10 @@ private:
     if (!tr.failed() && per_replica % micro != 0) {
       tr.fail("micro_batch", "must divide the " + std::to_string(per_replica) + " sequences per replica");
     }
-    if (!tr.failed() && t.virtual_stages > 1 && (per_replica / micro) % t.pp != 0) {
+    if (!tr.failed() && t.virtual_stages > 1 && t.pp_microbatch_group == 0 && (per_replica / micro) % t.pp != 0) {
       tr.fail("micro_batch", "interleaved pipelines need micro-batches per replica (" +
                                  std::to_string(per_replica / micro) + ") to be a multiple of pp (" +
-                                 std::to_string(t.pp) + ")");
+                                 std::to_string(t.pp) + "), or a parallel.pp_microbatch_group that suits them");
     }
     if (tr.failed()) return;
     t.global_batch = static_cast<int>(per_replica * t.dp);

@@ -181,8 +181,8 @@ std::vector<Key> parallel_keys() {
        .doc = "Megatron tensor parallelism (divides heads and KV heads)",
        .set = Training<&TrainingSpec::tp>::set, .get = Training<&TrainingSpec::tp>::get},
       {.key = "pp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
-       .doc = "pipeline stages, run in `pp_schedule`'s order (divides the layers, unless `pp_first_stage_layers` or "
-              "`pp_last_stage_layers` is set)",
+       .doc = "pipeline stages, run in `pp_schedule`'s order (divides the layers, unless `pp_first_stage_layers`, "
+              "`pp_last_stage_layers` or `pp_layout` is set)",
        .set = Training<&TrainingSpec::pp>::set, .get = Training<&TrainingSpec::pp>::get},
       {.key = "cp", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
        .doc = "context parallelism: the sequence split over cp ranks (divides `training.seq_len`)",
@@ -227,7 +227,8 @@ std::vector<Key> parallel_keys() {
        .set = KeyEnum<parse_pipeline_schedule, &Scenario::training, &TrainingSpec::pp_schedule>::set,
        .get = KeyEnum<parse_pipeline_schedule, &Scenario::training, &TrainingSpec::pp_schedule>::get},
       {.key = "virtual_stages", .type = KeyType::integer, .lower = 1, .upper = 1024, .fallback = KeyValue{1L},
-       .doc = "interleaved 1F1B: model chunks per stage (needs pp > 1; micro-batches a multiple of pp)",
+       .doc = "interleaved 1F1B: model chunks per stage (needs pp > 1; micro-batches a multiple of pp, or see "
+              "`pp_microbatch_group`)",
        .set = Training<&TrainingSpec::virtual_stages>::set, .get = Training<&TrainingSpec::virtual_stages>::get},
       {.key = "pp_first_stage_layers", .type = KeyType::integer, .lower = 0, .upper = 1 << 20, .fallback = KeyValue{0L},
        .doc = "uneven pipelines: layers of the first stage (Megatron's --decoder-first-pipeline-num-layers); 0: an "
@@ -238,6 +239,25 @@ std::vector<Key> parallel_keys() {
        .doc = "uneven pipelines: layers of the last stage (Megatron's --decoder-last-pipeline-num-layers); 0: an even share",
        .set = Training<&TrainingSpec::pp_last_stage_layers>::set,
        .get = Training<&TrainingSpec::pp_last_stage_layers>::get},
+      {.key = "pp_layout",
+       .doc = "a free-form pipeline, Megatron-Core's `--pipeline-model-parallel-layout`: virtual stages split by `|`, "
+              "chunk 0 of every stage first; `E` embedding (first stage), `t` a decoder layer, `m` an MTP module (last "
+              "stage), `L` the loss (last stage); `t*3` and `(tt|)*29` repeat; e.g. `Et|(tt|)*62,tL` (Llama 3 405B on "
+              "pp 16: 4 chunks, one layer fewer on the first and the last stage). Sets `virtual_stages`; not with "
+              "`pp_first_stage_layers` or `pp_last_stage_layers`",
+       .set = Training<&TrainingSpec::pp_layout>::set,
+       .get = [](const Scenario& s, double) -> Got {
+         return s.training->pp_layout.empty() ? Got() : Got(KeyValue{s.training->pp_layout});
+       }},
+      {.key = "pp_microbatch_group", .type = KeyType::integer, .lower = 1, .upper = 1L << 30, .derived = "pp",
+       .doc = "interleaved pipelines: micro-batches each model chunk runs in a row (Megatron-Core's "
+              "`microbatch_group_size_per_vp_stage`, the Llama 3 paper's N): from pp to the micro-batches, which it "
+              "divides or leaves a remainder of at least pp",
+       .set = Training<&TrainingSpec::pp_microbatch_group>::set,
+       .get = [](const Scenario& s, double) -> Got {
+         const TrainingSpec& t = *s.training;
+         return t.virtual_stages > 1 ? Got(KeyValue{long{t.microbatch_group()}}) : Got();
+       }},
       {.key = "hsdp_shard", .type = KeyType::integer, .lower = 1, .upper = 1 << 20,
        .derived = "the parameter replicas on one node",
        .doc = "HSDP: data-parallel ranks that shard the model (divides dp x cp); read under every strategy",

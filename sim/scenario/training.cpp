@@ -63,6 +63,11 @@ std::optional<Strategy> parse_strategy(std::string_view name) {
 }
 
 int TrainingSpec::stage_layers(int stage) const {
+  if (!vstage_layers.empty()) {
+    int layers = 0;
+    for (int c = 0; c < virtual_stages; ++c) layers += vstage_layers[static_cast<std::size_t>(c * pp + stage)];
+    return layers;
+  }
   if (stage == 0 && pp_first_stage_layers > 0) return pp_first_stage_layers;
   if (stage == pp - 1 && pp_last_stage_layers > 0) return pp_last_stage_layers;
   const int set = (pp_first_stage_layers > 0 ? 1 : 0) + (pp_last_stage_layers > 0 ? 1 : 0);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace commbound::sim {
 
@@ -143,6 +144,15 @@ struct TrainingSpec {
   // share. The stages not set split the rest evenly.
   int pp_first_stage_layers = 0;
   int pp_last_stage_layers = 0;
+  // A free-form pipeline ([parallel] pp_layout, Megatron-Core's --pipeline-model-parallel-layout,
+  // sim/scenario/pp_layout.hpp): the text as given ("" for none) and the decoder layers of each
+  // virtual stage (chunk x pp + stage) it sets; empty: the split above.
+  std::string pp_layout;
+  std::vector<int> vstage_layers;
+  // Interleaved 1F1B: contiguous micro-batches per model chunk (Megatron-Core's
+  // microbatch_group_size_per_vp_stage, the Llama 3 paper's N); 0: pp, Megatron-Core's default.
+  int pp_microbatch_group = 0;
+  int microbatch_group() const { return pp_microbatch_group > 0 ? pp_microbatch_group : pp; }
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
   // Iterations simulated before the measured one. The engine joins every stream at the end of an
@@ -174,13 +184,16 @@ struct TrainingSpec {
   bool shared_expert_overlap = false;
 
   int world() const { return dp * tp * pp * cp; }
-  // The layers of pipeline stage `stage` (0 .. pp - 1), as above. Assumes a validated split.
+  // The layers of pipeline stage `stage` (0 .. pp - 1), every chunk's, as above. Assumes a validated split.
   int stage_layers(int stage) const;
   // The first layer (1-based) of virtual stage `vstage` = chunk x pp + stage (interleaved 1F1B):
   // each stage's layers split evenly over its virtual_stages chunks, the model's layers dealt out
   // in virtual-stage order.
   int first_layer(int vstage) const;
-  int chunk_layers(int vstage) const { return stage_layers(vstage % pp) / virtual_stages; }
+  int chunk_layers(int vstage) const {
+    return vstage_layers.empty() ? stage_layers(vstage % pp) / virtual_stages
+                                 : vstage_layers[static_cast<std::size_t>(vstage)];
+  }
   bool sharded() const { return strategy != Strategy::ddp; }
   // Ranks holding a full copy of the parameters (data x context parallel).
   int replicas() const { return dp * cp; }

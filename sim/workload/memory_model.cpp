@@ -1,6 +1,11 @@
 #include "sim/workload/memory_model.hpp"
 
+#include "sim/scenario/size_limits.hpp"
+#include "sim/workload/internal/pipeline_schedule.hpp"
+
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 namespace commbound::sim {
 namespace {
@@ -15,8 +20,28 @@ constexpr double kNcclBufferBytes = 4.0 * 1024 * 1024;
 constexpr double kAllocatorFraction = 0.05;
 constexpr double kContextBytes = 1e9;
 
-// Pipeline stage `stage`'s GPU. Under 1F1B stage s holds the activations of up to pp - s
-// micro-batches at once (its warm-up forwards and the one in flight).
+// The most activations stage `stage` holds at once, `kept` bytes per model chunk held from a
+// forward to its backward: under plain 1F1B those of pp - s micro-batches (its warm-up forwards
+// and the one in flight); interleaved, as its schedule runs, whose warm-up is longer and whose
+// chunks may differ (pp_layout). A schedule past the programs' size limit (which refuse to run it
+// anyway) takes the bound of its warm-up units all of the largest chunk.
+double most_held(const TrainingSpec& t, int stage, const std::vector<double>& kept) {
+  if (t.virtual_stages == 1) return kept.front() * std::min(t.pp - stage, t.micro_batches);
+  const std::int64_t units = std::int64_t{t.micro_batches} * t.virtual_stages;
+  if (units * t.pp > kMaxOpsAllStages) {
+    const std::int64_t warmup = 2 * (t.pp - stage - 1) + std::int64_t{t.virtual_stages - 1} * t.microbatch_group();
+    return static_cast<double>(std::min(warmup + 1, units)) * *std::max_element(kept.begin(), kept.end());
+  }
+  double held = 0, most = 0;
+  for (const internal::ScheduleUnit& u :
+       internal::one_forward_one_backward(t.pp, stage, t.virtual_stages, t.micro_batches, t.microbatch_group())) {
+    held += (u.backward ? -1 : 1) * kept[static_cast<std::size_t>(u.chunk)];
+    most = std::max(most, held);
+  }
+  return most;
+}
+
+// Pipeline stage `stage`'s GPU.
 MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   const model::ModelSpec& m = t.model;
   const bool first = stage == 0, last = stage == t.pp - 1;
@@ -26,7 +51,8 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   // The stage's layers (every model chunk's, interleaved): the dense parameters split by tp, an
   // MoE layer's routed experts by ep (sharded over their own replicas), and what each keeps for
   // its backward.
-  double dense = 0, experts = 0, largest = 0, kept = 0, kept_whole = 0;
+  double dense = 0, experts = 0, largest = 0, kept_whole = 0;
+  std::vector<double> kept(static_cast<std::size_t>(t.virtual_stages), 0.0);  // per model chunk
   for (int c = 0; c < t.virtual_stages; ++c) {
     const int vs = c * t.pp + stage;
     for (int l = t.first_layer(vs); l < t.first_layer(vs) + t.chunk_layers(vs); ++l) {
@@ -35,7 +61,7 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
       dense += (m.layer_params(l) - routed) / t.tp;
       experts += routed / (t.ep * t.expert_tp);
       largest = std::max(largest, (m.layer_params(l) - routed) / t.tp + routed / (t.ep * t.expert_tp));
-      kept += activation_bytes_per_layer(t, t.recompute, moe);
+      kept[static_cast<std::size_t>(c)] += activation_bytes_per_layer(t, t.recompute, moe);
       kept_whole = std::max(kept_whole, activation_bytes_per_layer(t, Recompute::none, moe));
     }
   }
@@ -47,7 +73,7 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
     const double routed = moe ? m.routed_expert_params() : 0;
     dense += (m.mtp_module_params(k) - routed) / t.tp;
     experts += routed / (t.ep * t.expert_tp);
-    kept += activation_bytes_per_layer(t, t.recompute, moe);
+    kept.back() += activation_bytes_per_layer(t, t.recompute, moe);
   }
   const double layer = largest;  // the largest FSDP unit: what one gathered layer holds
   const double P = dense + experts + root;  // this GPU's slice of the parameters
@@ -90,9 +116,10 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   }
   // Every layer keeps what its recomputation mode keeps; under selective_op and full the layer
   // whose backward runs holds its full activations again (replayed).
-  double activations = kept;
-  if (t.recompute == Recompute::selective_op || t.recompute == Recompute::full) activations += kept_whole;
-  activations *= std::min(t.pp - stage, t.micro_batches);  // micro-batches in flight on this stage
+  double activations = most_held(t, stage, kept);
+  if (t.recompute == Recompute::selective_op || t.recompute == Recompute::full) {
+    activations += kept_whole * std::min(t.pp - stage, t.micro_batches);
+  }
   add("activations", activations);
   // The loss on the last stage, at the start of the backward, when every layer's activations are
   // still held: PyTorch frameworks compute cross-entropy on the logits cast to fp32 (torchtitan,

@@ -45,7 +45,7 @@ public:
     const std::size_t defer = zero_bubble_ ? static_cast<std::size_t>(stage_) : 0;
     std::deque<internal::ScheduleUnit> deferred;
     for (const internal::ScheduleUnit& u :
-         internal::one_forward_one_backward(t_.pp, stage_, t_.virtual_stages, t_.micro_batches)) {
+         internal::one_forward_one_backward(t_.pp, stage_, t_.virtual_stages, t_.micro_batches, t_.microbatch_group())) {
       if (!u.backward) {
         forward(u.chunk, u.micro_batch);
         continue;

@@ -4,16 +4,25 @@
 
 namespace commbound::sim::internal {
 
-std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int chunks, int micro_batches) {
-  const int units = micro_batches * chunks;
-  // The k-th forward (or backward) unit of the stage.
+std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int chunks, int micro_batches, int group) {
+  // The forward units in order: micro-batches in groups of `group`, each group through chunk 0,
+  // then chunk 1, ...; the k-th backward unit takes the k-th forward's micro-batch, chunks reversed.
+  std::vector<ScheduleUnit> table;
+  table.reserve(static_cast<std::size_t>(micro_batches * chunks));
+  for (int first = 0; first < micro_batches; first += group) {
+    const int end = first + group >= micro_batches ? micro_batches : first + group;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      for (int mb = first; mb < end; ++mb) table.push_back({false, chunk, mb});
+    }
+  }
+  const int units = static_cast<int>(table.size());
   auto unit = [&](int k, bool backward) {
-    const int chunk = k % (stages * chunks) / stages;
-    const int interleaved_mb = k / (stages * chunks) * stages + k % stages;
-    return ScheduleUnit{backward, backward ? chunks - 1 - chunk : chunk, chunks == 1 ? k : interleaved_mb};
+    ScheduleUnit u = table[static_cast<std::size_t>(k)];
+    if (backward) u = {true, chunks - 1 - u.chunk, u.micro_batch};
+    return u;
   };
   const int warmup =
-      std::min(chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * stages, units);
+      std::min(chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * group, units);
   std::vector<ScheduleUnit> order;
   order.reserve(static_cast<std::size_t>(2 * units));
   for (int k = 0; k < warmup; ++k) order.push_back(unit(k, false));

@@ -14,11 +14,12 @@ struct ScheduleUnit {
 };
 
 // Stage `stage` of `stages` holding `chunks` model chunks (v; 1 without interleaving) runs
-// `micro_batches` micro-batches: some warm-up forwards, then one forward and one backward in
-// turn, then the remaining backwards. Without interleaving the warm-up is P - s - 1 micro-batches;
-// interleaved (Megatron's schedule) the units are (chunk, micro-batch) pairs taken in groups of P
-// micro-batches chunk by chunk (backward: last chunk first), with 2 (P - s - 1) + (v - 1) P
-// warm-up units, at most all of them.
-std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int chunks, int micro_batches);
+// `micro_batches` micro-batches (M): some warm-up forwards, then one forward and one backward in
+// turn, then the remaining backwards. Without interleaving the warm-up is P - s - 1 micro-batches.
+// Interleaved, as Megatron-Core's schedule (pipeline_parallel/schedules.py: get_schedule_table,
+// get_pp_rank_microbatches), the units are (chunk, micro-batch) pairs taken `group` (N)
+// micro-batches at a time chunk by chunk, the last group whatever is left (backward: last chunk
+// first), with 2 (P - s - 1) + (v - 1) N warm-up units, at most all of them.
+std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int chunks, int micro_batches, int group);
 
 }  // namespace commbound::sim::internal

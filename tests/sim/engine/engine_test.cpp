@@ -6,12 +6,14 @@
 #include "sim/workload/memory_model.hpp"
 #include "sim/metrics/metrics.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/workload/internal/pipeline_schedule.hpp"
 #include "sim/workload/workload.hpp"
 #include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -544,6 +546,69 @@ TEST(Engine, PipelineMatchesTheOneFOneBSchedule) {
   // The bubble: against M micro-batches of the slowest stage's work.
   std::printf("1F1B, 4 stages, 8 micro-batches: %.4f s (slowest stage's work alone: %.4f s)\n", tl.iteration_s(),
               M * (tf[0] + tb[0]) + topt[0]);
+}
+
+// An interleaved pipeline of unequal chunks (a pp_layout of 3, 5, 4, 4 | 4, 4, 5, 3 of the 32
+// layers on 4 stages x 2 chunks) and micro-batch groups of 6 over 10 micro-batches (the last group
+// 4): the engine's iteration must equal the schedule computed here. Each stage runs its units in
+// Megatron-Core's order (one_forward_one_backward, checked against Megatron's own example in
+// workload_test); a forward of virtual stage k on micro-batch m starts when virtual stage k - 1
+// finished it, a backward when virtual stage k + 1 finished its backward; then the optimizer.
+// Each virtual stage's forward and backward times are summed from its stage's program.
+TEST(Engine, InterleavedLayoutMatchesItsSchedule) {
+  TrainingSpec t = four_stage_pipeline(2);
+  t.micro_batches = 10;
+  t.global_batch = t.dp * t.micro_batches;
+  t.vstage_layers = {3, 5, 4, 4, 4, 4, 5, 3};
+  t.pp_microbatch_group = 6;
+  const int P = t.pp, V = P * t.virtual_stages, M = t.micro_batches;
+  const std::vector<Program> stages = build_programs(t);
+  const CostModel cost(t.gpu);
+  auto vstage_of = [&](int stage, const std::string& n) {  // layer ops by their layer; the rest by place
+    int l = 0;
+    if (std::sscanf(n.c_str(), "layer%d.", &l) == 1) {
+      for (int vs = stage; vs < V; vs += P) {
+        if (l >= t.first_layer(vs) && l < t.first_layer(vs) + t.chunk_layers(vs)) return vs;
+      }
+    }
+    return stage == 0 && n.starts_with("embedding") ? 0 : V - 1;
+  };
+  std::vector<double> tf(V), tb(V), topt(P);
+  for (int s = 0; s < P; ++s) {
+    for (const Op& op : stages[static_cast<std::size_t>(s)].ops) {
+      if (op.kind == OpKind::collective) continue;
+      const std::string& n = op.name;
+      const bool mb0 = n.find(".mb0.") != std::string::npos || n.rfind(".mb0") + 4 == n.size();
+      if (op.kind == OpKind::optimizer) {
+        topt[static_cast<std::size_t>(s)] += cost.seconds(op);
+      } else if (mb0) {
+        const auto vs = static_cast<std::size_t>(vstage_of(s, n));
+        (n.find(".fwd") != std::string::npos ? tf[vs] : tb[vs]) += cost.seconds(op);
+      }
+    }
+  }
+  std::vector<std::vector<double>> F(V, std::vector<double>(M, 0)), B(V, std::vector<double>(M, 0));
+  std::vector<double> end(P, 0);
+  for (int sweep = 0; sweep < 4 * V * M; ++sweep) {
+    for (int s = 0; s < P; ++s) {
+      double now = 0;
+      for (const auto& u : internal::one_forward_one_backward(P, s, t.virtual_stages, M, t.microbatch_group())) {
+        const int vs = u.chunk * P + s;
+        const auto k = static_cast<std::size_t>(vs), m = static_cast<std::size_t>(u.micro_batch);
+        if (u.backward) {
+          now = std::max(now, vs < V - 1 ? B[k + 1][m] : 0.0) + tb[k];
+          B[k][m] = now;
+        } else {
+          now = std::max(now, vs > 0 ? F[k - 1][m] : 0.0) + tf[k];
+          F[k][m] = now;
+        }
+      }
+      end[static_cast<std::size_t>(s)] = now + topt[static_cast<std::size_t>(s)];
+    }
+  }
+  const double expected_s = *std::max_element(end.begin(), end.end());
+  const IterationTimeline tl = simulate(free_node(), latency_free_nccl(), t, stages, cost, {}).value();
+  EXPECT_NEAR(tl.iteration_s(), expected_s, 1e-6 * expected_s);
 }
 
 // ZB-H1 on the same 4 stages: the engine's iteration must equal the schedule computed here. Each

@@ -1,6 +1,7 @@
 // Scenario loading: valid files become SI structs; every kind of bad input becomes one error that
 // names the file, the line, the dotted key and the value.
 #include "sim/report/output.hpp"
+#include "sim/scenario/pp_layout.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/scenario_schema.hpp"
 #include "sim/scenario/size_limits.hpp"
@@ -226,6 +227,56 @@ TEST(Scenario, UnevenPipelineStagesSplitTheRestEvenly) {
   EXPECT_EQ(t.first_layer(7) + t.chunk_layers(7) - 1, 32);
 }
 
+// A free-form layout of the same 32 layers on 4 stages x 2 chunks (8 virtual stages): the
+// embedding and 1 layer, then 5, 5, 5 | 5, 5, 5, and 1 layer with the loss: 1 + 30 + 1 = 32. The
+// stages hold chunks k and k + 4: 1 + 5 = 6, 10, 10, 5 + 1 = 6; virtual_stages follows (8 / 4).
+TEST(Scenario, PipelineLayoutSetsEachVirtualStage) {
+  auto sc = load_scenario(scenario_file("layout.toml", std::string(kUneven) + "pp_layout = \"Et|(t*5|)*6,tL\"\n"), {},
+                          kPresets);
+  ASSERT_TRUE(sc) << sc.error().message;
+  const TrainingSpec& t = *sc->training;
+  EXPECT_EQ(t.virtual_stages, 2);
+  EXPECT_EQ(t.vstage_layers, (std::vector<int>{1, 5, 5, 5, 5, 5, 5, 1}));
+  EXPECT_EQ(t.stage_layers(0), 6);
+  EXPECT_EQ(t.stage_layers(1), 10);
+  EXPECT_EQ(t.stage_layers(3), 6);
+  EXPECT_EQ(t.first_layer(4), 17);  // after 1 + 5 + 5 + 5
+  EXPECT_EQ(t.microbatch_group(), 4);
+}
+
+// Megatron-Core's layout syntax, symbol by symbol: repeats of a symbol and of a group, commas and
+// spaces ignored, empty stages kept; and what it refuses, each with its reason.
+TEST(PipelineLayoutText, ExpandsAndChecks) {
+  auto even = parse_pp_layout("E t*2 | t,t | tt | ttL", 4, 8, 0);
+  ASSERT_TRUE(even) << even.error().message;
+  EXPECT_EQ(even->layers, (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_EQ(even->chunks, 1);
+  auto empty = parse_pp_layout("E||(tt|)*2t|L", 2, 5, 0);  // E, -, tt, tt, t, L: 6 stages over pp 2
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_EQ(empty->layers, (std::vector<int>{0, 0, 2, 2, 1, 0}));
+  EXPECT_EQ(empty->chunks, 3);
+  auto mtp = parse_pp_layout("Et|tmL", 2, 2, 1);
+  ASSERT_TRUE(mtp) << mtp.error().message;
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"Et|t|tL", "3 stages, not a multiple of pp = 2"},
+      {"Et|ttL", "3 decoder layers"},
+      {"t|EtL", "'E' is in virtual stage 1"},
+      {"EtL|t", "'L' is in virtual stage 0"},
+      {"EEt|tL", "2 'E'"},
+      {"Et|tx", "'x' is not a layout symbol"},
+      {"E(t|tL", "'(' without its ')'"},
+      {"Et)|tL", "')' without its '('"},
+      {"Et*|tL", "'*' needs a count"},
+      {"Em|ttL", "'m' is in virtual stage 0"},
+      {"(((t*1000)*1000)*1000)", "expands to more than 1048576 symbols"},
+  };
+  for (const auto& [text, reason] : refused) {
+    auto bad = parse_pp_layout(text, 2, 2, text.find('m') != std::string::npos ? 1 : 0);
+    ASSERT_FALSE(bad) << text;
+    EXPECT_NE(bad.error().message.find(reason), std::string::npos) << text << ": " << bad.error().message;
+  }
+}
+
 // Found by fuzzing: a [sweep] point resolves a copy of the document, and toml++ copies no source
 // places, so an error about a key of the file (not the swept one) named "<input>" instead of the
 // file and line. Point 1 (7 nodes, 56 GPUs) cannot hold tp = 4 x pp = 4 = 16.
@@ -344,6 +395,22 @@ INSTANTIATE_TEST_SUITE_P(
                 {"$FILE", ":11:", "parallel.pp_first_stage_layers = 7", "25", "3 stages"}},
         BadCase{"uneven_chunks", std::string(kUneven) + "pp_first_stage_layers = 5\npp_last_stage_layers = 7\n",
                 {"parallel.virtual_stages=2"}, {"virtual_stages", "5 layers of pipeline stage 0"}},
+        // A layout's faults name the key and the model; it and the first/last keys exclude each
+        // other; virtual_stages must agree with it; Megatron-Core's micro-batch groups: from pp to
+        // the micro-batches (4 per replica here, 16 at a global batch of 64), the last group at
+        // least pp.
+        BadCase{"layout_layers", std::string(kUneven) + "pp_layout = \"Et*8|t*8|t*8|t*7L\"\n", {},
+                {"$FILE", ":11:", "parallel.pp_layout = \"Et*8|t*8|t*8|t*7L\"", "31 decoder layers", "llama2-7b"}},
+        BadCase{"layout_and_first", std::string(kUneven) + "pp_layout = \"Et*8|t*8|t*8|t*8L\"\npp_first_stage_layers = 8\n",
+                {}, {"parallel.pp_layout", "not both"}},
+        BadCase{"layout_chunks", std::string(kUneven) + "pp_layout = \"Et*8|t*8|t*8|t*8L\"\nvirtual_stages = 2\n", {},
+                {"$FILE", ":12:", "parallel.virtual_stages = 2", "1 chunks a stage"}},
+        BadCase{"group_below_pp", std::string(kUneven) + "virtual_stages = 2\npp_microbatch_group = 3\n", {},
+                {"$FILE", ":12:", "parallel.pp_microbatch_group = 3", "from pp = 4 to the 4 micro-batches"}},
+        BadCase{"group_short_tail", std::string(kUneven) + "virtual_stages = 2\npp_microbatch_group = 7\n",
+                {"training.global_batch=64"}, {"parallel.pp_microbatch_group = 7", "last group of 2 of the 16"}},
+        BadCase{"group_without_chunks", std::string(kUneven) + "pp_microbatch_group = 4\n", {},
+                {"parallel.pp_microbatch_group = 4", "needs virtual_stages > 1"}},
         // ep must divide the 8 experts and the 16 ranks of the stage; tp beside MoE needs sequence
         // parallelism; a dense model has no experts to shard or route; top_k past the experts.
         BadCase{"ep_not_dividing_experts", std::string(kMoe), {"parallel.ep=16"},

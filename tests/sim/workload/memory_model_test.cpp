@@ -216,6 +216,35 @@ TEST(MemoryModel, ActivationBytesPerLayerByHand) {
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 13440.0);
 }
 
+// An interleaved pipeline holds a forward's activations until its backward, and its warm-up is
+// longer: Llama-2 7B (32 layers) on pp 4 x 2 chunks, 8 micro-batches of one 4096-token sequence,
+// no recompute; a = activation_bytes_per_layer per layer and micro-batch. Stage s warms up with
+// 2 (P - 1 - s) + (v - 1) N units (N = P = 4), then each step adds a forward and drops a backward.
+//   Even chunks of 4 layers: stage 0 warms up with 10 units and holds an 11th before its first
+//   backward: 11 x 4 = 44 a, the most of any stage (plain 1F1B would hold 4 micro-batches x 8).
+//   Chunks 2, 6, 4, 4 | 4, 4, 6, 2 (a pp_layout): stage 1 holds chunks of 6 and 4 layers and warms
+//   up with 8 units, the forwards of chunk 0 on micro-batches 0-3 (4 x 6) and of chunk 1 on 0-3
+//   (4 x 4) = 40 a; then it adds chunk 0's forwards on 4-7 (+6 each) while dropping chunk 1's
+//   backwards on 0-3 (-4 each): 46, 42, 48, 44, 50, 46, 52, 48; then chunk 1's forward (+4) and
+//   chunk 0's backward (-6): 52, 46, ...: at most 52 a, more than stage 0 (30 a), stage 2 (34 a)
+//   and stage 3 (20 a) hold, worked the same way.
+TEST(MemoryModel, InterleavedStagesHoldWhatTheirScheduleHolds) {
+  TrainingSpec t = llama("llama2-7b", 1);
+  t.pp = 4;
+  t.virtual_stages = 2;
+  t.micro_batch = 1;
+  t.micro_batches = 8;
+  t.global_batch = 8;
+  const double a = activation_bytes_per_layer(t, Recompute::none);
+  MemoryUse even = memory_per_gpu(t, 16);
+  EXPECT_EQ(even.stage, 0);
+  EXPECT_DOUBLE_EQ(by_category(even).at("activations"), 44 * a);
+  t.vstage_layers = {2, 6, 4, 4, 4, 4, 6, 2};
+  MemoryUse layout = memory_per_gpu(t, 16);
+  EXPECT_EQ(layout.stage, 1);
+  EXPECT_DOUBLE_EQ(by_category(layout).at("activations"), 52 * a);
+}
+
 // Recomputing more keeps less: none >= selective >= selective_op >= full, per layer and per GPU
 // (the per-GPU total of selective_op and full adds back one layer's full activations, still less
 // than keeping them all). Llama-3 8B at 8192 tokens, micro-batch 2.

@@ -36,9 +36,9 @@ std::string spell(const std::vector<ScheduleUnit>& order) {
 // PipeDream-Flush on 4 stages, 6 micro-batches: stage 0 warms up with P - 1 = 3 forwards, the
 // last stage with none; then one forward, one backward; the backwards left drain at the end.
 TEST(PipelineSchedule, OneFOneBWarmsUpWithTheStagesBelow) {
-  EXPECT_EQ(spell(internal::one_forward_one_backward(4, 0, 1, 6)),
+  EXPECT_EQ(spell(internal::one_forward_one_backward(4, 0, 1, 6, 4)),
             "F0.0 F0.1 F0.2 F0.3 B0.0 F0.4 B0.1 F0.5 B0.2 B0.3 B0.4 B0.5 ");
-  EXPECT_EQ(spell(internal::one_forward_one_backward(4, 3, 1, 6)),
+  EXPECT_EQ(spell(internal::one_forward_one_backward(4, 3, 1, 6, 4)),
             "F0.0 B0.0 F0.1 B0.1 F0.2 B0.2 F0.3 B0.3 F0.4 B0.4 F0.5 B0.5 ");
 }
 
@@ -46,8 +46,17 @@ TEST(PipelineSchedule, OneFOneBWarmsUpWithTheStagesBelow) {
 // groups of P = 2 micro-batches chunk by chunk (0.0 0.1 1.0 1.1 0.2 0.3 1.2 1.3), backwards
 // likewise from the last chunk; stage 0 warms up with 2 (P - 1) + (v - 1) P = 4 units.
 TEST(PipelineSchedule, InterleavedTakesMicroBatchesInGroupsOfTheStages) {
-  EXPECT_EQ(spell(internal::one_forward_one_backward(2, 0, 2, 4)),
+  EXPECT_EQ(spell(internal::one_forward_one_backward(2, 0, 2, 4, 2)),
             "F0.0 F0.1 F1.0 F1.1 F0.2 B1.0 F0.3 B1.1 F1.2 B0.0 F1.3 B0.1 B1.2 B1.3 B0.2 B0.3 ");
+}
+
+// Megatron-Core's own example of a group that does not divide the micro-batches (schedules.py,
+// "PP2 N3M5 with VP2"): forwards 0.0 0.1 0.2 1.0 1.1 1.2, then the last group of two, 0.3 0.4 1.3
+// 1.4; stage 0 warms up with 2 (P - 1) + (v - 1) N = 2 + 3 = 5 units; the k-th backward is the
+// k-th forward's micro-batch on the mirrored chunk.
+TEST(PipelineSchedule, InterleavedGroupsOfNWithAShorterLastGroup) {
+  EXPECT_EQ(spell(internal::one_forward_one_backward(2, 0, 2, 5, 3)),
+            "F0.0 F0.1 F0.2 F1.0 F1.1 F1.2 B1.0 F0.3 B1.1 F0.4 B1.2 F1.3 B0.0 F1.4 B0.1 B0.2 B1.3 B1.4 B0.3 B0.4 ");
 }
 
 // Every (chunk, micro-batch) runs forward once and backward once, the backward after the forward.
@@ -55,9 +64,10 @@ TEST(PipelineSchedule, EveryUnitRunsForwardThenBackwardOnce) {
   for (int stages : {1, 2, 4, 8}) {
     for (int chunks : {1, 2, 3}) {
       for (int stage = 0; stage < stages; ++stage) {
-        const int micro_batches = 2 * stages;
+        const int micro_batches = 2 * stages + 1;
         std::map<std::pair<int, int>, int> seen;  // 1: forward ran, 2: backward ran too
-        for (const ScheduleUnit& u : internal::one_forward_one_backward(stages, stage, chunks, micro_batches)) {
+        const int group = chunks == 1 ? stages : stages + 1;
+        for (const ScheduleUnit& u : internal::one_forward_one_backward(stages, stage, chunks, micro_batches, group)) {
           int& state = seen[{u.chunk, u.micro_batch}];
           EXPECT_EQ(state, u.backward ? 1 : 0) << stages << " stages, stage " << stage << ", " << chunks << " chunks";
           state = u.backward ? 2 : 1;
