@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
                       "sweep.values=[[16384, 2048]]", "parallel.pp=16", "parallel.virtual_stages=1", "parallel.cp=1",
                       "parallel.pp_first_stage_layers=7", "parallel.pp_last_stage_layers=7",
                       "training.activation_checkpointing=full"}});
+    // Meta's own layout (the Llama 3 paper): interleaved, one layer fewer on the first and last
+    // stage (pp_layout), no recompute, a RoCE fat-tree.
+    cases.push_back({"Llama 3 405B as Meta ran it, 16384 GPUs", "scenarios/published/llama3_405b_meta.toml",
+                     {"sweep.values=[2048]"}});
     cases.push_back({"DeepSeek-V3-shaped TP2 PP8 EP64, 2048 GPUs", "bench/scenarios/deepseek_v3_ep64_2048gpu.toml", {}});
   }
   for (const Case& c : cases) {

@@ -38,8 +38,8 @@ global_batch / (dp x micro_batch)):
         cp > 1; --tp-overlap off,on for layouts with tp > 1 (on turns sequence parallelism on,
         which Transformer Engine's overlap needs)
 Other keys (sequence_parallel, tp_overlap and cp_comm unless asked for, pp_first_stage_layers
-and pp_last_stage_layers, hsdp_shard, the fabric, NCCL) stay as the file sets them; its [sweep]
-is not applied. Each layout is validated by the scenario's own rules (an invalid one
+and pp_last_stage_layers, hsdp_shard, the fabric, NCCL) stay as the file sets them; a pp_layout
+gives way to each layout's own split; its [sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
 keeps its reason) and checked against GPU memory by the memory model (docs/metrics.md).
 
 Every layout that fits gets a bound without simulation: its compute at the kernel table's

@@ -822,18 +822,20 @@ private:
   Status check_microbatch_group() {
     const TrainingSpec& t = *sc_.training;
     if (t.pp_microbatch_group == 0) return Ok{};
-    TableReader par(section_or_empty(parallel_t_), "parallel", &origins_, path_);
     const int n = t.pp_microbatch_group, m = t.micro_batches;
+    std::string reason;
     if (t.virtual_stages == 1) {
-      par.fail("pp_microbatch_group", "groups the micro-batches of interleaved model chunks: needs virtual_stages > 1");
+      reason = "groups the micro-batches of interleaved model chunks: needs virtual_stages > 1";
     } else if (n < t.pp || n > m) {
-      par.fail("pp_microbatch_group", "must lie from pp = " + std::to_string(t.pp) + " to the " + std::to_string(m) +
-                                          " micro-batches per replica");
+      reason = "must lie from pp = " + std::to_string(t.pp) + " to the " + std::to_string(m) + " micro-batches per replica";
     } else if (m % n != 0 && m % n < t.pp) {
-      par.fail("pp_microbatch_group", "leaves a last group of " + std::to_string(m % n) + " of the " + std::to_string(m) +
-                                          " micro-batches, fewer than pp = " + std::to_string(t.pp));
+      reason = "leaves a last group of " + std::to_string(m % n) + " of the " + std::to_string(m) +
+               " micro-batches, fewer than pp = " + std::to_string(t.pp);
     }
-    return par.finish();
+    if (reason.empty()) return Ok{};
+    TableReader par(section_or_empty(parallel_t_), "parallel", &origins_, path_);
+    par.fail("pp_microbatch_group", reason);
+    return par.finish();  // the error: the section's keys were checked when it was read
   }
 
   // A training iteration runs its collectives fluid: the step model's transfers of concurrent

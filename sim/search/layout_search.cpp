@@ -91,6 +91,7 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
           {"parallel.cp", long{cp}},
           {"parallel.pp", long{pp}},
           {"parallel.virtual_stages", long{virtual_stages}},
+          {"parallel.pp_layout", std::string()},  // the candidate's own even split, not the file's layout
           {"parallel.pp_schedule", std::string(to_string(schedule))},
           {"parallel.strategy", std::string(to_string(data_parallel))},
           {"parallel.zero_stage", long{strategy == DataParallel::zero3   ? 3
