@@ -1,5 +1,6 @@
 // commbound train: the time to train a whole run, with failures, checkpoints and restarts.
 #include "core/child_process.hpp"
+#include "core/units.hpp"
 #include "sim/cli/command.hpp"
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"
@@ -75,7 +76,7 @@ sim::Sheet train_sheet(const std::vector<std::pair<std::string, sim::TimeToTrain
 
 void write_train_table(std::ostream& o, const std::vector<std::pair<std::string, sim::TimeToTrain>>& rows,
                        const std::string& title, const sim::TrainPlan& plan) {
-  constexpr double kSPerHour = 3600, kSPerDay = 86400, kJPerMWh = 3.6e9;
+  constexpr double kJPerMWh = 3.6e9;
   o << "# " << title << "\n";
   o << fmt::format("# {:.4g} tokens; failures: {:.3g} per GPU-hour + {:.3g} per node-hour{}; storage {:g} TB/s, "
                    "{:g} bytes per parameter; restart {:g} s{}\n",
@@ -94,10 +95,10 @@ void write_train_table(std::ostream& o, const std::vector<std::pair<std::string,
   for (const auto& [name, r] : rows) {
     o << fmt::format("{:<{}} {:>6} {:>8.3f} {:>8.1f} {:>7.2f} {:>7.2f} {:>7.0f} {:>6.0f}/{:<6.0f} {:>8.0f} {:>8.1f} "
                      "{:>8.1f}+-{:<4.1f} {:>7.1f}% {:>9.2f} {:>7.0f}\n",
-                     name, width, r.gpus, r.iteration_s, r.ideal_s / kSPerDay, r.failures.mtbf_s / kSPerHour,
+                     name, width, r.gpus, r.iteration_s, r.ideal_s / kSecondsPerDay, r.failures.mtbf_s / kSecondsPerHour,
                      r.failures.checkpoint_s, r.failures.restart_s, r.young_interval_s / 60, r.daly_interval_s / 60,
-                     r.expected_failures, r.expected_s / kSPerDay, r.monte_carlo.mean_wall_s / kSPerDay,
-                     r.monte_carlo.standard_error_s / kSPerDay, 100 * r.goodput, r.gpu_hours / 1e6, r.energy_j / kJPerMWh);
+                     r.expected_failures, r.expected_s / kSecondsPerDay, r.monte_carlo.mean_wall_s / kSecondsPerDay,
+                     r.monte_carlo.standard_error_s / kSecondsPerDay, 100 * r.goodput, r.gpu_hours / 1e6, r.energy_j / kJPerMWh);
   }
   o << "# interval Y/D: Young's and Daly's optimum in minutes"
     << (plan.checkpoint_interval_s > 0 ? fmt::format("; every row checkpoints every {:g} s ([train])", plan.checkpoint_interval_s)

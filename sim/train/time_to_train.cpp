@@ -1,12 +1,13 @@
 #include "sim/train/time_to_train.hpp"
 
+#include "core/units.hpp"
+
 #include <cmath>
 #include <limits>
 
 namespace commbound::sim {
 
 TimeToTrain time_to_train(const Scenario& sc, const Metrics& metrics, const TrainPlan& plan) {
-  constexpr double kSPerHour = 3600;
   const TrainingSpec& t = *sc.training;
   TimeToTrain out;
   out.gpus = t.world();
@@ -18,7 +19,7 @@ TimeToTrain time_to_train(const Scenario& sc, const Metrics& metrics, const Trai
   out.checkpoint_bytes = plan.checkpoint_bytes_per_parameter * t.model.params();
   const double failures_per_hour =
       out.gpus * plan.gpu_failures_per_gpu_hour + out.nodes * plan.node_failures_per_node_hour;
-  out.failures.mtbf_s = failures_per_hour > 0 ? kSPerHour / failures_per_hour : std::numeric_limits<double>::infinity();
+  out.failures.mtbf_s = failures_per_hour > 0 ? kSecondsPerHour / failures_per_hour : std::numeric_limits<double>::infinity();
   out.failures.checkpoint_s = out.checkpoint_bytes / plan.storage_bytes_per_s;
   out.failures.restart_s = plan.restart_s + out.failures.checkpoint_s;
   out.restart_guessed = plan.restart_s == kRestartGuessS;
@@ -35,7 +36,7 @@ TimeToTrain time_to_train(const Scenario& sc, const Metrics& metrics, const Trai
   out.monte_carlo = simulate_run(out.failures, out.ideal_s, out.interval_s, plan.trials,
                                  static_cast<std::uint64_t>(plan.seed));
   out.goodput = out.ideal_s / out.expected_s;
-  out.gpu_hours = out.expected_s * out.gpus / kSPerHour;
+  out.gpu_hours = out.expected_s * out.gpus / kSecondsPerHour;
   out.energy_j = out.expected_s * out.gpus * metrics.power_w_per_gpu;
   return out;
 }

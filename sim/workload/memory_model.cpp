@@ -29,8 +29,8 @@ double most_held(const TrainingSpec& t, int stage, const std::vector<double>& ke
   if (t.virtual_stages == 1) return kept.front() * std::min(t.pp - stage, t.micro_batches);
   const std::int64_t units = std::int64_t{t.micro_batches} * t.virtual_stages;
   if (units * t.pp > kMaxOpsAllStages) {
-    const std::int64_t warmup = 2 * (t.pp - stage - 1) + std::int64_t{t.virtual_stages - 1} * t.microbatch_group();
-    return static_cast<double>(std::min(warmup + 1, units)) * *std::max_element(kept.begin(), kept.end());
+    const long warmup = internal::warmup_units(t.pp, stage, t.virtual_stages, t.micro_batches, t.microbatch_group());
+    return static_cast<double>(std::min<std::int64_t>(warmup + 1, units)) * *std::max_element(kept.begin(), kept.end());
   }
   double held = 0, most = 0;
   for (const internal::ScheduleUnit& u :

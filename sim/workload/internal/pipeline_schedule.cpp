@@ -4,6 +4,11 @@
 
 namespace commbound::sim::internal {
 
+long warmup_units(int stages, int stage, int chunks, int micro_batches, int group) {
+  const long units = long{micro_batches} * chunks;
+  return std::min(chunks == 1 ? stages - stage - 1 : 2L * (stages - stage - 1) + long{chunks - 1} * group, units);
+}
+
 std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int chunks, int micro_batches, int group) {
   // The forward units in order: micro-batches in groups of `group`, each group through chunk 0,
   // then chunk 1, ...; the k-th backward unit takes the k-th forward's micro-batch, chunks reversed.
@@ -21,8 +26,7 @@ std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int ch
     if (backward) u = {true, chunks - 1 - u.chunk, u.micro_batch};
     return u;
   };
-  const int warmup =
-      std::min(chunks == 1 ? stages - stage - 1 : 2 * (stages - stage - 1) + (chunks - 1) * group, units);
+  const int warmup = static_cast<int>(warmup_units(stages, stage, chunks, micro_batches, group));
   std::vector<ScheduleUnit> order;
   order.reserve(static_cast<std::size_t>(2 * units));
   for (int k = 0; k < warmup; ++k) order.push_back(unit(k, false));

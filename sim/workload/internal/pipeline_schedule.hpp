@@ -22,4 +22,7 @@ struct ScheduleUnit {
 // first), with 2 (P - s - 1) + (v - 1) N warm-up units, at most all of them.
 std::vector<ScheduleUnit> one_forward_one_backward(int stages, int stage, int chunks, int micro_batches, int group);
 
+// Its warm-up: the forward units stage `stage` runs before its first backward.
+long warmup_units(int stages, int stage, int chunks, int micro_batches, int group);
+
 }  // namespace commbound::sim::internal
