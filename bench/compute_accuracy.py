@@ -22,6 +22,11 @@ Two checks of the parts of that figure (PyTorch eager only):
                  host-bound row's costs is that row's real forward time. Last column: the scale of
                  the per-kind costs at which the row would come out as measured (none where no
                  scale from 0.2 to 3 does); one host would need one scale.
+  --adamw        torch.optim.AdamW.step() on one fp32 parameter of 50M and 200M elements, foreach
+                 and fused (docs/reference/pytorch-h100/adamw.csv), against the AdamW kernels of
+                 `commbound profile`'s optimizer part for a model of exactly that many parameters
+                 (the gradient norm left out: the measurement has none), with each side split
+                 into a cost per parameter and a fixed cost by the two sizes.
 """
 import argparse
 import csv
@@ -187,6 +192,52 @@ def host_replay(binary, extra_sets):
         print(f"{name}: |error| median {statistics.median(e):.1f}%, {sum(x <= 5 for x in e)} of {len(e)} within 5%")
 
 
+def adamw_model(params):
+    """A one-layer model of exactly `params` parameters: hidden h = 1000, 8 heads, untied embedding
+    and head, so params = h (2 vocab + 3 + 4 h + 3 ffn) (two norms a layer, a final one)."""
+    h = 1000
+    rest = params // h - 3 - 4 * h
+    vocab = rest // 4
+    while (rest - 2 * vocab) % 3:
+        vocab -= 1
+    ffn = (rest - 2 * vocab) // 3
+    assert h * (2 * vocab + 3 + 4 * h + 3 * ffn) == params
+    return (f"[cluster]\nnode_type = \"workstation-1gpu\"\n[model]\nlayers = 1\nhidden = {h}\nheads = 8\n"
+            f"kv_heads = 8\nffn = {ffn}\nvocab = {vocab}\n[training]\nframework = \"pytorch-eager\"\n"
+            f"global_batch = 1\nseq_len = 512\n")
+
+
+def adamw(binary):
+    import tempfile
+    rows = list(csv.DictReader(open(ROOT / "docs/reference/pytorch-h100/adamw.csv")))
+    print("torch.optim.AdamW.step(), one fp32 parameter, real on H100 vs commbound profile's AdamW kernels (ms)")
+    print(f"{'params':>11} {'impl':7} | {'real':>6} {'sim':>6} {'err':>7} | sim: {'kernels':>7} {'host':>6}")
+    fit = {}
+    for r in rows:
+        params, impl = int(r["fp32_params"]), "fused" if r["fused"] == "True" else "foreach"
+        with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+            f.write(adamw_model(params))
+            f.flush()
+            cmd = [str(binary), "profile", f.name, "--format", "json", "--set", f"training.adamw={impl}"]
+            done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if done.returncode != 0:
+            sys.exit(f"compute_accuracy: {' '.join(cmd)}: {done.stdout}{done.stderr}")
+        kernels = [k for k in json.loads(done.stdout)["kernels"] if k["part"] == "optimizer" and "adamw" in k["kernel"]]
+        # The measured call starts on an idle GPU: its first kernel waits for its own issue.
+        gpu = sum(k["gpu_us"] for k in kernels) / 1e3
+        host = kernels[0]["host_us"] / 1e3
+        real, sim = float(r["ms"]), gpu + host
+        fit.setdefault(impl, []).append((params, real, sim))
+        print(f"{params:>11} {impl:7} | {real:6.3f} {sim:6.3f} {(sim / real - 1) * 100:+6.1f}% | "
+              f"{len(kernels):>3} {gpu:7.3f} {host:6.3f}")
+    print("each side as fixed + per parameter, through the two sizes:")
+    for impl, points in fit.items():
+        (p0, r0, s0), (p1, r1, s1) = sorted(points)[:2]
+        for side, a, b in (("real", r0, r1), ("sim", s0, s1)):
+            slope = (b - a) / (p1 - p0)
+            print(f"  {impl:7} {side:4}: {a - slope * p0:6.3f} ms fixed + {slope * 1e9:6.2f} ms per 1e9 parameters")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build", nargs="?", default="build")
@@ -195,8 +246,11 @@ def main():
                         help="a scenario key for every row, as `commbound profile --set` takes it")
     parser.add_argument("--held", action="store_true", help="the GPU alone against held.csv (eager only)")
     parser.add_argument("--host-replay", action="store_true", help="the forward rows with other host costs per op")
+    parser.add_argument("--adamw", action="store_true", help="AdamW's step, foreach and fused, against adamw.csv")
     args = parser.parse_args()
     binary = ROOT / args.build / "bin" / "commbound"
+    if args.adamw:
+        return adamw(binary)
     if args.held:
         return held(binary, args.set)
     if args.host_replay:

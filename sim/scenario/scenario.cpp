@@ -566,6 +566,7 @@ private:
     check_pp_schedule(par);
     if (!par.failed()) default_hsdp_shard(v);
     check_replica_groups(par);
+    check_distributed_optimizer(par, v);
     return par.finish();
   }
 
@@ -724,6 +725,20 @@ private:
     if (v.has("hsdp_shard")) return;
     const int per_node = sc_.cluster.node.gpus;
     t.hsdp_shard = std::gcd(std::max(1, per_node / t.tp), std::max(1, t.dp * t.cp));
+  }
+
+  // The distributed optimizer's buckets: Megatron-Core's default size (distributed_data_parallel.py:
+  // max(40e6, 1e6 x the data-parallel size) parameters, so that each NCCL chunk stays bandwidth-bound),
+  // and Megatron-LM's rule that gathering under the forward needs reducing under the backward
+  // (megatron/training/arguments.py). Read under every strategy (sweeps), checked under ZeRO-1.
+  void check_distributed_optimizer(TableReader& par, const KeyValues& v) {
+    TrainingSpec& t = *sc_.training;
+    constexpr double kMegatronMinBucketParams = 40e6, kMegatronBucketParamsPerDpRank = 1e6;
+    if (!v.has("dp_bucket_params")) t.dp_bucket_params = std::max(kMegatronMinBucketParams, kMegatronBucketParamsPerDpRank * t.dp);
+    if (!par.failed() && t.sharded() && t.zero_stage == 1 && t.overlap_param_gather && !t.overlap_grad_reduce) {
+      par.fail("overlap_param_gather", "gathers each bucket as its reduce-scatter left it: needs overlap_grad_reduce = "
+                                       "true, as Megatron-LM requires (or set it false too)");
+    }
   }
 
   // HSDP shards and DiLoCo islands split the parameter replicas evenly. Both keys are read under

@@ -219,6 +219,24 @@ std::vector<Key> parallel_keys() {
       {.key = "ddp_bucket_MB", .type = KeyType::number, .si_per_unit = kBytesPerMB, .lower = 1, .upper = 1e5,
        .fallback = KeyValue{25.0}, .doc = "DDP gradient bucket (PyTorch's bucket_cap_mb)",
        .set = Training<&TrainingSpec::ddp_bucket_bytes>::set, .get = Training<&TrainingSpec::ddp_bucket_bytes>::get},
+      {.key = "overlap_grad_reduce", .type = KeyType::boolean, .fallback = KeyValue{true},
+       .doc = "distributed optimizer (`zero_stage` 1): each bucket's gradients reduce-scattered as the last "
+              "micro-batch's backward completes it (Megatron's --overlap-grad-reduce); false: every gradient after "
+              "backward, one bucket per model chunk",
+       .set = Training<&TrainingSpec::overlap_grad_reduce>::set,
+       .get = Training<&TrainingSpec::overlap_grad_reduce>::get},
+      {.key = "overlap_param_gather", .type = KeyType::boolean, .fallback = KeyValue{true},
+       .doc = "distributed optimizer: the updated parameters all-gathered bucket by bucket under the forward, one "
+              "bucket ahead (interleaved: a model chunk ahead; Megatron's --overlap-param-gather, needs "
+              "`overlap_grad_reduce`); false: all of them before the forward",
+       .set = Training<&TrainingSpec::overlap_param_gather>::set,
+       .get = Training<&TrainingSpec::overlap_param_gather>::get},
+      {.key = "dp_bucket_params", .type = KeyType::number, .lower = 1, .upper = 1e13,
+       .derived = "max(40e6, 1e6 x dp), Megatron-Core's default",
+       .doc = "distributed optimizer: parameters per gradient bucket (Megatron's --ddp-bucket-size); only the first "
+              "pipeline stage's first model chunk is bucketed, the others are one bucket each",
+       .set = Training<&TrainingSpec::dp_bucket_params>::set,
+       .get = Training<&TrainingSpec::dp_bucket_params>::get},
       {.key = "pp_schedule", .type = KeyType::choice, .fallback = text("1f1b"),
        .names = names_of({PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1}),
        .doc = "the pipeline's schedule: `1f1b` (Megatron's; interleaved with `virtual_stages`) or `zb-h1` (zero "

@@ -155,6 +155,15 @@ struct TrainingSpec {
   int microbatch_group() const { return pp_microbatch_group > 0 ? pp_microbatch_group : pp; }
   int max_inflight_allgathers = 2;  // FSDP forward prefetch limit (the current unit and the next)
   double ddp_bucket_bytes = 25e6;   // PyTorch DDP default bucket_cap_mb = 25
+  // Megatron-Core's distributed optimizer (zero_stage 1 over all replicas; DataParallelPass):
+  // parameters per gradient bucket (DistributedDataParallelConfig.bucket_size; the resolver's
+  // default is Megatron-Core's, max(40e6, 1e6 x dp)); each bucket's reduce-scatter under the last
+  // micro-batch's backward (--overlap-grad-reduce) and its all-gather under the forward
+  // (--overlap-param-gather), else after backward and before the forward. On by default: NeMo's
+  // and Megatron-Bridge's recipes turn both on (Megatron-LM's own command line leaves them off).
+  double dp_bucket_params = 40e6;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
   // Iterations simulated before the measured one. The engine joins every stream at the end of an
   // iteration, so nothing carries into the next: a warm-up reproduces the measured iteration to
   // float rounding (tests/sim/engine/engine_test.cpp) and only costs time; hence 0.

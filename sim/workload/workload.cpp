@@ -39,6 +39,7 @@ public:
         dp_(internal::make_data_parallel_pass(t)) {}
 
   Program build() {
+    dp_->plan(stage_, chunk_units());
     // ZB-H1: stage s defers each micro-batch's weight gradients by s input-gradient passes, so
     // that every stage holds P micro-batches in flight (1F1B's first stage's P - s + s): the later
     // stages return their input gradients sooner and the first stages' waits shrink.
@@ -85,6 +86,20 @@ private:
   double expert_bytes(int l) const {
     return m_.is_moe_layer(l) ? m_.routed_expert_params() / (t_.ep * t_.expert_tp) * kBf16Bytes : 0;
   }
+  // The dense units of each of this stage's model chunks in forward order, the multi-token
+  // prediction modules after the last virtual stage's layers.
+  std::vector<std::vector<internal::ChunkUnit>> chunk_units() const {
+    std::vector<std::vector<internal::ChunkUnit>> chunks;
+    for (int c = 0; c < t_.virtual_stages; ++c) {
+      auto& units = chunks.emplace_back();
+      const int vs = virtual_stage(c);
+      for (int l = t_.first_layer(vs); l <= last_layer(vs); ++l) units.push_back({"layer" + std::to_string(l), dense_bytes(l)});
+      for (int k = 1; vs == virtual_stages_ - 1 && k <= m_.mtp_layers; ++k) {
+        units.push_back({"layer" + std::to_string(m_.layers + k), dense_bytes(m_.layers + k)});
+      }
+    }
+    return chunks;
+  }
   std::vector<int> after_last_compute() const {
     return last_compute_ < 0 ? std::vector<int>{} : std::vector<int>{last_compute_};
   }
@@ -120,7 +135,7 @@ private:
       std::vector<int> deps;
       if (l - inflight >= lo - 1) deps.push_back(done[static_cast<std::size_t>(l - inflight)]);
       const std::string unit = "layer" + std::to_string(l);
-      const int params = dp_->gather_forward(w_, unit, tag, mb, dense_bytes(l), deps);
+      const int params = dp_->gather_forward(w_, unit, tag, mb, dense_bytes(l), deps, false, x);
       const int experts = m_.is_moe_layer(l) ? dp_->gather_forward(w_, unit + ".experts", tag, mb, expert_bytes(l), deps, true) : -1;
       const int first_op = w_.size();
       x = w_.layer(l, tag, false, x);
@@ -195,7 +210,7 @@ private:
   int mtp_forward(int k, int mb, const std::string& tag, int after) {
     const int l = m_.layers + k;
     const std::string unit = "layer" + std::to_string(l);
-    const int params = dp_->gather_forward(w_, unit, tag, mb, dense_bytes(l), {});
+    const int params = dp_->gather_forward(w_, unit, tag, mb, dense_bytes(l), {}, false, after);
     const int experts = m_.is_moe_layer(l) ? dp_->gather_forward(w_, unit + ".experts", tag, mb, expert_bytes(l), {}, true) : -1;
     std::vector<int> start = {w_.mtp_entry(k, tag, false, after)};
     for (int p : {params, experts}) {
@@ -253,7 +268,7 @@ private:
     }
     // The last stage also steps the multi-token prediction modules.
     for (int l = m_.layers + 1; stage_ == t_.pp - 1 && l <= m_.layers + m_.mtp_layers; ++l) add_layer(l);
-    dp_->finish_gradients(w_);
+    dp_->finish_gradients(w_, last_compute_);
     std::vector<int> deps = dp_->gradient_syncs();
     deps.push_back(last_compute_);
     const int last = w_.optimizer("optimizer.", local_params, std::move(deps));

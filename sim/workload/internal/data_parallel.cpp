@@ -2,6 +2,7 @@
 
 #include "model/framework_recipe.hpp"
 
+#include <map>
 #include <optional>
 
 namespace commbound::sim::internal {
@@ -51,7 +52,7 @@ public:
     after = copy_in(w, "root", root_bytes, kRootParamTensors, after);
     all_reduce(w, "root.allreduce", GroupKind::data_parallel, root_bytes, kRootParamTensors, after);
   }
-  void finish_gradients(ProgramWriter& w) override {
+  void finish_gradients(ProgramWriter& w, int) override {
     for (const Bucket& b : buckets_) {
       gradient_syncs_.push_back(w.run_on(StreamId::compute, b.name + ".copy_out.",
                                          recipe::ddp_bucket_copy_out(b.bytes / kBf16Bytes, b.tensors), {b.all_reduce},
@@ -97,11 +98,11 @@ enum class Sharding {
 };
 
 // FSDP over all replicas, or over shard groups of `shard_ranks` (HSDP, DiLoCo's islands), of which
-// there are `replica_groups`. ZeRO-1 is Megatron-LM's distributed optimizer (its
-// docs/source/api-guide/dist_optimizer.md: 6 + 12/d bytes per parameter). It moves the same
-// collectives at the same points: each bucket's gradients reduce-scattered as the last
-// micro-batch's backward produces them, the updated parameters all-gathered as the next forward
-// reaches them (overlap_param_gather). A reduction in fp32 (TrainingSpec::grad_reduce_fp32:
+// there are `replica_groups`: each unit's gradients reduce-scattered as the last micro-batch's
+// backward produces them, its parameters all-gathered as the forward reaches it, at most
+// max_inflight_allgathers ahead. ZeRO-1 (Megatron-LM's distributed optimizer, its
+// docs/source/api-guide/dist_optimizer.md: 6 + 12/d bytes per parameter) gathers once per
+// iteration; over all replicas it is DistributedOptimizerPass, below. A reduction in fp32 (TrainingSpec::grad_reduce_fp32:
 // Megatron's main_grad buffer by default, FSDP's reduce_dtype=float32) moves twice the bf16 bytes.
 // With PyTorch's glue (pytorch-eager, pytorch-compile at ZeRO-2/3, which is FSDP2): the copies,
 // casts and divides of recipe::fsdp2_glue around each all-gather and reduce-scatter, on the
@@ -122,7 +123,7 @@ public:
   // ZeRO-2 keeps the gathered parameters from the first micro-batch to the end of the iteration;
   // ZeRO-3 frees them after each use.
   int gather_forward(ProgramWriter& w, const std::string& unit, const std::string& tag, int mb, double unit_bytes,
-                     std::vector<int> deps, bool experts) override {
+                     std::vector<int> deps, bool experts, int = -1) override {
     if ((mb > 0 && zero_stage_ != 3) || !moves(experts)) return -1;
     return gather(w, unit, ".allgather" + tag, unit_bytes, std::move(deps), experts, false);
   }
@@ -188,6 +189,131 @@ protected:
   const int replica_groups_;
 };
 
+// Megatron-Core's distributed optimizer (ZeRO-1; megatron/core/distributed/, its DDP wrapper and
+// param_and_grad_buffer.py, and pipeline_parallel/schedules.py), FSDP's collectives in its buckets:
+// - Buckets: a model chunk's parameters in backward order, a bucket closed once it holds
+//   `bucket_params` (DistributedDataParallelConfig.bucket_size, max(40e6, 1e6 x dp) by default).
+//   Only the first pipeline stage's first chunk is bucketed: later stages (pp rank > 0) and later
+//   chunks (disable_bucketing for model_chunk_idx > 0) are one bucket each, as is every chunk
+//   without overlap_grad_reduce (bucket_size = None).
+// - overlap_grad_reduce: a bucket is reduce-scattered once the last micro-batch's backward has
+//   produced all of its gradients (the backward post-hook's register_grad_ready); without it every
+//   bucket is reduced after the stage's last backward (finish_grad_sync).
+// - overlap_param_gather, one chunk per stage: bucket k's all-gather is dispatched by the forward
+//   pre-hook of its first module, and bucket k + 1's (next_param_gather_bucket_group) as bucket k's
+//   forward is issued. Interleaved (align_param_gather, Megatron-LM's default there): chunks 0 and
+//   1 gathered whole as the schedule starts, chunk c + 1 as chunk c's first forward is issued.
+//   Without it the updated parameters are gathered inside the optimizer step, before the next
+//   forward: all of them, first, with nothing to hide behind.
+// Units are whole layers (Megatron splits buckets at parameters); the root (embedding, LM head) and
+// the routed experts (their own buffers) keep FSDP's per-unit collectives.
+class DistributedOptimizerPass final : public FsdpPass {
+public:
+  DistributedOptimizerPass(const TrainingSpec& t)
+      : FsdpPass(1, t.grad_reduce_fp32, Sharding::all_replicas, t.shard_ranks(), 1, false),
+        reduce_bytes_per_bf16_(t.grad_reduce_fp32 ? kFp32Bytes / kBf16Bytes : 1.0),
+        bucket_params_(t.dp_bucket_params),
+        overlap_grad_reduce_(t.overlap_grad_reduce),
+        overlap_param_gather_(t.overlap_param_gather),
+        interleaved_(t.virtual_stages > 1) {}
+
+  void plan(int stage, const std::vector<std::vector<ChunkUnit>>& chunks) override {
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      const bool bucketed = overlap_grad_reduce_ && stage == 0 && c == 0;
+      std::vector<Bucket> buckets;
+      for (auto u = chunks[c].rbegin(); u != chunks[c].rend(); ++u) {
+        if (buckets.empty() || (bucketed && buckets.back().bytes / kBf16Bytes >= bucket_params_)) buckets.emplace_back();
+        Bucket& b = buckets.back();
+        b.name = "chunk" + std::to_string(c) + ".bucket" + std::to_string(buckets.size() - 1);
+        b.bytes += u->bytes;
+        ++b.units_left;
+        where_[u->unit] = {static_cast<int>(c), static_cast<int>(buckets.size() - 1), false};
+      }
+      // A bucket's first unit in forward order is its last in backward order.
+      for (auto u = chunks[c].begin(); u != chunks[c].end(); ++u) {
+        Place& p = where_[u->unit];
+        p.first_forward = u == chunks[c].begin() || where_[(u - 1)->unit].bucket != p.bucket;
+      }
+      chunks_.push_back(std::move(buckets));
+    }
+  }
+
+  int gather_forward(ProgramWriter& w, const std::string& unit, const std::string& tag, int mb, double unit_bytes,
+                     std::vector<int> deps, bool experts, int issued_after) override {
+    const auto p = where_.find(unit);
+    if (p == where_.end()) return FsdpPass::gather_forward(w, unit, tag, mb, unit_bytes, std::move(deps), experts);
+    if (mb > 0 || !moves(false)) return -1;
+    const auto [c, b, first_forward] = p->second;
+    const std::vector<int> after = issued_after < 0 ? std::vector<int>{} : std::vector<int>{issued_after};
+    if (!overlap_param_gather_) {
+      for (std::size_t k = 0; k < chunks_.size(); ++k) gather_chunk(w, k, {});
+    } else if (interleaved_) {
+      gather_chunk(w, 0, {});
+      if (chunks_.size() > 1) gather_chunk(w, 1, {});
+      if (first_forward && b + 1 == static_cast<int>(chunks_[c].size()) && c + 1 < static_cast<int>(chunks_.size())) {
+        gather_chunk(w, c + 1, after);
+      }
+    } else {
+      gather_bucket(w, c, b, after);
+      if (first_forward && b > 0) gather_bucket(w, c, b - 1, after);
+    }
+    return chunks_[c][b].gather;
+  }
+
+  void reduce_layer(ProgramWriter& w, int l, bool last_of_chunk, double unit_bytes, int after, bool experts) override {
+    const std::string unit = "layer" + std::to_string(l);
+    const auto p = where_.find(unit);
+    if (experts || p == where_.end()) return FsdpPass::reduce_layer(w, l, last_of_chunk, unit_bytes, after, experts);
+    Bucket& b = chunks_[p->second.chunk][p->second.bucket];
+    if (--b.units_left == 0 && overlap_grad_reduce_) reduce_bucket(w, b, after);
+  }
+
+  void finish_gradients(ProgramWriter& w, int after) override {
+    if (overlap_grad_reduce_) return;
+    for (auto& chunk : chunks_) {
+      for (Bucket& b : chunk) reduce_bucket(w, b, after);
+    }
+  }
+
+private:
+  struct Bucket {
+    std::string name;
+    double bytes = 0;  // bf16 parameters
+    int units_left = 0;
+    int gather = -1;
+  };
+  struct Place {
+    int chunk = 0;
+    int bucket = 0;
+    bool first_forward = false;  // the bucket's first unit in forward order
+  };
+
+  void gather_bucket(ProgramWriter& w, std::size_t c, std::size_t b, std::vector<int> deps) {
+    Bucket& k = chunks_[c][b];
+    if (k.gather >= 0 || !moves(false)) return;
+    k.gather = w.collective(k.name + ".allgather", StreamId::all_gather, CollectiveOp::all_gather, GroupKind::data_parallel,
+                            k.bytes, std::move(deps));
+  }
+  // start_param_sync of a chunk: its buckets in their order (backward order).
+  void gather_chunk(ProgramWriter& w, std::size_t c, const std::vector<int>& deps) {
+    for (std::size_t b = 0; b < chunks_[c].size(); ++b) gather_bucket(w, c, b, deps);
+  }
+  void reduce_bucket(ProgramWriter& w, const Bucket& b, int after) {
+    if (!moves(false)) return;
+    gradient_syncs_.push_back(w.collective(b.name + ".reducescatter", StreamId::reduce_scatter,
+                                           CollectiveOp::reduce_scatter, GroupKind::data_parallel,
+                                           b.bytes * reduce_bytes_per_bf16_, {after}));
+  }
+
+  const double reduce_bytes_per_bf16_;
+  const double bucket_params_;
+  const bool overlap_grad_reduce_;
+  const bool overlap_param_gather_;
+  const bool interleaved_;
+  std::vector<std::vector<Bucket>> chunks_;  // each chunk's buckets, in backward order
+  std::map<std::string, Place> where_;
+};
+
 // DiLoCo (Douillard et al. 2023, arXiv 2311.08105, Algorithm 1): each island runs FSDP on its own
 // data for H inner steps; then every rank forms the pseudo-gradient of its shard (anchor minus
 // local parameters), the islands average it with one all-reduce over the replica group (the ranks
@@ -228,6 +354,8 @@ std::unique_ptr<DataParallelPass> make_data_parallel_pass(const TrainingSpec& t)
     pass = std::make_unique<DdpPass>(t.ddp_bucket_bytes, glue);
   } else if (t.strategy == Strategy::diloco) {
     pass = std::make_unique<DilocoPass>(t.zero_stage, t.grad_reduce_fp32, t.shard_ranks(), t.diloco_islands, glue);
+  } else if (t.strategy == Strategy::fsdp && t.zero_stage == 1) {
+    pass = std::make_unique<DistributedOptimizerPass>(t);
   } else {
     const Sharding sharding = t.strategy == Strategy::hsdp ? Sharding::shard_group_then_allreduce : Sharding::all_replicas;
     pass = std::make_unique<FsdpPass>(t.zero_stage, t.grad_reduce_fp32, sharding, t.shard_ranks(),

@@ -6,6 +6,8 @@
 //   DDP:  gradients all-reduced in buckets during the last micro-batch's backward (PyTorch DDP);
 //   FSDP: parameters all-gathered per unit before use and gradients reduce-scattered (ZeRO-2
 //         gathers once per iteration, ZeRO-3 before every forward and backward);
+//   distributed optimizer (ZeRO-1, Megatron-Core's): FSDP's collectives in Megatron's buckets,
+//         issued where its hooks and pipeline schedule issue them;
 //   HSDP: FSDP within a shard group, then each reduced shard all-reduced across the replicas;
 //   DiLoCo: FSDP within an island (HSDP's shard group) with nothing crossing islands in an inner
 //         step; the outer step, once every H inner steps, all-reduces the fp32 pseudo-gradients
@@ -20,16 +22,28 @@
 
 namespace commbound::sim::internal {
 
+// A unit of a model chunk's parameters: its name ("layer7") and its bf16 bytes on this rank.
+struct ChunkUnit {
+  std::string unit;
+  double bytes = 0;
+};
+
 class DataParallelPass {
 public:
   virtual ~DataParallelPass() = default;
 
+  // Before anything is written: the dense units of each of the stage's model chunks, in forward
+  // order (the root aside).
+  virtual void plan(int /*stage*/, const std::vector<std::vector<ChunkUnit>>& /*chunks*/) {}
+
   // Before the forward of micro-batch `mb` through a unit (a layer, a layer's routed experts, or
   // "root": the embedding and LM head) of `unit_bytes` parameters, after `deps`; `tag` names the
   // micro-batch (".mb3"). `experts`: the unit is an MoE layer's routed experts, whose replicas are
-  // the expert-data-parallel group (layout.hpp), not the data-parallel one.
+  // the expert-data-parallel group (layout.hpp), not the data-parallel one. `issued_after`: the op
+  // after which the host issues the unit's forward (-1: none).
   virtual int gather_forward(ProgramWriter&, const std::string& /*unit*/, const std::string& /*tag*/, int /*mb*/,
-                             double /*unit_bytes*/, std::vector<int> /*deps*/, bool /*experts*/ = false) {
+                             double /*unit_bytes*/, std::vector<int> /*deps*/, bool /*experts*/ = false,
+                             int /*issued_after*/ = -1) {
     return -1;
   }
   // Before a layer's backward, after `deps`.
@@ -44,9 +58,9 @@ public:
                             bool /*experts*/ = false) {}
   // After the stage's last backward (op `after`): the root's gradients.
   virtual void reduce_root(ProgramWriter&, double /*root_bytes*/, int /*after*/) {}
-  // Before the optimizer step: what the strategy does with the reduced gradients at the end of
-  // backward (DDP's copies out of its buckets).
-  virtual void finish_gradients(ProgramWriter&) {}
+  // Before the optimizer step, after the stage's last backward (op `after`): what the strategy
+  // does at the end of backward (DDP's copies out of its buckets, reductions not overlapped).
+  virtual void finish_gradients(ProgramWriter&, int /*after*/) {}
 
   // After the optimizer step (op `after`) over the rank's `local_params` parameters: the strategy's
   // outer step (DiLoCo), which the program marks as such (Program::outer_step_begin).

@@ -411,6 +411,10 @@ INSTANTIATE_TEST_SUITE_P(
                 {"training.global_batch=64"}, {"parallel.pp_microbatch_group = 7", "last group of 2 of the 16"}},
         BadCase{"group_without_chunks", std::string(kUneven) + "pp_microbatch_group = 4\n", {},
                 {"parallel.pp_microbatch_group = 4", "needs virtual_stages > 1"}},
+        // Megatron-LM gathers under the forward only what it reduced under the backward.
+        BadCase{"param_gather_overlap_without_grad_overlap",
+                std::string(kUneven) + "zero_stage = 1\noverlap_grad_reduce = false\n", {},
+                {"$FILE", "parallel.overlap_param_gather", "needs overlap_grad_reduce = true"}},
         // ep must divide the 8 experts and the 16 ranks of the stage; tp beside MoE needs sequence
         // parallelism; a dense model has no experts to shard or route; top_k past the experts.
         BadCase{"ep_not_dividing_experts", std::string(kMoe), {"parallel.ep=16"},

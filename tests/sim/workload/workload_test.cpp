@@ -287,6 +287,114 @@ TEST(DataParallelPass, SynchronousStrategiesHaveNoOuterStep) {
   EXPECT_EQ(build_program(llama2_7b(Strategy::hsdp, 2, 16, 1)).outer_step_begin, -1);
 }
 
+// Megatron-Core's distributed optimizer (ZeRO-1). A Llama-2 7B layer is 202,383,360 parameters,
+// 404,766,720 bf16 bytes. Buckets of 500e6 parameters, filled in backward order and closed once they
+// reach the size, hold 3 layers (607M): layers 32-30 are bucket 0, ..., 5-3 bucket 9, 2-1 bucket 10.
+constexpr double kLlama7bLayerBytes = 404'766'720.0;
+
+TrainingSpec distributed_optimizer(int pp, int virtual_stages, double bucket_params) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 1, 16, 4);
+  t.pp = pp;
+  t.virtual_stages = virtual_stages;
+  t.micro_batches = 4;
+  t.global_batch = t.dp * t.micro_batches;
+  t.dp_bucket_params = bucket_params;
+  return t;
+}
+
+int op_named(const Program& p, const std::string& name) {
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].name == name) return static_cast<int>(i);
+  }
+  ADD_FAILURE() << "no op " << name;
+  return 0;
+}
+
+// What layer `l`'s forward on micro-batch 0 starts after: its first op's first dependency (the
+// previous layer's last op, or the embedding).
+int forward_input(const Program& p, int l) {
+  const std::string prefix = "layer" + std::to_string(l) + ".mb0.fwd.";
+  for (const Op& op : p.ops) {
+    if (op.name.rfind(prefix, 0) == 0) return op.deps.at(0);
+  }
+  ADD_FAILURE() << "no op " << prefix;
+  return -1;
+}
+
+TEST(DistributedOptimizer, BucketsFillInBackwardOrderAndReduceOnceComplete) {
+  const TrainingSpec t = distributed_optimizer(1, 1, 500e6);
+  const Program p = build_program(t);
+  int gathers = 0, reduces = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::collective || op.name.rfind("chunk0.bucket", 0) != 0) continue;
+    ++(op.collective == network::CollectiveOp::all_gather ? gathers : reduces);
+  }
+  EXPECT_EQ(gathers, 11);
+  EXPECT_EQ(reduces, 11);
+  EXPECT_DOUBLE_EQ(p.ops[op_named(p, "chunk0.bucket0.reducescatter")].size_bytes, 3 * kLlama7bLayerBytes);
+  EXPECT_DOUBLE_EQ(p.ops[op_named(p, "chunk0.bucket10.reducescatter")].size_bytes, 2 * kLlama7bLayerBytes);
+  // Bucket 0 (layers 32-30) is reduced as layer 30's last backward ends, before layer 29's starts.
+  const int reduce0 = op_named(p, "chunk0.bucket0.reducescatter");
+  ASSERT_EQ(p.ops[reduce0].deps.size(), 1U);
+  EXPECT_EQ(p.ops[p.ops[reduce0].deps[0]].name.rfind("layer30.", 0), 0U) << p.ops[p.ops[reduce0].deps[0]].name;
+  EXPECT_NE(p.ops[p.ops[reduce0].deps[0]].name.find(".mb3"), std::string::npos);
+  // The root's (embedding and LM head) collectives stay their own.
+  op_named(p, "root.reducescatter");
+}
+
+// overlap_param_gather: the first forward's bucket (10: layers 1-2) and the next (9: layers 3-5)
+// are dispatched as layer 1's forward is issued, after the embedding; bucket 8 as layer 3's, after
+// layer 2's forward.
+TEST(DistributedOptimizer, GathersOneBucketAheadOfTheForward) {
+  const Program p = build_program(distributed_optimizer(1, 1, 500e6));
+  const Op& first = p.ops[op_named(p, "chunk0.bucket10.allgather")];
+  const Op& second = p.ops[op_named(p, "chunk0.bucket9.allgather")];
+  const Op& third = p.ops[op_named(p, "chunk0.bucket8.allgather")];
+  EXPECT_EQ(first.deps, std::vector<int>{forward_input(p, 1)});
+  EXPECT_EQ(second.deps, first.deps);
+  EXPECT_EQ(third.deps, std::vector<int>{forward_input(p, 3)});
+  EXPECT_NE(forward_input(p, 1), forward_input(p, 3));
+}
+
+// Without overlap: one bucket, reduce-scattered after the last backward, gathered before the first
+// forward with nothing to wait for.
+TEST(DistributedOptimizer, WithoutOverlapOneBucketAfterBackwardAndBeforeForward) {
+  TrainingSpec t = distributed_optimizer(1, 1, 500e6);
+  t.overlap_grad_reduce = false;
+  t.overlap_param_gather = false;
+  const Program p = build_program(t);
+  const Op& reduce = p.ops[op_named(p, "chunk0.bucket0.reducescatter")];
+  EXPECT_DOUBLE_EQ(reduce.size_bytes, 32 * kLlama7bLayerBytes);
+  ASSERT_EQ(reduce.deps.size(), 1U);
+  for (std::size_t i = reduce.deps[0] + 1; i < p.ops.size(); ++i) {
+    EXPECT_TRUE(p.ops[i].kind == OpKind::collective || p.ops[i].name.rfind("optimizer", 0) == 0 ||
+                p.ops[i].name.rfind("root", 0) == 0)
+        << "after the reduce's dependency: " << p.ops[i].name;
+  }
+  EXPECT_TRUE(p.ops[op_named(p, "chunk0.bucket0.allgather")].deps.empty());
+}
+
+// Interleaved, pp 2 x 4 chunks of 4 layers, buckets of the default 40e6 (a layer each): stage 0's
+// first chunk is bucketed (4 buckets), its other chunks and every chunk of stage 1 are one bucket.
+// Chunks 0 and 1 are gathered as the schedule starts; chunk 2 as chunk 1's first forward is issued.
+TEST(DistributedOptimizer, InterleavedBucketsTheFirstChunkAndGathersAChunkAhead) {
+  const TrainingSpec t = distributed_optimizer(2, 4, 40e6);
+  auto count = [](const Program& p, network::CollectiveOp kind) {
+    int n = 0;
+    for (const Op& op : p.ops) n += op.kind == OpKind::collective && op.collective == kind && op.name.rfind("chunk", 0) == 0;
+    return n;
+  };
+  const Program first = build_program(t, 0), second = build_program(t, 1);
+  EXPECT_EQ(count(first, network::CollectiveOp::reduce_scatter), 4 + 3);
+  EXPECT_EQ(count(second, network::CollectiveOp::reduce_scatter), 4);
+  EXPECT_DOUBLE_EQ(second.ops[op_named(second, "chunk0.bucket0.reducescatter")].size_bytes, 4 * kLlama7bLayerBytes);
+  EXPECT_TRUE(first.ops[op_named(first, "chunk0.bucket3.allgather")].deps.empty());
+  EXPECT_TRUE(first.ops[op_named(first, "chunk1.bucket0.allgather")].deps.empty());
+  const Op& chunk2 = first.ops[op_named(first, "chunk2.bucket0.allgather")];
+  ASSERT_EQ(chunk2.deps.size(), 1U);
+  EXPECT_EQ(chunk2.deps[0], op_named(first, "vs2.fwd_start.mb0"));
+}
+
 // Mixtral 8x7B (32 MoE layers of 8 experts, top-2; hidden 4096) with expert parallelism 8 over 16
 // FSDP ranks (ZeRO-2), one micro-batch of 4096 tokens: per layer the dispatch and the combine
 // forward, their mirrors backward (4 all-to-alls over the expert-parallel group of 8), each rank's
