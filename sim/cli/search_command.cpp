@@ -21,9 +21,14 @@ global_batch / (dp x micro_batch)):
   tp    tensor parallel degree: divisors of the GPUs up to --max-tp (default: a node's GPUs)
   cp    context parallel degree: up to --max-cp (default: a node's GPUs); tp x cp stays within
         --max-model-parallel (default: the larger of the two limits, i.e. inside a node)
-  pp    pipeline stages: divisors of what remains, up to --max-pp (default 16)
+  pp    pipeline stages: divisors of what remains, from --min-pp (default 1) up to --max-pp
+        (default 16)
   v     interleaved 1F1B chunks per stage: 1, 2, 4 ... up to --max-virtual-stages (default 4);
         with v = 1 also zero bubble's ZB-H1 (dense models): --schedules 1f1b,zb-h1 (default both)
+  split the layers over the pipeline's virtual stages: even (default); with --pipeline-splits
+        even,ends-1 also each 1F1B pipeline whose pp x v virtual stages divide layers + 2 with its
+        first and last stage one layer lighter (room for the embedding and the loss, as Llama 3
+        split its 405B; " ends-1"; not with multi-token prediction)
   dp    what remains: GPUs / (tp x cp x pp)
   mb    micro-batch: divisors of global_batch / dp, up to --max-micro-batch (default 8)
   ep    mixture-of-experts models only: expert parallelism over the divisors of both the routed
@@ -38,8 +43,9 @@ global_batch / (dp x micro_batch)):
         cp > 1; --tp-overlap off,on for layouts with tp > 1 (on turns sequence parallelism on,
         which Transformer Engine's overlap needs)
 Other keys (sequence_parallel, tp_overlap and cp_comm unless asked for, pp_first_stage_layers
-and pp_last_stage_layers, hsdp_shard, the fabric, NCCL) stay as the file sets them; a pp_layout
-gives way to each layout's own split; its [sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
+and pp_last_stage_layers but where ends-1 replaces them, hsdp_shard, the data-parallel overlap
+and buckets, the fabric, NCCL) stay as the file sets them; a pp_layout gives way to each layout's
+own split; its [sweep] is not applied. Each layout is validated by the scenario's own rules (an invalid one
 keeps its reason) and checked against GPU memory by the memory model (docs/metrics.md).
 
 Every layout that fits gets a bound without simulation: its compute at the kernel table's
@@ -70,6 +76,7 @@ struct SearchArgs {
   std::vector<std::string> checkpointing;
   std::vector<std::string> cp_comms;
   std::vector<std::string> tp_overlap;
+  std::vector<std::string> pipeline_splits;
   bool no_prune = false;
   sim::Format format = sim::Format::table;
   std::string out;
@@ -102,6 +109,7 @@ int run_search(SearchArgs a) {
   }
   for (const std::string& c : a.cp_comms) a.space.cp_comms.push_back(*sim::parse_cp_comm(c));
   for (const std::string& o : a.tp_overlap) a.space.tp_overlap.push_back(o == "on");
+  a.space.ends_lighter = std::find(a.pipeline_splits.begin(), a.pipeline_splits.end(), "ends-1") != a.pipeline_splits.end();
   if (!a.schedules.empty()) {
     a.space.schedules.clear();
     for (const std::string& s : a.schedules) a.space.schedules.push_back(*sim::parse_pipeline_schedule(s));
@@ -164,6 +172,7 @@ void add_search_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-model-parallel", a->space.max_model_parallel,
                   "largest tp x cp (default: the larger of --max-tp and --max-cp)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--min-pp", a->space.min_pp, "fewest pipeline stages (default 1)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-pp", a->space.max_pp, "most pipeline stages (default 16)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-virtual-stages", a->space.max_virtual_stages,
                   "most interleaved chunks per pipeline stage (default 4; 1: plain 1F1B)")
@@ -198,6 +207,12 @@ void add_search_command(CLI::App& app, int& exit_code) {
                   "pipeline schedules, comma-separated: 1f1b (plain and interleaved), zb-h1 (default: both)")
       ->delimiter(',')
       ->check(CLI::IsMember({"1f1b", "zb-h1"}))
+      ->type_name("LIST");
+  cmd->add_option("--pipeline-splits", a->pipeline_splits,
+                  "how the layers split over a pipeline's virtual stages, comma-separated: even, ends-1 (the first "
+                  "and last one layer lighter; default: even)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"even", "ends-1"}))
       ->type_name("LIST");
   cmd->add_flag("--no-prune", a->no_prune, "simulate every layout that fits (exhaustive; slow)");
   cmd->add_option("-j,--jobs", a->jobs, "layouts simulated at once, each in its own process (default: the cores)")

@@ -91,7 +91,6 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
           {"parallel.cp", long{cp}},
           {"parallel.pp", long{pp}},
           {"parallel.virtual_stages", long{virtual_stages}},
-          {"parallel.pp_layout", std::string()},  // the candidate's own even split, not the file's layout
           {"parallel.pp_schedule", std::string(to_string(schedule))},
           {"parallel.strategy", std::string(to_string(data_parallel))},
           {"parallel.zero_stage", long{strategy == DataParallel::zero3   ? 3
@@ -99,6 +98,16 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
                                                                          : 2}},
           {"training.micro_batch", long{micro_batch}},
           {"training.activation_checkpointing", std::string(to_string(recompute))}};
+  if (ends_lighter_chunk_layers > 0) {
+    // Megatron-Core's layout syntax: E and k - 1 layers, (k layers) x the stages between, k - 1 and L.
+    const int k = ends_lighter_chunk_layers, stages = pp * virtual_stages;
+    const std::string middle = stages > 2 ? fmt::format("(t*{}|)*{}", k, stages - 2) : "";
+    e.push_back({"parallel.pp_layout", fmt::format("Et*{}|{}t*{}L", k - 1, middle, k - 1)});
+    e.push_back({"parallel.pp_first_stage_layers", long{0}});
+    e.push_back({"parallel.pp_last_stage_layers", long{0}});
+  } else {
+    e.push_back({"parallel.pp_layout", std::string()});  // the candidate's own even split, not the file's layout
+  }
   if (cp_comm) e.push_back({"parallel.cp_comm", std::string(to_string(*cp_comm))});
   if (tp_overlap) {
     e.push_back({"parallel.tp_overlap", *tp_overlap});
@@ -112,8 +121,8 @@ std::vector<ScenarioEdit> LayoutChoice::edits() const {
 }
 
 std::string LayoutChoice::name() const {
-  return fmt::format("tp{} cp{} pp{} v{}{} dp{}{} mb{} {}{}{}{}", tp, cp, pp, virtual_stages,
-                     schedule == PipelineSchedule::zb_h1 ? " zb-h1" : "", dp,
+  return fmt::format("tp{} cp{} pp{} v{}{}{} dp{}{} mb{} {}{}{}{}", tp, cp, pp, virtual_stages,
+                     schedule == PipelineSchedule::zb_h1 ? " zb-h1" : "", ends_lighter_chunk_layers > 0 ? " ends-1" : "", dp,
                      ep > 0 ? fmt::format(" ep{}", ep) : "", micro_batch, to_string(strategy),
                      recompute == Recompute::none   ? std::string()
                      : recompute == Recompute::full ? std::string(" ckpt")
@@ -123,7 +132,7 @@ std::string LayoutChoice::name() const {
 }
 
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
-                                            int experts) {
+                                            int experts, int layers) {
   const int max_tp = space.max_tp > 0 ? space.max_tp : gpus_per_node;
   const int max_cp = space.max_cp > 0 ? space.max_cp : gpus_per_node;
   const int max_model_parallel = space.max_model_parallel > 0 ? space.max_model_parallel : std::max(max_tp, max_cp);
@@ -135,17 +144,24 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
     for (int cp : divisors_up_to(gpus / tp, max_cp)) {
       if (tp * cp > max_model_parallel) continue;
       for (int pp : divisors_up_to(gpus / (tp * cp), max_pp)) {
+        if (pp < space.min_pp) continue;
         const int dp = gpus / (tp * cp * pp);
         auto asked = [&space](PipelineSchedule s) {
           return std::find(space.schedules.begin(), space.schedules.end(), s) != space.schedules.end();
         };
-        // (virtual stages, schedule): no pipeline; plain and interleaved 1F1B; ZB-H1 (dense).
-        std::vector<std::pair<int, PipelineSchedule>> pipelines;
-        if (pp == 1 || asked(PipelineSchedule::one_f_one_b)) pipelines.emplace_back(1, PipelineSchedule::one_f_one_b);
-        if (pp > 1 && experts == 0 && asked(PipelineSchedule::zb_h1)) pipelines.emplace_back(1, PipelineSchedule::zb_h1);
-        for (int v = 2; pp > 1 && v <= max_v && asked(PipelineSchedule::one_f_one_b); v *= 2) {
-          pipelines.emplace_back(v, PipelineSchedule::one_f_one_b);
-        }
+        // (virtual stages, schedule, lighter ends' chunk): no pipeline; plain and interleaved 1F1B,
+        // each also with lighter ends where they split; ZB-H1 (dense).
+        std::vector<std::tuple<int, PipelineSchedule, int>> pipelines;
+        auto one_f_one_b = [&](int v) {
+          pipelines.emplace_back(v, PipelineSchedule::one_f_one_b, 0);
+          const int stages = pp * v;
+          if (space.ends_lighter && pp > 1 && layers > 0 && (layers + 2) % stages == 0 && (layers + 2) / stages >= 2) {
+            pipelines.emplace_back(v, PipelineSchedule::one_f_one_b, (layers + 2) / stages);
+          }
+        };
+        if (pp == 1 || asked(PipelineSchedule::one_f_one_b)) one_f_one_b(1);
+        if (pp > 1 && experts == 0 && asked(PipelineSchedule::zb_h1)) pipelines.emplace_back(1, PipelineSchedule::zb_h1, 0);
+        for (int v = 2; pp > 1 && v <= max_v && asked(PipelineSchedule::one_f_one_b); v *= 2) one_f_one_b(v);
         const std::vector<int> micro_batches =
             global_batch % dp == 0 ? divisors_up_to(global_batch / dp, max_mb) : std::vector<int>{1};
         // MoE: every ep dividing both the experts and the stage's tp x cp x dp ranks.
@@ -157,14 +173,14 @@ std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int glo
         if (cp > 1 && !space.cp_comms.empty()) cp_comms.assign(space.cp_comms.begin(), space.cp_comms.end());
         std::vector<std::optional<bool>> tp_overlaps = {std::nullopt};
         if (tp > 1 && !space.tp_overlap.empty()) tp_overlaps.assign(space.tp_overlap.begin(), space.tp_overlap.end());
-        for (const auto& [v, schedule] : pipelines) {
+        for (const auto& [v, schedule, ends] : pipelines) {
           for (int mb : micro_batches) {
             for (int ep : eps) {
               for (DataParallel strategy : space.strategies) {
                 for (Recompute r : space.recompute) {
                   for (std::optional<CpComm> cc : cp_comms) {
                     for (std::optional<bool> overlap : tp_overlaps) {
-                      out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, r, cc, overlap});
+                      out.push_back({tp, cp, pp, v, dp, mb, schedule, ep, strategy, r, cc, overlap, ends});
                     }
                   }
                 }
@@ -198,7 +214,8 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
   std::vector<std::size_t> fit_of;  // ... and its index in `all`
   const std::vector<LayoutChoice> layouts = enumerate_layouts(base.cluster.gpus(), base.cluster.node.gpus,
                                                               base.training->global_batch, options.space,
-                                                              base.training->model.experts);
+                                                              base.training->model.experts,
+                                                              base.training->model.mtp_layers > 0 ? 0 : base.training->model.layers);
   for (const LayoutChoice& layout : layouts) {
     if (options.bounding) options.bounding(all.size(), layouts.size());
     Candidate c;

@@ -48,11 +48,16 @@ struct LayoutChoice {
   // with sequence parallelism, which it needs); unset, the scenario's own stand.
   std::optional<CpComm> cp_comm;
   std::optional<bool> tp_overlap;
+  // A pipeline whose first and last virtual stages carry one layer fewer than the others, room for
+  // the embedding and the loss (the Llama 3 paper's split, set as a pp_layout): every other
+  // virtual stage's layers; 0: the even split.
+  int ends_lighter_chunk_layers = 0;
   // The scenario keys that set it, as typed edits.
   std::vector<ScenarioEdit> edits() const;
   // "tp2 cp1 pp4 v2 dp32 mb2 zero3 ckpt" (" ckpt" for full recompute, " selective" and the like
   // for the others, nothing without; " ep8" after dp for an MoE model; " zb-h1" after v for a
-  // zero-bubble pipeline; " cp-all_gather" and the like, " tp-overlap", when the search sets them).
+  // zero-bubble pipeline; " ends-1" for lighter first and last stages; " cp-all_gather" and the
+  // like, " tp-overlap", when the search sets them).
   std::string name() const;
 };
 
@@ -61,6 +66,7 @@ struct SearchSpace {
   int max_tp = 0;               // default: the GPUs of a node
   int max_cp = 0;               // default: the GPUs of a node
   int max_model_parallel = 0;   // tp x cp at most this; default: the larger of max_tp, max_cp
+  int min_pp = 1;
   int max_pp = 0;               // default: 16
   int max_virtual_stages = 0;   // default: 4
   int max_micro_batch = 0;      // default: 8
@@ -76,6 +82,10 @@ struct SearchSpace {
   // Pipeline schedules of a pipelined (pp > 1) dense model: 1F1B (plain and interleaved) and
   // ZB-H1 (one chunk per stage).
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::one_f_one_b, PipelineSchedule::zb_h1};
+  // Pipelines also with their first and last stage one layer lighter (LayoutChoice), when asked:
+  // off by default, as they make pp 2-4 layouts of large models with thousands of data-parallel
+  // ranks fit, each minutes to simulate.
+  bool ends_lighter = false;
 };
 inline constexpr int kDefaultMaxPp = 16;
 inline constexpr int kDefaultMaxVirtualStages = 4;
@@ -84,13 +94,17 @@ inline constexpr int kDefaultMaxMicroBatch = 8;
 // Every candidate of `space` for `gpus` GPUs in nodes of `gpus_per_node` and `global_batch`
 // sequences, in this order (outermost first): tp over the divisors of gpus up to max_tp; cp over
 // the divisors of gpus / tp up to max_cp, with tp x cp <= max_model_parallel; pp over the divisors
-// of gpus / (tp x cp) up to max_pp; virtual stages 1 (pp = 1) or the powers of two up to
+// of gpus / (tp x cp) from min_pp up to max_pp; virtual stages 1 (pp = 1) or the powers of two up to
 // max_virtual_stages (1F1B), and ZB-H1 beside plain 1F1B for a dense model (the schedules asked
 // for; a layout without a pipeline has none); micro-batch over the divisors of global_batch / dp up to max_micro_batch (1
 // alone when dp does not divide the global batch: validation then says why); the strategies; the
-// recompute modes; then the cp exchanges (cp > 1) and tp overlaps (tp > 1) asked for. Nothing else is filtered here: the scenario's validation judges the rest.
+// recompute modes; then the cp exchanges (cp > 1) and tp overlaps (tp > 1) asked for. Nothing else
+// is filtered here: the scenario's validation judges the rest. With space.ends_lighter and
+// `layers` (a model without multi-token prediction), each 1F1B pipeline of pp x v virtual stages that divide layers + 2 in
+// at least 2 a stage also comes with its first and last stage one layer lighter, right after the
+// even split.
 std::vector<LayoutChoice> enumerate_layouts(int gpus, int gpus_per_node, int global_batch, const SearchSpace& space,
-                                            int experts = 0);
+                                            int experts = 0, int layers = 0);
 
 enum class Objective { tokens_per_s, tokens_per_joule };
 double objective_of(const Metrics& m, Objective objective);

@@ -3,6 +3,7 @@
 #include "sim/engine/iteration_bound.hpp"
 #include "sim/search/layout_search.hpp"
 #include "sim/run/training_run.hpp"
+#include "sim/scenario/pp_layout.hpp"
 #include "sim/scenario/presets.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
@@ -70,6 +71,44 @@ TEST(LayoutSearch, EnumerationCountsASmallCaseByHand) {
     EXPECT_TRUE(sets) << l.name();
   }
   EXPECT_EQ(selective, 48);
+}
+
+// Lighter first and last stages: with 6 layers, pp 2 has 2 (v 1) or 4 (v 2) virtual stages, both
+// dividing 6 + 2 = 8 in at least 2, so each of the hand count's 12 pipelined 1F1B layouts ((1,1),
+// (1,2), (2,1) x v 1, 2 x mb 1, 2) gains a twin: 24 + 12 = 36. With 7 layers 9 splits in neither.
+// The twin's layout is Megatron's syntax for 1, 2, 2, 1 layers (v 2), the ends' first/last keys off.
+TEST(LayoutSearch, LighterEndsWhereLayersPlusTwoSplit) {
+  SearchSpace space = hand_counted_space();
+  space.schedules = {PipelineSchedule::one_f_one_b};
+  EXPECT_EQ(enumerate_layouts(4, 4, 8, space, 0, 6).size(), 24u);  // not asked for
+  space.ends_lighter = true;
+  EXPECT_EQ(enumerate_layouts(4, 4, 8, space, 0, 7).size(), 24u);
+  const auto all = enumerate_layouts(4, 4, 8, space, 0, 6);
+  EXPECT_EQ(all.size(), 36u);
+  int twins = 0;
+  for (const LayoutChoice& l : all) {
+    if (l.ends_lighter_chunk_layers == 0) continue;
+    ++twins;
+    EXPECT_EQ(l.pp, 2) << l.name();
+    EXPECT_EQ(l.ends_lighter_chunk_layers, 8 / (l.pp * l.virtual_stages)) << l.name();
+    EXPECT_NE(l.name().find(" ends-1"), std::string::npos) << l.name();
+    std::string layout;
+    long first = -1;
+    for (const ScenarioEdit& e : l.edits()) {
+      if (e.key == "parallel.pp_layout") layout = std::get<std::string>(e.value);
+      if (e.key == "parallel.pp_first_stage_layers") first = std::get<long>(e.value);
+    }
+    EXPECT_EQ(first, 0) << l.name();
+    auto parsed = parse_pp_layout(layout, l.pp, 6, 0);
+    ASSERT_TRUE(parsed) << layout << ": " << parsed.error().message;
+    EXPECT_EQ(parsed->chunks, l.virtual_stages);
+    const std::vector<int> expected = l.virtual_stages == 2 ? std::vector<int>{1, 2, 2, 1} : std::vector<int>{3, 3};
+    EXPECT_EQ(parsed->layers, expected) << layout;
+  }
+  EXPECT_EQ(twins, 12);
+  // --min-pp 2 leaves the pipelined half: 12 even splits and their 12 twins.
+  space.min_pp = 2;
+  EXPECT_EQ(enumerate_layouts(4, 4, 8, space, 0, 6).size(), 24u);
 }
 
 // Context-parallel exchanges and tensor-parallel overlap multiply only the layouts they apply to.
