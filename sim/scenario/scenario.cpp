@@ -735,9 +735,13 @@ private:
     TrainingSpec& t = *sc_.training;
     constexpr double kMegatronMinBucketParams = 40e6, kMegatronBucketParamsPerDpRank = 1e6;
     if (!v.has("dp_bucket_params")) t.dp_bucket_params = std::max(kMegatronMinBucketParams, kMegatronBucketParamsPerDpRank * t.dp);
-    if (!par.failed() && t.sharded() && t.zero_stage == 1 && t.overlap_param_gather && !t.overlap_grad_reduce) {
+    if (par.failed() || !t.sharded() || t.zero_stage != 1) return;
+    if (t.overlap_param_gather && !t.overlap_grad_reduce) {
       par.fail("overlap_param_gather", "gathers each bucket as its reduce-scatter left it: needs overlap_grad_reduce = "
                                        "true, as Megatron-LM requires (or set it false too)");
+    } else if (t.overlap_param_gather_with_optimizer_step && (!t.overlap_param_gather || t.virtual_stages < 2)) {
+      par.fail("overlap_param_gather_with_optimizer_step",
+               "needs overlap_param_gather = true and an interleaved pipeline (virtual_stages > 1), as Megatron-LM requires");
     }
   }
 

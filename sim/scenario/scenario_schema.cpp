@@ -231,6 +231,12 @@ std::vector<Key> parallel_keys() {
               "`overlap_grad_reduce`); false: all of them before the forward",
        .set = Training<&TrainingSpec::overlap_param_gather>::set,
        .get = Training<&TrainingSpec::overlap_param_gather>::get},
+      {.key = "overlap_param_gather_with_optimizer_step", .type = KeyType::boolean, .fallback = KeyValue{false},
+       .doc = "distributed optimizer, interleaved pipeline: every model chunk's parameters gathered as the "
+              "optimizer step leaves them, for the next step's forward, each chunk one bucket (Megatron's "
+              "--overlap-param-gather-with-optimizer-step; needs `overlap_param_gather`, `virtual_stages` > 1)",
+       .set = Training<&TrainingSpec::overlap_param_gather_with_optimizer_step>::set,
+       .get = Training<&TrainingSpec::overlap_param_gather_with_optimizer_step>::get},
       {.key = "dp_bucket_params", .type = KeyType::number, .lower = 1, .upper = 1e13,
        .derived = "max(40e6, 1e6 x dp), Megatron-Core's default",
        .doc = "distributed optimizer: parameters per gradient bucket (Megatron's --ddp-bucket-size); only the first "

@@ -164,6 +164,9 @@ struct TrainingSpec {
   double dp_bucket_params = 40e6;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  // ... and the gathers dispatched as the optimizer step leaves each chunk's parameters, every chunk
+  // one bucket (Megatron's --overlap-param-gather-with-optimizer-step; interleaved pipelines only).
+  bool overlap_param_gather_with_optimizer_step = false;
   // Iterations simulated before the measured one. The engine joins every stream at the end of an
   // iteration, so nothing carries into the next: a warm-up reproduces the measured iteration to
   // float rounding (tests/sim/engine/engine_test.cpp) and only costs time; hence 0.

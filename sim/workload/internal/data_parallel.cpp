@@ -203,6 +203,9 @@ protected:
 //   pre-hook of its first module, and bucket k + 1's (next_param_gather_bucket_group) as bucket k's
 //   forward is issued. Interleaved (align_param_gather, Megatron-LM's default there): chunks 0 and
 //   1 gathered whole as the schedule starts, chunk c + 1 as chunk c's first forward is issued.
+//   With overlap_param_gather_with_optimizer_step (interleaved only; bucketing off, every chunk one
+//   bucket): all of them as the previous step's optimizer leaves them, which in the steady state
+//   one simulated iteration stands for is its start, in chunk order.
 //   Without it the updated parameters are gathered inside the optimizer step, before the next
 //   forward: all of them, first, with nothing to hide behind.
 // Units are whole layers (Megatron splits buckets at parameters); the root (embedding, LM head) and
@@ -215,11 +218,12 @@ public:
         bucket_params_(t.dp_bucket_params),
         overlap_grad_reduce_(t.overlap_grad_reduce),
         overlap_param_gather_(t.overlap_param_gather),
+        gather_with_optimizer_(t.overlap_param_gather_with_optimizer_step),
         interleaved_(t.virtual_stages > 1) {}
 
   void plan(int stage, const std::vector<std::vector<ChunkUnit>>& chunks) override {
     for (std::size_t c = 0; c < chunks.size(); ++c) {
-      const bool bucketed = overlap_grad_reduce_ && stage == 0 && c == 0;
+      const bool bucketed = overlap_grad_reduce_ && !gather_with_optimizer_ && stage == 0 && c == 0;
       std::vector<Bucket> buckets;
       for (auto u = chunks[c].rbegin(); u != chunks[c].rend(); ++u) {
         if (buckets.empty() || (bucketed && buckets.back().bytes / kBf16Bytes >= bucket_params_)) buckets.emplace_back();
@@ -245,7 +249,7 @@ public:
     if (mb > 0 || !moves(false)) return -1;
     const auto [c, b, first_forward] = p->second;
     const std::vector<int> after = issued_after < 0 ? std::vector<int>{} : std::vector<int>{issued_after};
-    if (!overlap_param_gather_) {
+    if (!overlap_param_gather_ || gather_with_optimizer_) {
       for (std::size_t k = 0; k < chunks_.size(); ++k) gather_chunk(w, k, {});
     } else if (interleaved_) {
       gather_chunk(w, 0, {});
@@ -309,6 +313,7 @@ private:
   const double bucket_params_;
   const bool overlap_grad_reduce_;
   const bool overlap_param_gather_;
+  const bool gather_with_optimizer_;
   const bool interleaved_;
   std::vector<std::vector<Bucket>> chunks_;  // each chunk's buckets, in backward order
   std::map<std::string, Place> where_;

@@ -415,6 +415,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"param_gather_overlap_without_grad_overlap",
                 std::string(kUneven) + "zero_stage = 1\noverlap_grad_reduce = false\n", {},
                 {"$FILE", "parallel.overlap_param_gather", "needs overlap_grad_reduce = true"}},
+        BadCase{"param_gather_with_optimizer_without_interleaving",
+                std::string(kUneven) + "zero_stage = 1\noverlap_param_gather_with_optimizer_step = true\n", {},
+                {"$FILE", ":12:", "parallel.overlap_param_gather_with_optimizer_step = true", "interleaved pipeline"}},
         // ep must divide the 8 experts and the 16 ranks of the stage; tp beside MoE needs sequence
         // parallelism; a dense model has no experts to shard or route; top_k past the experts.
         BadCase{"ep_not_dividing_experts", std::string(kMoe), {"parallel.ep=16"},

@@ -395,6 +395,23 @@ TEST(DistributedOptimizer, InterleavedBucketsTheFirstChunkAndGathersAChunkAhead)
   EXPECT_EQ(chunk2.deps[0], op_named(first, "vs2.fwd_start.mb0"));
 }
 
+// Gathered with the optimizer step: bucketing off (stage 0's first chunk one bucket of its 4
+// layers, like the others), and every chunk's gather at the step's start with nothing to wait for.
+TEST(DistributedOptimizer, GatheredWithTheOptimizerStepEveryChunkIsOneBucketFromTheStart) {
+  TrainingSpec t = distributed_optimizer(2, 4, 40e6);
+  t.overlap_param_gather_with_optimizer_step = true;
+  const Program p = build_program(t, 0);
+  for (int c = 0; c < 4; ++c) {
+    const Op& gather = p.ops[op_named(p, "chunk" + std::to_string(c) + ".bucket0.allgather")];
+    EXPECT_TRUE(gather.deps.empty()) << c;
+    EXPECT_DOUBLE_EQ(gather.size_bytes, 4 * kLlama7bLayerBytes) << c;
+  }
+  int reduces = 0;
+  for (const Op& op : p.ops) reduces += op.kind == OpKind::collective && op.name.rfind("chunk", 0) == 0 &&
+                                        op.collective == network::CollectiveOp::reduce_scatter;
+  EXPECT_EQ(reduces, 4);
+}
+
 // Mixtral 8x7B (32 MoE layers of 8 experts, top-2; hidden 4096) with expert parallelism 8 over 16
 // FSDP ranks (ZeRO-2), one micro-batch of 4096 tokens: per layer the dispatch and the combine
 // forward, their mirrors backward (4 all-to-alls over the expert-parallel group of 8), each rank's
