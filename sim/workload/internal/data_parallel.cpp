@@ -226,9 +226,10 @@ public:
       const bool bucketed = overlap_grad_reduce_ && !gather_with_optimizer_ && stage == 0 && c == 0;
       std::vector<Bucket> buckets;
       for (auto u = chunks[c].rbegin(); u != chunks[c].rend(); ++u) {
-        if (buckets.empty() || (bucketed && buckets.back().bytes / kBf16Bytes >= bucket_params_)) buckets.emplace_back();
+        if (buckets.empty() || (bucketed && buckets.back().bytes / kBf16Bytes >= bucket_params_)) {
+          buckets.push_back({"chunk" + std::to_string(c) + ".bucket" + std::to_string(buckets.size())});
+        }
         Bucket& b = buckets.back();
-        b.name = "chunk" + std::to_string(c) + ".bucket" + std::to_string(buckets.size() - 1);
         b.bytes += u->bytes;
         ++b.units_left;
         where_[u->unit] = {static_cast<int>(c), static_cast<int>(buckets.size() - 1), false};
