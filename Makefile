@@ -94,7 +94,7 @@ fuzz: fuzz-configure
 	fi
 
 sanitize: fuzz-configure
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) $(if $(SANITIZE_LABELS),--target tests_$(SANITIZE_LABELS))
 	@reports=$(abspath $(FUZZ_BUILD))/sanitizer; rm -rf $$reports; mkdir -p $$reports; \
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=log_path=$$reports/asan UBSAN_OPTIONS=log_path=$$reports/ubsan:print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE gpu $(if $(SANITIZE_LABELS),-L $(SANITIZE_LABELS)); status=$$?; \

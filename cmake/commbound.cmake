@@ -12,7 +12,8 @@ endfunction()
 # commbound_test(NAME SOURCES ... DEPS ... LABEL unit|golden|gpu [TIMEOUT seconds])
 # Each TEST() becomes its own ctest case (one process each: SimGrid allows one Engine per process);
 # TIMEOUT, if given, bounds each case (tests that start daemons or wait on other programs); five
-# times as long in a sanitizer build.
+# times as long in a sanitizer build. The target tests_LABEL builds every test of that label and
+# what they run (`make sanitize SANITIZE_LABELS=unit` builds no more than that).
 function(commbound_test name)
   cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
   set(timeout "")
@@ -27,6 +28,10 @@ function(commbound_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})  # tests/support/
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  if(NOT TARGET tests_${ARG_LABEL})
+    add_custom_target(tests_${ARG_LABEL})
+  endif()
+  add_dependencies(tests_${ARG_LABEL} ${name})
   gtest_discover_tests(${name}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     PROPERTIES LABELS ${ARG_LABEL} ${timeout}
