@@ -56,6 +56,12 @@ struct CollectiveCall {
   // copied: the engine copies calls for sibling groups and the matrix can be 1024 x 1024.
   std::shared_ptr<const std::vector<double>> peer_bytes = nullptr;
   AllToAllMethod all_to_all_method = AllToAllMethod::nccl;  // AllToAll only
+  // Hierarchical AllToAll only: n x m bytes, row-major, m the nodes of `ranks` in the order they
+  // first appear; element i * m + k the bytes ranks[i] sends node k over RDMA. DeepEP sends a token
+  // once per destination node and forwards it there to each of the node's GPUs it goes to, so this
+  // is less than the sum of its peer_bytes to that node's ranks. Entries for a rank's own node are
+  // not used. Null: that sum (a token sent once per destination GPU).
+  std::shared_ptr<const std::vector<double>> node_bytes = nullptr;
   // SendRecv only: the communicator the pair belongs to, whose size sets how many channels NCCL
   // stripes a send to another node over (internal/p2p_channels.hpp). 0 ranks: the pair alone, a
   // two-rank communicator, as PyTorch makes for an unbatched send.

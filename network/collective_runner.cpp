@@ -122,6 +122,24 @@ Status CollectiveRunner::check(const CollectiveCall& call, const CollectiveChoic
       }
     }
   }
+  if (call.node_bytes) {
+    if (call.op != CollectiveOp::all_to_all || call.all_to_all_method != AllToAllMethod::hierarchical) {
+      return Error{"node_bytes is for the hierarchical all-to-all only"};
+    }
+    std::vector<int> nodes;
+    for (int r : call.ranks) nodes.push_back(platform_.node_of(r));
+    std::sort(nodes.begin(), nodes.end());
+    const auto m = static_cast<std::size_t>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    const std::size_t n = call.ranks.size();
+    if (call.node_bytes->size() != n * m) {
+      return Error{"node_bytes holds " + std::to_string(call.node_bytes->size()) + " values; " + std::to_string(n) +
+                   " ranks on " + std::to_string(m) + " nodes need " + std::to_string(n * m) +
+                   " (n x nodes, row-major: bytes ranks[i] sends node k over RDMA)"};
+    }
+    for (double b : *call.node_bytes) {
+      if (!std::isfinite(b) || b < 0) return Error{"node_bytes: bytes must be finite and >= 0, not " + std::to_string(b)};
+    }
+  }
   if (std::string why = tuner_.unsupported(shape_of(call), choice); !why.empty()) {
     return Error{std::string(to_string(choice.algorithm)) + "/" + to_string(choice.protocol) + " cannot run " +
                  to_string(call.op) + ": " + why};

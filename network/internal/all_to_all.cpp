@@ -27,6 +27,16 @@ int rail_owner(const NodeType& node, int local) {
   return rail * node.gpus / node.nics;
 }
 
+// The nodes `ranks` span, in the order they first appear (CollectiveCall::node_bytes' columns).
+std::vector<int> nodes_of(const Platform& platform, const std::vector<int>& ranks) {
+  std::vector<int> nodes;
+  for (int r : ranks) {
+    const int node = platform.node_of(r);
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  return nodes;
+}
+
 // Merged legs: bytes per (source rank, destination rank), in first-added order.
 class Legs {
 public:
@@ -122,10 +132,18 @@ std::vector<Transfer> all_to_all_transfers(const Platform& platform, const Colle
   const NodeType& node = platform.spec().node;
   const bool hierarchical = call.all_to_all_method == AllToAllMethod::hierarchical;
   COMMBOUND_CHECK(merge || !hierarchical, "the hierarchical all-to-all runs merged only");
+  const std::vector<int> nodes = nodes_of(platform, call.ranks);
+  const auto m = nodes.size();
   Legs legs(platform.ranks());
   for (int i = 0; i < n; ++i) {
     const int src = call.ranks[static_cast<std::size_t>(i)];
     const int src_node = platform.node_of(src);
+    if (hierarchical && call.node_bytes) {  // one RDMA leg per destination node, its bytes given
+      for (std::size_t k = 0; k < m; ++k) {
+        if (nodes[k] == src_node) continue;
+        legs.add(src, nodes[k] * node.gpus + platform.local_of(src), (*call.node_bytes)[static_cast<std::size_t>(i) * m + k]);
+      }
+    }
     for (int j = 0; j < n; ++j) {
       const double bytes = pair_bytes(call, i, j);
       if (bytes <= 0) continue;
@@ -135,7 +153,7 @@ std::vector<Transfer> all_to_all_transfers(const Platform& platform, const Colle
         legs.add(src, dst, bytes);
       } else if (hierarchical) {  // RDMA on the sender's rail, then NVLink inside the destination node
         const int forwarder = dst_node * node.gpus + platform.local_of(src);
-        legs.add(src, forwarder, bytes);
+        if (!call.node_bytes) legs.add(src, forwarder, bytes);
         legs.add(forwarder, dst, bytes);
       } else {  // PXN: NVLink to the GPU on the destination's rail, then its NIC
         const int relay = src_node * node.gpus + rail_owner(node, platform.local_of(dst));
@@ -163,8 +181,8 @@ AllToAllLoad uniform_all_to_all_load(int ranks, int nodes, int rails, double siz
 AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
   const CollectiveCall& call = params.call;
   const bool merge = params.merge_channels || call.all_to_all_method != AllToAllMethod::nccl;
-  const RouteCache::AllToAllKey key{call.ranks, call.all_to_all_method, merge, params.choice.protocol, call.size_bytes,
-                                    call.peer_bytes};
+  const RouteCache::AllToAllKey key{call.ranks,         call.all_to_all_method, merge, params.choice.protocol,
+                                    call.size_bytes,    call.peer_bytes,        call.node_bytes};
   AllToAllPlan& plan = params.routes.all_to_all_plan(key, [&] { return make_plan(params, merge); });
   AlgorithmResult result;
   result.latency_s = params.base_s + plan.path_latency_s;

@@ -40,7 +40,10 @@
 // for another node first goes by RDMA on the sender's own rail to the GPU of the same local index
 // on the destination node (one transfer per (source node, destination node, rail)), which forwards
 // it over NVLink to its destination GPU; tokens for the sender's own node go over NVLink directly.
-// Flows are merged as above (one per (node, rail) pair; one per NVLink GPU pair).
+// With call.node_bytes the RDMA leg to a node carries those bytes (DeepEP sends a token once per
+// destination node, however many of its GPUs the token goes to), the NVLink forward the pair's;
+// without, each pair's bytes ride both legs. Flows are merged as above (one per (node, rail) pair;
+// one per NVLink GPU pair).
 //
 // Latency. NCCL's base latency once (the ring's, the table p2p shares), then the worst pair's path:
 // its protocol hop latency (hwLat of the hop's class; AlgorithmParams::hop_s) plus its route's

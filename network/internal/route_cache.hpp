@@ -106,9 +106,10 @@ public:
     Protocol protocol = Protocol::simple;
     double size_bytes = 0;
     std::shared_ptr<const std::vector<double>> peer_bytes;
+    std::shared_ptr<const std::vector<double>> node_bytes;
     bool operator<(const AllToAllKey& o) const {
-      return std::tie(ranks, method, merge, protocol, size_bytes, peer_bytes) <
-             std::tie(o.ranks, o.method, o.merge, o.protocol, o.size_bytes, o.peer_bytes);
+      return std::tie(ranks, method, merge, protocol, size_bytes, peer_bytes, node_bytes) <
+             std::tie(o.ranks, o.method, o.merge, o.protocol, o.size_bytes, o.peer_bytes, o.node_bytes);
     }
   };
   // The plan of the all-to-all `key` names; `make()` works it out the first time. The reference

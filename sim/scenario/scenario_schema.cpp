@@ -46,7 +46,8 @@ std::vector<Key> cluster_keys() {
        .doc = "a table of `calibration/nodes.toml` (`dgx-h100`, `dgx-a100`, `dgx-b200`, `gb200-nvl72`: the Blackwell "
               "nodes' compute tables are DERIVED from the H100 table; `hgx-h100-4gpu`: four H100 SXM5 wired pairwise by "
               "NVLink with no NVSwitch; `workstation-1gpu`: one H100 SXM5 and one 400G NIC; `dgx-h200`: the DGX H100 "
-              "with H200s, priced by their own measured table)"},
+              "with H200s, priced by their own measured table; `hgx-h800`: DeepSeek's H800 nodes, 8 NVLinks a GPU, "
+              "compute by the datasheet roofline)"},
       {.key = "nodes", .type = KeyType::integer, .lower = 1, .upper = network::kMaxNodes, .fallback = KeyValue{1L},
        .doc = "nodes in the cluster (`commbound collective --nodes` resizes it)",
        .set = KeyField<&Scenario::cluster, &ClusterSpec::nodes>::set,

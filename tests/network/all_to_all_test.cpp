@@ -174,6 +174,49 @@ TEST(AllToAll, HierarchicalSendsEachNodePairOverTheSendersRail) {
   EXPECT_NEAR(hier_s, 8 * x / nic, 0.01 * 8 * x / nic);
 }
 
+// DeepEP sends a token once per destination node. The same call as above, with node_bytes saying
+// GPU 0 puts 2X on its NIC for node 1 (tokens that each go to several of node 1's GPUs): NIC 0
+// carries 2X (2X / 48 GB/s), then GPU 8 forwards X to each of the 7 others over NVLink
+// (7X / 370.8 GB/s: less). Without node_bytes the RDMA leg carried the 8X of the pairs.
+TEST(AllToAll, HierarchicalSendsATokenOncePerNode) {
+  const ClusterSpec spec = testing::dgx_h100(2);
+  const double nic = spec.fabric.nic_bw_bytes_per_s();
+  const double x = 64.0 * 1024 * 1024;
+  auto bytes = std::make_shared<std::vector<double>>(256, 0.0);
+  for (int j = 8; j < 16; ++j) (*bytes)[j] = x;
+  CollectiveCall call = all_to_all(16, 16 * x, AllToAllMethod::hierarchical);
+  call.peer_bytes = bytes;
+  auto per_node = std::make_shared<std::vector<double>>(32, 0.0);  // 16 ranks x 2 nodes
+  (*per_node)[1] = 2 * x;                                           // rank 0 -> node 1
+  call.node_bytes = per_node;
+  {
+    auto platform = Platform::create(spec);
+    ASSERT_TRUE(platform) << platform.error().message;
+    const auto transfers = internal::all_to_all_transfers(**platform, call, true);
+    ASSERT_EQ(transfers.size(), 8u);  // the RDMA leg 0 -> 8, then 8 -> 9 .. 15
+    EXPECT_EQ(transfers[0].src_rank, 0);
+    EXPECT_EQ(transfers[0].dst_rank, 8);
+    EXPECT_EQ(transfers[0].bytes, 2 * x);
+    for (std::size_t t = 1; t < 8; ++t) {
+      EXPECT_EQ(transfers[t].src_rank, 8);
+      EXPECT_EQ(transfers[t].bytes, x);
+    }
+  }
+  const double s = testing::in_child([&] { return run_one(spec, call).bandwidth_s; });
+  EXPECT_NEAR(s, 2 * x / nic, 0.01 * 2 * x / nic);
+  auto platform = Platform::create(spec);
+  ASSERT_TRUE(platform);
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  const CollectiveChoice simple{Algorithm::ring, Protocol::simple};
+  call.node_bytes = std::make_shared<std::vector<double>>(16, x);  // one column short
+  Status bad = runner.check(call, simple);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("need 32"), std::string::npos) << bad.error().message;
+  call.node_bytes = per_node;
+  call.all_to_all_method = AllToAllMethod::nccl;
+  EXPECT_FALSE(runner.check(call, simple));  // NCCL sends per peer: no node_bytes
+}
+
 // Merged legs against one flow per pair over its whole PXN route. Balanced on 2 and 4 nodes (NIC
 // bound, every pair's share equal: merging is exact) and an uneven matrix on 2 nodes, where merged
 // legs may differ from per-pair flows by how max-min re-shares: within 2%.

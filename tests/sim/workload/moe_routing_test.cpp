@@ -2,6 +2,7 @@
 // rank's order statistic against closed forms and against a Monte Carlo over whole-layer draws
 // (8 to 1024 EP ranks), capacity drops, determinism, and the histogram reader's errors.
 #include "sim/workload/moe_routing.hpp"
+#include "sim/workload/group_limited_routing.hpp"
 
 #include "sim/engine/order_statistics.hpp"
 
@@ -353,6 +354,63 @@ TEST_F(HistogramFile, EachBadFileGivesOneErrorNamingLineAndValue) {
   }
   const std::string missing = (dir_ / "missing.txt").string();
   EXPECT_EQ(read_expert_histogram(missing, 3).error().message, missing + ": cannot be read");
+}
+
+}  // namespace
+}  // namespace commbound::sim::moe
+
+namespace commbound::sim::moe {
+namespace {
+
+// Node-limited routing counted by hand. 2 nodes of 2 ranks, one expert a rank, top-2 within one
+// node: a token keeps one node and takes both its experts, so it crosses to exactly one node and
+// reaches exactly that node's two ranks, T node sends and 2T rank sends a source rank.
+TEST(GroupLimitedRouting, ATokenTakesItsKeptNodesExpertsByHand) {
+  const GroupLimitedCounts c = draw_group_limited({.ranks = 4, .ranks_per_node = 2, .experts = 4, .top_k = 2,
+                                                   .max_nodes = 1, .tokens_per_rank = 1000, .seed = 3});
+  ASSERT_EQ(c.nodes, 2);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(c.node_tokens[i * 2] + c.node_tokens[i * 2 + 1], 1000);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(c.rank_tokens[i * 4 + 2 * k], c.node_tokens[i * 2 + k]);
+      EXPECT_EQ(c.rank_tokens[i * 4 + 2 * k + 1], c.node_tokens[i * 2 + k]);
+    }
+    EXPECT_GT(c.node_tokens[i * 2], 400);  // either node about half the time (sd 16)
+    EXPECT_LT(c.node_tokens[i * 2], 600);
+  }
+}
+
+// One node (no node limit), 256 experts on 8 ranks, top-8: a token's 8 experts are a uniform
+// 8-subset, so it misses a rank with probability C(224, 8) / C(256, 8) = 0.33817 and reaches
+// 8 (1 - 0.33817) = 5.2947 ranks on average (DeepEP's intranode test case); 32768 tokens put the
+// mean within 0.01 (sd about 0.005).
+TEST(GroupLimitedRouting, OneNodeReachesTheExpectedDistinctRanks) {
+  const GroupLimitedCounts c = draw_group_limited({.ranks = 8, .ranks_per_node = 8, .experts = 256, .top_k = 8,
+                                                   .max_nodes = 4, .tokens_per_rank = 4096, .seed = 1});
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+  EXPECT_NEAR(sum(c.rank_tokens) / (8 * 4096), 8 * (1 - miss), 0.01);
+  EXPECT_EQ(sum(c.node_tokens), 8 * 4096);  // one node: every token reaches it once
+}
+
+// 8 nodes, at most 4 a token: every token reaches between 1 and 4 nodes and at most 8 ranks; the
+// draw is fixed by its seed.
+TEST(GroupLimitedRouting, NodeLimitHoldsAndTheDrawIsSeeded) {
+  const GroupLimitedRouting r{.ranks = 64, .ranks_per_node = 8, .experts = 256, .top_k = 8, .max_nodes = 4,
+                              .tokens_per_rank = 256, .seed = 7};
+  const GroupLimitedCounts c = draw_group_limited(r);
+  for (int i = 0; i < 64; ++i) {
+    const double nodes = std::accumulate(c.node_tokens.begin() + i * 8, c.node_tokens.begin() + (i + 1) * 8, 0.0);
+    const double ranks = std::accumulate(c.rank_tokens.begin() + i * 64, c.rank_tokens.begin() + (i + 1) * 64, 0.0);
+    EXPECT_GE(nodes, 256);
+    EXPECT_LE(nodes, 4 * 256);
+    EXPECT_GE(ranks, nodes);
+    EXPECT_LE(ranks, 8 * 256);
+  }
+  EXPECT_EQ(draw_group_limited(r).rank_tokens, c.rank_tokens);
+  GroupLimitedRouting other = r;
+  other.seed = 8;
+  EXPECT_NE(draw_group_limited(other).rank_tokens, c.rank_tokens);
 }
 
 }  // namespace
