@@ -68,7 +68,14 @@ std::string gnuplot_script(const LinePlot& plot, const std::string& format) {
   } else if (plot.log_x) {
     s << "set logscale x 2\n";
   }
-  s << (plot.log_y ? "set logscale y\n" : "set yrange [0:*]\n");  // linear axes start at 0: no exaggerated drops
+  // Linear axes start at 0 (no exaggerated drops) and end at the quantity's own ceiling where it has one.
+  if (plot.log_y) {
+    s << "set logscale y\n";
+  } else if (plot.y_max) {
+    s << "set yrange [0:" << *plot.y_max << "]\n";
+  } else {
+    s << "set yrange [0:*]\n";
+  }
   // Room around the data: no line runs along the top border, no point is cut in half at the sides.
   s << "set offsets graph 0.03, graph 0.03, graph 0.08, 0\n";
   for (std::size_t i = 0; i < plot.series.size(); ++i) {

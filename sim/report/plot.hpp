@@ -13,6 +13,7 @@
 #include "core/expected.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -34,6 +35,7 @@ struct LinePlot {
   bool log_x = false;    // log2 axis (GPU counts double)
   bool log_y = false;
   std::vector<PlotSeries> series;
+  std::optional<double> y_max;  // linear y only: the most the quantity can be (a share: 100), the axis' top
 };
 
 // Stacked bars: one bar per category, each the sum of its stacks' values (in stack order, bottom up).

@@ -259,7 +259,7 @@ Expected<std::vector<Figure>> train_figures(const CsvTable& table, const std::st
     expected.points.emplace_back(v[0], v[3] / kSPerDay);
   }
   LinePlot share{title + ": goodput", "GPUs", "goodput (%): ideal / expected time", false, true, false,
-                 {goodput, monte_carlo}};
+                 {goodput, monte_carlo}, 100.0};
   LinePlot days{title + ": time to train", "GPUs", "days", false, true, true, {ideal, expected}};
   return std::vector<Figure>{{"goodput", share}, {"time_to_train", days}};
 }

@@ -150,6 +150,17 @@ TEST(GnuplotScript, HostileTextsStayData) {
   }
 }
 
+// A linear axis starts at 0; a share ends at its ceiling (goodput: 100%), not where gnuplot's
+// autoscale rounds up to (120 for points at 100).
+TEST(GnuplotScript, YAxisFromZeroToTheQuantitysCeiling) {
+  LinePlot plot = hostile_line_plot("t");
+  EXPECT_NE(gnuplot_script(plot, "png").find("set yrange [0:*]\n"), std::string::npos);
+  plot.y_max = 100;
+  const std::string capped = gnuplot_script(plot, "png");
+  EXPECT_NE(capped.find("set yrange [0:100]\n"), std::string::npos);
+  EXPECT_EQ(capped.find("[0:*]"), std::string::npos);
+}
+
 // The script names no file: gnuplot draws to its standard output, so no path reaches it.
 TEST(GnuplotScript, NamesNoOutputFile) {
   const std::string script = gnuplot_script(hostile_line_plot("t"), "png");
