@@ -96,6 +96,10 @@ struct CollectiveResult {
   // The terms of latency_s as the algorithm adds them, then the bytes' term; ring itemizes its
   // latency (launch, latency chain, messages), the other algorithms give it whole.
   std::vector<CostTerm> terms;
+  // AllToAll, itemized: the busiest link of each kind (a GPU's NVLink, a NIC, each way) with the
+  // bytes it carries and their time at its rate alone (count 0): the bytes' term is at least the
+  // longest of them; the one closest to it is the phase that bounds the call.
+  std::vector<CostTerm> loads;
 };
 
 // The nccl-tests op that runs `op`, and back: the same five collectives, one for one.

@@ -179,6 +179,7 @@ CollectiveResult CollectiveRunner::run(const CollectiveCall& call, const Collect
   result.fidelity = fidelity;
   result.flows = part.flows;
   result.latency_s = part.latency_s;
+  result.loads = part.loads;
   if (part.stepped) {
     result.time_s = sg4::Engine::get_clock() - start_s;
     result.bandwidth_s = std::max(0.0, result.time_s - part.latency_s);

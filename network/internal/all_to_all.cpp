@@ -1,9 +1,12 @@
 #include "network/internal/all_to_all.hpp"
 
 #include "core/check.hpp"
+#include "core/size_label.hpp"
+#include "core/units.hpp"
 #include "network/internal/fluid_flows.hpp"
 #include "network/internal/link_occupancy.hpp"
 
+#include <fmt/format.h>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -87,6 +90,44 @@ void plan_coupled_groups(const Platform& platform, AllToAllPlan& plan, double ef
     plan.rates_bytes_per_s =
         coupled_group_rates(group_links(plan.edges), std::vector<double>(plan.edges.size(), -1));
   }
+}
+
+// The busiest GPU's NVLink and the busiest NIC, each way, under `transfers` (wire bytes at
+// `efficiency`), and their times at the links' rates alone (CollectiveResult::loads). A transfer
+// inside a node is NVLink out of its source and into its destination; one across nodes leaves by
+// its source GPU's NIC (the rail it owns a share of) and arrives by its destination's.
+std::vector<CostTerm> busiest_links(const Platform& platform, const std::vector<Transfer>& transfers, double efficiency) {
+  const NodeType& node = platform.spec().node;
+  const auto gpus = static_cast<std::size_t>(platform.ranks());
+  const auto nics = static_cast<std::size_t>(platform.spec().nodes) * static_cast<std::size_t>(node.nics);
+  std::vector<double> nvlink_out(gpus), nvlink_in(gpus), nic_out(nics), nic_in(nics);
+  auto nic_of = [&](int rank) {
+    return static_cast<std::size_t>(platform.node_of(rank)) * static_cast<std::size_t>(node.nics) +
+           static_cast<std::size_t>(platform.local_of(rank) * node.nics / node.gpus);
+  };
+  for (const Transfer& t : transfers) {
+    const double wire = t.bytes / efficiency;
+    if (platform.node_of(t.src_rank) == platform.node_of(t.dst_rank)) {
+      nvlink_out[static_cast<std::size_t>(t.src_rank)] += wire;
+      nvlink_in[static_cast<std::size_t>(t.dst_rank)] += wire;
+    } else {
+      nic_out[nic_of(t.src_rank)] += wire;
+      nic_in[nic_of(t.dst_rank)] += wire;
+    }
+  }
+  std::vector<CostTerm> loads;
+  auto add = [&](const char* what, const std::vector<double>& bytes, double rate_bytes_per_s) {
+    const double most = bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+    if (most <= 0) return;
+    loads.push_back({fmt::format("{}: {} at {:.1f} GB/s", what, size_label(most), rate_bytes_per_s / kBytesPerGB), 0, 0,
+                     most / rate_bytes_per_s});
+  };
+  const double nvlink = node.nvlink.effective_bw_bytes_per_s();
+  add("NVLink out of the busiest GPU", nvlink_out, nvlink);
+  add("NVLink into the busiest GPU", nvlink_in, nvlink);
+  add("the busiest NIC sending", nic_out, platform.spec().fabric.nic_bw_bytes_per_s());
+  add("the busiest NIC receiving", nic_in, platform.spec().fabric.nic_bw_bytes_per_s());
+  return loads;
 }
 
 // The call's plan: its latency (the worst pair's path and, for nccl, the CPU proxy posting one
@@ -186,6 +227,7 @@ AlgorithmResult run_all_to_all(const AlgorithmParams& params) {
   AllToAllPlan& plan = params.routes.all_to_all_plan(key, [&] { return make_plan(params, merge); });
   AlgorithmResult result;
   result.latency_s = params.base_s + plan.path_latency_s;
+  if (params.itemize) result.loads = busiest_links(params.platform, plan.transfers, params.efficiency());
   sg4::this_actor::sleep_for(params.base_s);
   const Platform& platform = params.platform;
   const double efficiency = params.efficiency();

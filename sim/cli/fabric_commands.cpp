@@ -233,7 +233,8 @@ choice changes with K: on a DGX H100, AllReduce runs as Ring below 6 GPUs and as
                     " (nccl-tests' own columns and footer, one run per node count)");
   cmd->add_flag("--explain", a->explain,
                 "per point: NCCL's tuner estimate for every algorithm and protocol, then the simulated time term by "
-                "term (launch, latency chain, messages, bytes) and the term that limits it");
+                "term (launch, latency chain, messages, bytes) and the term that limits it; an alltoall also lists its "
+                "busiest NVLink and NIC, each at its rate alone (which phase bounds it)");
   add_output_args(*cmd, a->out, a->force);
   cmd->callback([a, &exit_code] { exit_code = run_collective(*a); });
 }

@@ -66,9 +66,20 @@ void write_terms(std::ostream& out, const network::SweepRow& row) {
   }
   out << fmt::format("  {:<{}} {:>7} {:>10} {:>11.1f} {:>6.1f}%\n", "total", width, "", "", r.time_s * kUsPerS, 100.0);
   if (const std::string limit = limiting_term(r); !limit.empty()) out << "limited by: " << limit << "\n";
+  write_loads(out, r, "");
 }
 
 }  // namespace
+
+void write_loads(std::ostream& out, const network::CollectiveResult& result, const std::string& indent) {
+  if (result.loads.empty()) return;
+  out << indent << "the busiest links, each at its rate alone (the bytes' term is at least the longest):\n";
+  std::size_t width = 4;
+  for (const network::CostTerm& t : result.loads) width = std::max(width, t.what.size());
+  for (const network::CostTerm& t : result.loads) {
+    out << fmt::format("{}  {:<{}} {:>11.1f} us\n", indent, t.what, width, t.seconds * kUsPerS);
+  }
+}
 
 std::string limiting_term(const network::CollectiveResult& result) {
   const network::CostTerm* limit = nullptr;

@@ -30,6 +30,10 @@ std::vector<TunerEstimate> tuner_estimates(const network::NcclTuner& tuner, cons
 // waited for slots, else its largest term; empty without terms.
 std::string limiting_term(const network::CollectiveResult& result);
 
+// An all-to-all's busiest links (CollectiveResult::loads), each line after `indent`; nothing when
+// the result has none.
+void write_loads(std::ostream& out, const network::CollectiveResult& result, const std::string& indent);
+
 void write_collective_explanation(std::ostream& out, const std::vector<network::SweepRow>& rows,
                                   const network::NcclTuner& tuner, const std::string& title);
 

@@ -68,6 +68,7 @@ void write_alone(std::ostream& out, const BreakdownRow& r, const GroupCallAlone&
     out << fmt::format("      {:>5.1f}%  {}\n", res.time_s > 0 ? 100 * t.seconds / res.time_s : 0.0, t.what);
   }
   if (const std::string limit = limiting_term(res); !limit.empty()) out << "      limited by: " << limit << "\n";
+  write_loads(out, res, "      ");
 }
 
 void write_table(std::ostream& out, const ExplainedPoint& point) {

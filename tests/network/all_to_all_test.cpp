@@ -204,6 +204,24 @@ TEST(AllToAll, HierarchicalSendsATokenOncePerNode) {
   }
   const double s = testing::in_child([&] { return run_one(spec, call).bandwidth_s; });
   EXPECT_NEAR(s, 2 * x / nic, 0.01 * 2 * x / nic);
+  // --explain's busiest links, each alone: GPU 8's NVLink out 7X, GPU 9's in X, NIC 0 sending and
+  // GPU 8's NIC receiving 2X (the bytes' term equals the NICs': they bound the call).
+  auto load_s = [&](std::size_t k) {  // the k-th busiest link's time, or -2 when there are fewer
+    return testing::in_child([&] {
+      auto platform = Platform::create(spec);
+      CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+      runner.set_itemize(true);
+      CollectiveResult r;
+      (*platform)->run([&] { r = runner.run(call, {Algorithm::ring, Protocol::simple}, Fidelity::fluid); });
+      return k < r.loads.size() ? r.loads[k].seconds : -2.0;
+    });
+  };
+  const double nvlink = spec.node.nvlink.effective_bw_bytes_per_s();
+  EXPECT_NEAR(load_s(0), 7 * x / nvlink, 1e-9 * 7 * x / nvlink);
+  EXPECT_NEAR(load_s(1), x / nvlink, 1e-9 * x / nvlink);
+  EXPECT_NEAR(load_s(2), 2 * x / nic, 1e-9 * 2 * x / nic);
+  EXPECT_NEAR(load_s(3), 2 * x / nic, 1e-9 * 2 * x / nic);
+  EXPECT_EQ(load_s(4), -2.0);  // four: NVLink out, NVLink in, NIC sending, NIC receiving
   auto platform = Platform::create(spec);
   ASSERT_TRUE(platform);
   CollectiveRunner runner(**platform, testing::nccl_2_30_7());
