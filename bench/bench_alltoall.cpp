@@ -10,6 +10,7 @@
 // the NVLink bound 370.8 GB/s. Asserts nothing.
 //
 //   build/bench/bench_alltoall [--nodes 1,2,4,8,32]   (run from the source tree: reads ./calibration)
+#include "bench/rail_cluster.hpp"
 #include "network/nccl_tests.hpp"
 #include "network/platform.hpp"
 #include "sim/scenario/presets.hpp"
@@ -42,20 +43,15 @@ int main(int argc, char** argv) {
     }
   }
   const sim::Presets presets("calibration");
-  auto node = presets.node("dgx-h100");
-  auto link = presets.link("ib-ndr");
   auto nccl = presets.nccl("2.30.7");
-  if (!node || !link || !nccl) {
+  int most_nodes = 1;
+  for (int k : node_counts) most_nodes = std::max(most_nodes, k);
+  auto cluster = bench::rail_cluster(presets, "dgx-h100", most_nodes);
+  if (!cluster || !nccl) {
     std::fprintf(stderr, "bench_alltoall: presets missing (run from the source tree)\n");
     return 1;
   }
-  network::ClusterSpec spec;
-  spec.node = *node;
-  spec.fabric.topology = network::Topology::rail_optimized;
-  spec.fabric.routing = network::Routing::adaptive;
-  spec.fabric.link = *link;
-  spec.fabric.switch_latency_s = link->latency_s;
-  for (int k : node_counts) spec.nodes = std::max(spec.nodes, k);
+  const network::ClusterSpec& spec = *cluster;
   auto platform = network::Platform::create(spec);
   if (!platform) {
     std::fprintf(stderr, "bench_alltoall: %s\n", platform.error().message.c_str());

@@ -22,6 +22,7 @@
 // queues, the notify kernel and metadata. Asserts nothing.
 //
 //   build/bin/bench_deepep          (run from the source tree: reads ./calibration)
+#include "bench/rail_cluster.hpp"
 #include "network/collective_runner.hpp"
 #include "network/platform.hpp"
 #include "sim/scenario/presets.hpp"
@@ -51,20 +52,13 @@ constexpr Published kPublished[] = {{8, 153, 158}, {16, 43, 43}, {32, 58, 57}, {
 
 int main() {
   const sim::Presets presets("calibration");
-  auto node = presets.node("hgx-h800");
-  auto link = presets.link("ib-ndr");
   auto nccl = presets.nccl("2.30.7");
-  if (!node || !link || !nccl) {
+  auto cluster = bench::rail_cluster(presets, "hgx-h800", 8);
+  if (!cluster || !nccl) {
     std::fprintf(stderr, "bench_deepep: presets missing (run from the source tree)\n");
     return 1;
   }
-  network::ClusterSpec spec;
-  spec.node = *node;
-  spec.nodes = 8;
-  spec.fabric.topology = network::Topology::rail_optimized;
-  spec.fabric.routing = network::Routing::adaptive;
-  spec.fabric.link = *link;
-  spec.fabric.switch_latency_s = link->latency_s;
+  const network::ClusterSpec& spec = *cluster;
   auto platform = network::Platform::create(spec);
   if (!platform) {
     std::fprintf(stderr, "bench_deepep: %s\n", platform.error().message.c_str());
