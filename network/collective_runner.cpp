@@ -126,10 +126,7 @@ Status CollectiveRunner::check(const CollectiveCall& call, const CollectiveChoic
     if (call.op != CollectiveOp::all_to_all || call.all_to_all_method != AllToAllMethod::hierarchical) {
       return Error{"node_bytes is for the hierarchical all-to-all only"};
     }
-    std::vector<int> nodes;
-    for (int r : call.ranks) nodes.push_back(platform_.node_of(r));
-    std::sort(nodes.begin(), nodes.end());
-    const auto m = static_cast<std::size_t>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    const auto m = static_cast<std::size_t>(shape_of(call).nodes);
     const std::size_t n = call.ranks.size();
     if (call.node_bytes->size() != n * m) {
       return Error{"node_bytes holds " + std::to_string(call.node_bytes->size()) + " values; " + std::to_string(n) +
