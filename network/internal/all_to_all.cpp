@@ -173,13 +173,14 @@ std::vector<Transfer> all_to_all_transfers(const Platform& platform, const Colle
   const NodeType& node = platform.spec().node;
   const bool hierarchical = call.all_to_all_method == AllToAllMethod::hierarchical;
   COMMBOUND_CHECK(merge || !hierarchical, "the hierarchical all-to-all runs merged only");
-  const std::vector<int> nodes = nodes_of(platform, call.ranks);
+  const bool per_node = hierarchical && call.node_bytes;  // RDMA legs from node_bytes
+  const std::vector<int> nodes = per_node ? nodes_of(platform, call.ranks) : std::vector<int>{};
   const auto m = nodes.size();
   Legs legs(platform.ranks());
   for (int i = 0; i < n; ++i) {
     const int src = call.ranks[static_cast<std::size_t>(i)];
     const int src_node = platform.node_of(src);
-    if (hierarchical && call.node_bytes) {  // one RDMA leg per destination node, its bytes given
+    if (per_node) {  // one RDMA leg per destination node, its bytes given
       for (std::size_t k = 0; k < m; ++k) {
         if (nodes[k] == src_node) continue;
         legs.add(src, nodes[k] * node.gpus + platform.local_of(src), (*call.node_bytes)[static_cast<std::size_t>(i) * m + k]);
@@ -194,7 +195,7 @@ std::vector<Transfer> all_to_all_transfers(const Platform& platform, const Colle
         legs.add(src, dst, bytes);
       } else if (hierarchical) {  // RDMA on the sender's rail, then NVLink inside the destination node
         const int forwarder = dst_node * node.gpus + platform.local_of(src);
-        if (!call.node_bytes) legs.add(src, forwarder, bytes);
+        if (!per_node) legs.add(src, forwarder, bytes);
         legs.add(forwarder, dst, bytes);
       } else {  // PXN: NVLink to the GPU on the destination's rail, then its NIC
         const int relay = src_node * node.gpus + rail_owner(node, platform.local_of(dst));
