@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <queue>
 #include <tuple>
@@ -287,12 +288,14 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
   // is pruned when its bound is below the bar the simulated layouts have set; so is every layout
   // left then, each as its slot comes up.
   sweep.skip = [&](std::size_t i) {
-    const std::optional<double> bar = options.prune ? top.threshold() : std::nullopt;
+    // No bar yet, or no pruning: -infinity, below which no bound lies.
+    constexpr double kNoBar = -std::numeric_limits<double>::infinity();
+    const double bar = options.prune ? top.threshold().value_or(kNoBar) : kNoBar;
     for (;;) {
       const auto [bound, rank, k] = waiting.top();
       waiting.pop();
       Candidate& c = all[fit_of[k]];
-      const bool below_bar = bar && c.objective_bound < *bar;
+      const bool below_bar = c.objective_bound < bar;
       if (!below_bar && !c.replayed) {
         const Scenario& sc = points[slot_of[k]].scenario;
         c.bound = iteration_lower_bound(*sc.training, build_programs(*sc.training), cost, sc.cluster);
@@ -309,7 +312,7 @@ Expected<SearchResult> search_layouts(const ScenarioFile& file, const SearchOpti
       slot_of[k] = i;
       if (!below_bar) return false;
       c.reason = fmt::format("{} bound {:.5g} {} < {:.5g}, the top-{} bar then", c.replayed ? "iteration" : "compute",
-                             c.objective_bound, objective_unit(options.objective), *bar, options.top);
+                             c.objective_bound, objective_unit(options.objective), bar, options.top);
       ++pruned;
       return true;
     }

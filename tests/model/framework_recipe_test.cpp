@@ -121,7 +121,9 @@ TEST(EagerRecipe, ReductionsNameTheirWidthAndTheForwardReadsWhatItJustWrote) {
       ++reductions;
       EXPECT_EQ(e->width, 4096) << k.name;
     }
-    if (k.name == "rmsnorm.to_fp32" && second_cast++ == 1) EXPECT_EQ(e->fresh_bytes, 0);
+    if (k.name == "rmsnorm.to_fp32" && second_cast++ == 1) {
+      EXPECT_EQ(e->fresh_bytes, 0);
+    }
   }
   EXPECT_EQ(reductions, 2);  // one mean per RMSNorm
   EXPECT_EQ(second_cast, 2);
@@ -133,7 +135,9 @@ TEST(EagerRecipe, ReductionsNameTheirWidthAndTheForwardReadsWhatItJustWrote) {
       EXPECT_EQ(e->kind, ElementwiseKind::column_reduction);
       EXPECT_EQ(e->width, 4096);
     }
-    if (k.name == "rmsnorm.sum_rsqrt_grad") EXPECT_EQ(e->width, 4096);
+    if (k.name == "rmsnorm.sum_rsqrt_grad") {
+      EXPECT_EQ(e->width, 4096);
+    }
   }
 }
 

@@ -57,8 +57,6 @@ void compare(const std::vector<Case>& cases, const std::vector<int>& rank_counts
   }
 }
 
-const std::vector<int> kRanks = {2, 4, 8, 16, 32, 64};
-
 const std::vector<Case> kCases = {
     {CollectiveOp::all_gather, {Algorithm::ring, Protocol::simple}},
     {CollectiveOp::all_gather, {Algorithm::ring, Protocol::ll}},
@@ -74,9 +72,13 @@ const std::vector<Case> kCases = {
 // Sizes from latency-bound (1 KiB) through mixed (1 MiB, 32 MiB) to bandwidth-bound (256 MiB).
 // Expected: the two fidelities describe the same schedule (the fluid time is that schedule's
 // longest path: bandwidth time plus the latency chain), so they agree up to SimGrid's rounding.
-TEST(Fidelity, FluidMatchesStepWithinFivePercent) {
-  compare(kCases, kRanks, {1024.0, 1048576.0, 33554432.0, 268435456.0}, 0.05);
-}
+// Split at one node: the step model's graphs at 16-64 ranks are most of the time (110 s of CI's
+// sanitizer stage, which runs the first half only).
+const std::vector<double> kSizes = {1024.0, 1048576.0, 33554432.0, 268435456.0};
+
+TEST(Fidelity, FluidMatchesStepWithinFivePercentInOneNode) { compare(kCases, {2, 4, 8}, kSizes, 0.05); }
+
+TEST(Fidelity, FluidMatchesStepWithinFivePercentAcrossNodes) { compare(kCases, {16, 32, 64}, kSizes, 0.05); }
 
 }  // namespace
 }  // namespace commbound::network

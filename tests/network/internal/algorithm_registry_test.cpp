@@ -17,7 +17,9 @@ TEST(AlgorithmRegistry, OneCompleteRowPerAlgorithm) {
     const AlgorithmSpec& spec = algorithm_spec(a);
     EXPECT_EQ(spec.id, a);
     EXPECT_EQ(parse_algorithm(spec.name), a) << spec.name;
-    if (spec.constants_key != nullptr) EXPECT_TRUE(keys.insert(spec.constants_key).second) << spec.constants_key;
+    if (spec.constants_key != nullptr) {
+      EXPECT_TRUE(keys.insert(spec.constants_key).second) << spec.constants_key;
+    }
     EXPECT_TRUE(spec.unsupported && spec.latency_s && spec.alg_bw_bytes_per_s && spec.run) << spec.name;
   }
   EXPECT_EQ(algorithm_names().size(), static_cast<std::size_t>(kAlgorithms));

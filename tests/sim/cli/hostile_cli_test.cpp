@@ -85,7 +85,7 @@ TEST(HostileCli, FitFabricNameIsAPlainName) {
     return names;
   };
   const std::vector<std::string> before = listing();
-  for (const std::string& name : {"../../../../outside", "a/b", ".hidden", ".."}) {
+  for (const std::string name : {"../../../../outside", "a/b", ".hidden", ".."}) {
     SCOPED_TRACE(name);
     expect_one_line_refusal(run("fit-fabric calibration/fabric/logs/logs.toml --name '" + name + "'"), "--name \"" + name);
   }

@@ -8,6 +8,7 @@
 #include "sim/scenario/resolved_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/sweep/sweep_runner.hpp"
+#include "tests/sim/fewest_micro_batches.hpp"
 #include "tests/support/run_command.hpp"
 
 #include <gtest/gtest.h>
@@ -258,7 +259,6 @@ nlohmann::json metrics_of(const Scenario& scenario) {
 // to pp micro-batches per replica (the fewest every schedule takes) before it is resolved: each of
 // its keys still reaches the simulated program, in a fraction of its full batch's time (the
 // 1024-GPU Llama 3.1 405B run alone simulated 76 s both ways).
-constexpr int kFullBatchMaxGpus = 32;
 
 TEST(ResolvedScenario, EveryShippedScenarioLoadsBackToTheSameMetrics) {
   const Presets presets(default_calibration_dir());
@@ -274,13 +274,9 @@ TEST(ResolvedScenario, EveryShippedScenarioLoadsBackToTheSameMetrics) {
     ASSERT_TRUE(file) << file.error().message;
     auto point = file->point(0);
     ASSERT_TRUE(point) << point.error().message;
-    if (point->training && point->cluster.gpus() > kFullBatchMaxGpus) {
-      TrainingSpec& t = *point->training;
-      if (t.micro_batches > t.pp) {
-        t.micro_batches = t.pp;
-        t.global_batch = t.dp * t.micro_batch * t.micro_batches;
-        ++cut;
-      }
+    if (point->training && point->cluster.gpus() > testing::kFullBatchMaxGpus &&
+        testing::cut_to_fewest_micro_batches(*point->training)) {
+      ++cut;
     }
     const std::string resolved = resolved_scenario_toml(*point, path.string());
     auto again = ScenarioFile::load(temp_file("shipped_resolved.toml", resolved).string(), {}, presets);

@@ -402,14 +402,14 @@ TEST(KinetoTrace, CompressedBombStopsAtTheBoundOnValuesHeld) {
       << t.error().message;
 }
 
-// The bound on decompressed text, made small here: reading stops there and says so.
+// The bound on decompressed text, made small here: reading stops there and says so. (That the
+// default bounds admit a real trace, ReadsThePublicDdpTraceAsCountedByHand shows through the
+// reader; reading it here again unfiltered took 119 s of CI's sanitizer stage.)
 TEST(KinetoTrace, TextPastItsBoundIsRefusedNamingTheBound) {
   const std::string big = write_gzip_repeating("trace_long.json.gz", "{\"traceEvents\": [", "          ", 1 << 21, "]}");
   auto doc = internal::read_json_file(big, {}, {.max_text_bytes = 1 << 20, .max_kept_values = 1000});
   ASSERT_FALSE(doc);
   EXPECT_EQ(doc.error().message.rfind(big + ": more than 1 MiB of JSON (decompressed)", 0), 0u) << doc.error().message;
-  // The public trace reads within the default bounds.
-  EXPECT_TRUE(internal::read_json_file(kDdpTrace)) << kDdpTrace;
 }
 
 TEST(TraceWorkloadScenario, MissingTraceFileNamesFileLineAndKey) {
