@@ -51,10 +51,16 @@ const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp8
 
 std::optional<Precision> parse_precision(std::string_view s) { return parse_named(s, {Precision::bf16, Precision::fp8}); }
 
-double AttentionShape::flops() const {
+double AttentionShape::pairs() const {
   const double s = static_cast<double>(seq);
-  const double forward = 4.0 * static_cast<double>(batch) * s * s * static_cast<double>(heads) *
-                         static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
+  if (!causal) return s * s;
+  if (window <= 0 || window >= seq) return s * s * 0.5;
+  const double w = static_cast<double>(window);
+  return s * w - w * w * 0.5;
+}
+
+double AttentionShape::flops() const {
+  const double forward = 4.0 * static_cast<double>(batch) * pairs() * static_cast<double>(heads) * static_cast<double>(head_dim);
   return direction == Direction::forward ? forward : kAttentionBackwardFlopRatio * forward;
 }
 
@@ -111,10 +117,13 @@ std::string describe(const KernelShape& shape) {
                   static_cast<long long>(g->n), static_cast<long long>(g->k),
                   g->precision == Precision::fp8 ? " fp8" : "");
   } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
-    std::snprintf(buf, sizeof buf, "attention %s b%lld h%lld/%lld s%lld d%lld%s", to_string(a->direction),
-                  static_cast<long long>(a->batch), static_cast<long long>(a->heads),
-                  static_cast<long long>(a->kv_heads), static_cast<long long>(a->seq),
-                  static_cast<long long>(a->head_dim), a->causal ? "" : " full");
+    const int n = std::snprintf(buf, sizeof buf, "attention %s b%lld h%lld/%lld s%lld d%lld%s", to_string(a->direction),
+                                static_cast<long long>(a->batch), static_cast<long long>(a->heads),
+                                static_cast<long long>(a->kv_heads), static_cast<long long>(a->seq),
+                                static_cast<long long>(a->head_dim), a->causal ? "" : " full");
+    if (a->causal && a->window > 0) {
+      std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), " window %lld", static_cast<long long>(a->window));
+    }
   } else if (const auto* m = std::get_if<MemoryBoundShape>(&shape)) {
     std::snprintf(buf, sizeof buf, "%s %lldx%lld", m->op.c_str(), static_cast<long long>(m->tokens),
                   static_cast<long long>(m->width));

@@ -60,12 +60,19 @@ struct AttentionShape {
   Direction direction = Direction::forward;
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   bool causal = true;
-  // Forward: QK^T and PV, 4 b s^2 heads d, halved when causal (the unmasked half); backward:
-  // kAttentionBackwardFlopRatio times the forward.
+  // Sliding-window (local) causal attention: a query sees at most `window` keys, its own and the
+  // window - 1 before it (FlashAttention's window_size_left = window - 1); 0: every key the causal
+  // mask leaves. Ignored without the causal mask.
+  std::int64_t window = 0;
+  // The query-key pairs computed per (batch, head): s^2, causal s^2 / 2, with a window w < s
+  // s w - w^2 / 2 (the causal half's approximation extended: equal to it at w = s).
+  double pairs() const;
+  // Forward: QK^T and PV, 4 b heads d pairs(); backward: kAttentionBackwardFlopRatio times the
+  // forward.
   double flops() const;
   // bf16; forward reads q, k, v and writes o; backward reads q, k, v, o, dout, writes dq, dk, dv.
   double bytes() const;
-  auto key() const { return std::tie(direction, batch, heads, kv_heads, seq, head_dim, causal); }
+  auto key() const { return std::tie(direction, batch, heads, kv_heads, seq, head_dim, causal, window); }
 };
 
 // FlashAttention-2's backward does five matrix products to the forward's two (Dao 2023): 2.5 x

@@ -238,6 +238,13 @@ std::vector<RecipeKernel> LlamaRecipe::with_attention(Direction direction, std::
   return as_issued(framework_, std::move(first));
 }
 
+std::vector<RecipeKernel> with_attention_window(std::vector<RecipeKernel> kernels, std::int64_t window) {
+  for (RecipeKernel& k : kernels) {
+    if (auto* a = std::get_if<AttentionShape>(&k.shape)) a->window = window;
+  }
+  return kernels;
+}
+
 std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
   if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).layer(direction));
   if (traits(framework_).eager_layers) return recipe::eager_layer(model_, layout_, direction);

@@ -104,6 +104,10 @@ struct RecipeKernel {
 RecipeKernel core_attention(const StepLayout& layout, Direction direction, std::int64_t heads, std::int64_t kv_heads,
                             std::int64_t head_dim);
 
+// `kernels` with every attention's window set to `window` (ModelSpec::attention_window): a
+// sliding-window layer's kernels are its full layer's with the window on its core attention.
+std::vector<RecipeKernel> with_attention_window(std::vector<RecipeKernel> kernels, std::int64_t window);
+
 // A group of one rank's local experts that each compute `tokens` tokens of a micro-batch: their
 // matrix products run as `experts` GEMMs of `tokens` rows (a grouped GEMM, priced expert by expert).
 struct ExpertBatch {

@@ -2,6 +2,8 @@
 
 #include "core/enum_names.hpp"
 
+#include <algorithm>
+
 namespace commbound::model {
 
 const char* to_string(Mlp m) { return m == Mlp::swiglu ? "swiglu" : m == Mlp::gelu ? "gelu" : "relu2"; }
@@ -81,7 +83,12 @@ double ModelSpec::active_matmul_params() const {
 }
 
 double ModelSpec::flops_per_token(int seq) const {
-  return 6 * active_matmul_params() + 12.0 * layers * heads * attention_core_head_dim() * seq;
+  double keys = 0;  // the keys a token's queries see, summed over the layers
+  for (int l = 1; l <= layers; ++l) {
+    const int window = attention_window(l);
+    keys += window > 0 ? std::min(window, seq) : seq;
+  }
+  return 6 * active_matmul_params() + 12.0 * heads * attention_core_head_dim() * keys;
 }
 
 }  // namespace commbound::model

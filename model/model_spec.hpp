@@ -29,7 +29,8 @@
 // (MLA: 6 * L * heads * (qk_head_dim + value_head_dim) * s, the same two products' widths) where N_matmul counts every weight a token is multiplied by (all but the input embedding, a
 // lookup, and the norm vectors; of an MoE layer's experts only the top_k routed and the shared
 // ones: the active parameters) and the second term is attention's QK^T and AV products forward and
-// backward over the full sequence s (not halved for the causal mask, as PaLM and the study count).
+// backward over the full sequence s (not halved for the causal mask, as PaLM and the study count);
+// a sliding-window layer's over the keys its queries see, min(window, s), counted the same way.
 //
 // Host-only and C++17 (kernels/ includes it); the zoo's reader is model_zoo.hpp.
 #pragma once
@@ -84,7 +85,18 @@ struct ModelSpec {
   // model's last layer's kind, counted as layer layers + k), then the shared final norm, LM head
   // and loss. Trained beside the model, not counted in params() (DeepSeek-V3's 671 B exclude it).
   int mtp_layers = 0;
+  // Sliding-window attention (Mistral 7B, Gemma 2 and 3, GPT-OSS): a windowed layer's queries see
+  // the `sliding_window` keys up to their own; every `full_attention_every`-th layer keeps the full
+  // causal mask (GPT-OSS 2: windowed and full layers alternate, the first windowed; Gemma 3: 6),
+  // 0: none does. sliding_window 0: every layer full.
+  int sliding_window = 0;
+  int full_attention_every = 0;
 
+  // Layer `l`'s window (1-based; the keys a query sees), 0: full causal attention.
+  int attention_window(int l) const {
+    const bool full = full_attention_every > 0 && l % full_attention_every == 0;
+    return sliding_window > 0 && !full ? sliding_window : 0;
+  }
   int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
   bool mla() const { return kv_lora_rank > 0; }
   // A query/key head's width (MLA: head_dim + rope_head_dim) and a value head's.

@@ -85,6 +85,16 @@ const std::vector<KeySpec<ModelSpec>>& model_keys() {
       {.key = "moe_layer_every", .type = KeyType::integer, .lower = 1, .upper = 100000, .fallback = KeyValue{1L},
        .doc = "MoE: after the dense layers every k-th layer is MoE (1: all)",
        .set = KeyField<&ModelSpec::moe_layer_every>::set, .get = KeyField<&ModelSpec::moe_layer_every>::get},
+      // Sliding-window attention: absent keys are full causal attention in every layer.
+      {.key = "sliding_window", .type = KeyType::integer, .lower = 0, .upper = 1 << 24, .fallback = KeyValue{0L},
+       .doc = "sliding-window attention: the keys a windowed layer's queries see, their own included "
+              "(GPT-OSS 128); 0: every layer attends to the whole causal prefix",
+       .set = KeyField<&ModelSpec::sliding_window>::set, .get = KeyField<&ModelSpec::sliding_window>::get},
+      {.key = "full_attention_every", .type = KeyType::integer, .lower = 0, .upper = 100000, .fallback = KeyValue{0L},
+       .doc = "sliding windows: every k-th layer keeps full causal attention (GPT-OSS 2: they alternate, the first "
+              "windowed); 0: every layer windowed",
+       .set = KeyField<&ModelSpec::full_attention_every>::set,
+       .get = KeyField<&ModelSpec::full_attention_every>::get},
   };
   return keys;
 }
@@ -159,6 +169,9 @@ Expected<ModelSpec> read_model(const toml::table& table, const std::string& name
   }
   if (!r.failed()) check_experts(r, m);
   if (!r.failed()) check_latent_attention(r, m);
+  if (!r.failed() && m.sliding_window == 0 && m.full_attention_every != 0) {
+    r.fail("full_attention_every", "without `sliding_window` (0 or absent: every layer full)");
+  }
   if (!r.failed() && m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
   if (Status s = r.finish(); !s) return s.error();
   return m;

@@ -17,21 +17,31 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // Above this many CTAs the grid is taken as fluid (attention_tiling.hpp).
 constexpr std::int64_t kMaxSimulatedCtas = std::int64_t{1} << 18;
 
-// The score tiles each CTA of one (batch, head) computes, in launch order.
+// The score tiles each CTA of one (batch, head) computes, in launch order. The tile ranges are
+// FlashAttention-2's (flash_fwd_kernel.h n_block_min / n_block_max, flash_bwd_kernel.h
+// m_block_min / m_block_max, equal query and key lengths): a window keeps a query tile from the
+// key tiles wholly before its first row's window, and a key tile from the query tiles wholly past
+// its last row's reach.
 std::vector<double> tiles_per_cta(const AttentionShape& s, const AttentionTiling& t) {
   const std::int64_t m_tiles = ceil_div(s.seq, t.block_m), n_tiles = ceil_div(s.seq, t.block_n);
+  const bool local = s.causal && s.window > 0;
+  const std::int64_t left = s.window - 1;  // keys before its own a query sees (window_size_left)
   std::vector<double> tiles;
   if (s.direction == Direction::forward) {
-    // Query tile m reads key tiles up to the diagonal: those below (m + 1) block_m rows.
+    // Query tile m reads key tiles up to the diagonal, those below (m + 1) block_m rows; with a
+    // window, from the one holding key m block_m - left.
     for (std::int64_t m = 0; m < m_tiles; ++m) {
-      const std::int64_t keys = s.causal ? std::min((m + 1) * t.block_m, s.seq) : s.seq;
-      tiles.push_back(static_cast<double>(ceil_div(keys, t.block_n)));
+      const std::int64_t last = s.causal ? ceil_div(std::min((m + 1) * t.block_m, s.seq), t.block_n) : n_tiles;
+      const std::int64_t first = local ? std::max<std::int64_t>(0, (m * t.block_m - left) / t.block_n) : 0;
+      tiles.push_back(static_cast<double>(last - first));
     }
   } else {
-    // Key tile n meets the query tiles from the one holding its first row to the last.
+    // Key tile n meets the query tiles from the one holding its first row to the last; with a
+    // window, up to the one holding query (n + 1) block_n - 1 + left, the last its rows reach.
     for (std::int64_t n = 0; n < n_tiles; ++n) {
       const std::int64_t first = s.causal ? n * t.block_n / t.block_m : 0;
-      tiles.push_back(static_cast<double>(m_tiles - first));
+      const std::int64_t last = local ? std::min(m_tiles, ceil_div((n + 1) * t.block_n + left, t.block_m)) : m_tiles;
+      tiles.push_back(static_cast<double>(last - first));
     }
   }
   return tiles;

@@ -14,7 +14,9 @@
 // The drain time counts work in score tiles (block_m x block_n of QK^T), hands CTAs out in launch
 // order (blockIdx.x fastest: the tile index, then batch, then head) to the first of sm_count x
 // ctas_per_sm slots to fall free, and returns when the last slot finishes. Ratios of it between
-// two shapes of the same tiling are what the table uses (kernel_table.hpp).
+// two shapes of the same tiling are what the table uses (kernel_table.hpp). A sliding window
+// (AttentionShape::window) leaves each CTA the tiles FlashAttention-2's local attention runs: a
+// windowed shape is priced from a full row of the same sizes by the tiles inside its window.
 //
 // Host-only and C++17.
 #pragma once

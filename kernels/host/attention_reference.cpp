@@ -75,6 +75,7 @@ Status check_attention_shape(const AttentionShape& s) {
   if (s.seq <= 0) return bad("seq", s.seq, "must be positive");
   if (s.head_dim != 64 && s.head_dim != 128) return bad("head_dim", s.head_dim, "must be 64 or 128");
   if (s.heads % s.kv_heads != 0) return bad("kv_heads", s.kv_heads, "must divide heads");
+  if (s.window != 0) return bad("window", s.window, "these kernels run full attention only");
   return Ok{};
 }
 

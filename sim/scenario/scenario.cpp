@@ -635,6 +635,11 @@ private:
       const toml::node* seq = training_t_->get("seq_len");
       if (seq != nullptr && seq->value_or<int64_t>(0) % t.cp != 0) par.fail("cp", "must divide training.seq_len");
     }
+    // Context parallelism's blocks are priced as causal attentions of seq / cp tokens each; which of
+    // them a window reaches is not modelled.
+    if (!par.failed() && t.cp > 1 && t.model.sliding_window > 0) {
+      par.fail("cp", "context parallelism with " + t.model.name + "'s sliding-window attention is not modelled");
+    }
   }
 
   // World size = dp x tp x pp x cp: the model-parallel degrees divide the cluster, dp is the rest.

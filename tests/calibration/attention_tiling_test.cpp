@@ -52,6 +52,26 @@ TEST(AttentionTiling, BackwardDrainsKeyTiles) {
   EXPECT_DOUBLE_EQ(attention_drain_tiles(shape(Direction::backward, 1, 1, 512), t, 2), 10);
 }
 
+// A window of 128 keys, sequence 512, 128 x 64 forward tiles: query tile m starts at the key tile
+// holding key 128 m - 127 (0, 0, 2, 4) and ends at the diagonal (2, 4, 6, 8): 2, 4, 4, 4 tiles,
+// 14 of the full mask's 20. Backward, 64 x 128 tiles: key tile n runs from query tile 2n to the one
+// holding query 128 (n + 1) - 1 + 127 (up to tiles 4, 6, 8, 8 of 8): 4, 4, 4, 2, again 14.
+TEST(AttentionTiling, AWindowRunsOnlyTheTilesInsideIt) {
+  AttentionShape fwd = shape(Direction::forward, 1, 1, 512);
+  fwd.window = 128;
+  EXPECT_DOUBLE_EQ(attention_drain_tiles(fwd, {128, 64, 2}, 1), 14);     // one slot: every tile
+  EXPECT_DOUBLE_EQ(attention_drain_tiles(fwd, {128, 64, 2}, 264), 4);    // the longest CTA
+  AttentionShape bwd = shape(Direction::backward, 1, 1, 512);
+  bwd.window = 128;
+  EXPECT_DOUBLE_EQ(attention_drain_tiles(bwd, {64, 128, 1}, 1), 14);
+  // A window as long as the sequence is the causal mask; FLOPs count the pairs kept: s w - w^2 / 2.
+  fwd.window = 512;
+  EXPECT_DOUBLE_EQ(attention_drain_tiles(fwd, {128, 64, 2}, 1), 20);
+  EXPECT_DOUBLE_EQ(fwd.flops(), shape(Direction::forward, 1, 1, 512).flops());
+  fwd.window = 128;
+  EXPECT_DOUBLE_EQ(fwd.flops(), 4.0 * (512 * 128 - 128 * 128 / 2) * 128);
+}
+
 // Past 2^18 CTAs the grid is fluid: batch 64 x 64 heads x 512 query tiles of sequence 65536 is 2^21
 // CTAs, each (batch, head) 2 (1 + 2 + ... + 512) = 262,656 tiles, over 264 slots.
 TEST(AttentionTiling, LargeGridsAreFluid) {
@@ -80,6 +100,13 @@ TEST(AttentionTiling, TablePricesAMissingFlash2ShapeByItsDrainTime) {
   EXPECT_DOUBLE_EQ(flash2.seconds, 0.1 * kMs);
   // Our own kernel's tiling is not described: its row's FLOP rate, twice the time.
   EXPECT_DOUBLE_EQ(t.price(shape(Direction::forward, 1, 2, 4096), "commbound").seconds, 0.2 * kMs);
+  // A window of 128 keys: every query tile past the first reads 4 key tiles (it starts at tile
+  // 2m - 2 and ends at 2m + 2), 4 of the row's longest 64; by FLOPs, (4096 x 128 - 128^2 / 2) of
+  // 4096^2 / 2 pairs.
+  AttentionShape windowed = shape(Direction::forward, 1, 1, 4096);
+  windowed.window = 128;
+  EXPECT_DOUBLE_EQ(t.price(windowed, "flash2").seconds, 0.1 * kMs * 4 / 64);
+  EXPECT_DOUBLE_EQ(t.price(windowed, "commbound").seconds, 0.1 * kMs * (4096.0 * 128 - 8192) / (4096.0 * 2048));
   p.sm_count.reset();
   t.set_provenance(p);
   EXPECT_DOUBLE_EQ(t.price(shape(Direction::forward, 1, 2, 4096), "flash2").seconds, 0.2 * kMs);

@@ -121,6 +121,26 @@ TEST(ModelZoo, DeepSeekV3PredictsOneMoreToken) {
   EXPECT_DOUBLE_EQ(m->params(), 671026404352.0);  // the module is not counted
 }
 
+// GPT-OSS-120B alternates 128-token sliding-window and full layers, the first windowed (HF
+// layer_types): layers 1, 3, ..., 35 windowed, 2, 4, ..., 36 full. Attention's model FLOPs a token at
+// 4096 tokens count the keys each layer's queries see: 12 x 64 heads x 64 x (18 x 128 + 18 x 4096).
+TEST(ModelZoo, SlidingWindowLayersAlternateAndCountTheirKeys) {
+  auto m = load_model("calibration/models.toml", "gpt-oss-120b");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->attention_window(1), 128);
+  EXPECT_EQ(m->attention_window(2), 0);
+  EXPECT_EQ(m->attention_window(35), 128);
+  EXPECT_EQ(m->attention_window(36), 0);
+  EXPECT_DOUBLE_EQ(m->flops_per_token(4096) - 6 * m->active_matmul_params(), 12.0 * 64 * 64 * (18 * 128 + 18 * 4096));
+  // A window no shorter than the sequence is the causal mask.
+  EXPECT_DOUBLE_EQ(m->flops_per_token(128) - 6 * m->active_matmul_params(), 12.0 * 64 * 64 * 36 * 128);
+  const std::string dense = "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 4\nffn = 128\nvocab = 10\n";
+  auto orphan = read_model_zoo(temp_file("window_orphan.toml", dense + "full_attention_every = 2\n"));
+  ASSERT_FALSE(orphan);
+  EXPECT_NE(orphan.error().message.find(":8: tiny.full_attention_every = 2: without `sliding_window`"), std::string::npos)
+      << orphan.error().message;
+}
+
 TEST(ModelZoo, LatentAttentionKeysAgree) {
   const std::string dense = "[tiny]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 4\nffn = 128\nvocab = 10\n";
   auto orphan = read_model_zoo(temp_file("mla_orphan.toml", dense + "v_head_dim = 16\n"));

@@ -120,6 +120,8 @@ ProgramWriter::ProgramWriter(const TrainingSpec& t)
       recipe_(t.model, layout_of(t), t.framework, t.precision),
       layer_fwd_(recipe_.layer(Direction::forward)),
       layer_bwd_(recipe_.layer(Direction::backward)),
+      windowed_fwd_(model::with_attention_window(layer_fwd_, t.model.sliding_window)),
+      windowed_bwd_(model::with_attention_window(layer_bwd_, t.model.sliding_window)),
       head_fwd_(recipe_.lm_head(Direction::forward)),
       head_bwd_(recipe_.lm_head(Direction::backward)),
       embedding_fwd_(recipe_.embedding(Direction::forward)),
@@ -133,8 +135,8 @@ const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
   const moe::LayerRouting routing = moe::route_layer(t_.routing, t_.moe_layer_shape(), l);
   const std::vector<model::ExpertBatch> batches = busiest_rank_batches(t_, routing);
   MoeLayer& layer = it->second;
-  layer.forward = recipe_.moe_layer(Direction::forward, batches);
-  layer.backward = recipe_.moe_layer(Direction::backward, batches);
+  layer.forward = model::with_attention_window(recipe_.moe_layer(Direction::forward, batches), t_.model.attention_window(l));
+  layer.backward = model::with_attention_window(recipe_.moe_layer(Direction::backward, batches), t_.model.attention_window(l));
   const double row_bytes = t_.model.hidden * kBf16Bytes;
   layer.to_experts = peer_bytes(routing, row_bytes, true);
   layer.from_experts = peer_bytes(routing, row_bytes, false);
@@ -227,7 +229,10 @@ int ProgramWriter::optimizer(const std::string& prefix, double parameters, std::
 }
 
 const std::vector<RecipeKernel>& ProgramWriter::kernels_of_layer(int l, bool backward) {
-  if (!t_.model.is_moe_layer(l)) return backward ? layer_bwd_ : layer_fwd_;
+  if (!t_.model.is_moe_layer(l)) {
+    if (t_.model.attention_window(l) > 0) return backward ? windowed_bwd_ : windowed_fwd_;
+    return backward ? layer_bwd_ : layer_fwd_;
+  }
   const MoeLayer& moe = moe_layer(l);
   return backward ? moe.backward : moe.forward;
 }

@@ -91,15 +91,16 @@ private:
     double received_bytes = 0;  // the busiest rank's routed tokens, bf16 rows of hidden
   };
   const MoeLayer& moe_layer(int l);
-  // Layer `l`'s kernels: a dense layer's or an MoE layer's.
+  // Layer `l`'s kernels: a dense layer's or an MoE layer's, with its attention window.
   const std::vector<model::RecipeKernel>& kernels_of_layer(int l, bool backward);
   int attention(const std::string& prefix, const model::RecipeKernel& k, const std::vector<int>& after,
                 bool backward);
 
   const TrainingSpec& t_;
   const model::LlamaRecipe recipe_;
-  const std::vector<model::RecipeKernel> layer_fwd_, layer_bwd_, head_fwd_, head_bwd_, embedding_fwd_,
-      embedding_bwd_, mtp_fwd_, mtp_bwd_;
+  // A dense layer's kernels, and with the model's sliding window on its attention (windowed_*).
+  const std::vector<model::RecipeKernel> layer_fwd_, layer_bwd_, windowed_fwd_, windowed_bwd_, head_fwd_, head_bwd_,
+      embedding_fwd_, embedding_bwd_, mtp_fwd_, mtp_bwd_;
   std::map<int, MoeLayer> moe_layers_;  // by layer
   int current_layer_ = 0;               // the layer run() is laying out (its all-to-alls' bytes)
   // Under tensor-parallel overlap, the all-gather running beside the kernels up to the next GEMM

@@ -608,7 +608,12 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLayout{"--set model.layers=32 --set model.hidden=4096 --set model.heads=32 "
                                 "--set model.kv_heads=32 --set model.ffn=-1 --set model.vocab=32000",
                                 "model.ffn = -1: must be between 1 and"},
-                      BadLayout{"--set model.heads=32", "model.heads = 32: unknown key in [model]"}));
+                      BadLayout{"--set model.heads=32", "model.heads = 32: unknown key in [model]"},
+                      BadLayout{"--set model.layers=32 --set model.hidden=4096 --set model.heads=32 "
+                                "--set model.kv_heads=32 --set model.ffn=11008 --set model.vocab=32000 "
+                                "--set model.sliding_window=1024 --set parallel.cp=2",
+                                "parallel.cp = 2: context parallelism with llama2-7b's sliding-window attention is "
+                                "not modelled"}));
 
 // [model] with explicit dimensions instead of a zoo name: a Llama-2 7B spelled out is the zoo's.
 TEST(Cli, ModelFromExplicitDimensions) {

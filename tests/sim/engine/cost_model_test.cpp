@@ -651,6 +651,35 @@ TEST(Workload, OpsCarryTheCalibrationNamesAndWidths) {
   }
 }
 
+// A window of 1024 keys on every layer but each second (full_attention_every = 2): layer 1's
+// attention, forward and backward, and its recomputation's, carry the window; layer 2's the full
+// causal mask. A windowed layer's FLOPs: 4 b h d (s w - w^2 / 2) = 4 x 2 x 32 x 128 x (4096 x 1024 -
+// 1024^2 / 2) forward, of the full layer's 4 b h d s^2 / 2.
+TEST(Workload, SlidingWindowLayersCarryTheirWindow) {
+  TrainingSpec t = llama7b(1, 1);
+  t.model.sliding_window = 1024;
+  t.model.full_attention_every = 2;
+  t.recompute = Recompute::full;
+  const Program p = build_program(t);
+  AttentionShape windowed{Direction::forward, 2, 32, 32, 4096, 128, true};
+  windowed.window = 1024;
+  EXPECT_EQ(std::get<AttentionShape>(op_named(p, "layer1.mb0.fwd.attention").kernel), windowed);
+  EXPECT_EQ(std::get<AttentionShape>(op_named(p, "layer2.mb0.fwd.attention").kernel),
+            (AttentionShape{Direction::forward, 2, 32, 32, 4096, 128, true}));
+  EXPECT_DOUBLE_EQ(op_named(p, "layer1.mb0.fwd.attention").flops, 4.0 * 2 * 32 * 128 * (4096.0 * 1024 - 1024.0 * 1024 / 2));
+  EXPECT_DOUBLE_EQ(op_named(p, "layer2.mb0.fwd.attention").flops, 4.0 * 2 * 32 * 128 * 4096.0 * 4096 / 2);
+  int windowed_ops = 0;
+  for (const Op& op : p.ops) {
+    const auto* a = std::get_if<AttentionShape>(&op.kernel);
+    if (a == nullptr) continue;
+    ASSERT_EQ(op.name.rfind("layer", 0), 0u) << op.name;
+    const int layer = std::stoi(op.name.substr(5));
+    EXPECT_EQ(a->window, layer % 2 == 1 ? 1024 : 0) << op.name;
+    windowed_ops += a->window > 0;
+  }
+  EXPECT_GE(windowed_ops, 3 * 16);  // forward, recomputed forward, backward of the 16 odd layers
+}
+
 // cp = 4 over seq 4096, micro-batch 2: the rank's 1024 tokens are two load-balanced chunks of 512.
 // Its own KV block is causal attention over its 1024 tokens; each of the three others sees half of
 // the rank's query-key pairs unmasked, priced as two non-causal 512-token blocks (batch 4). Each
