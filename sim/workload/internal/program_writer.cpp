@@ -113,6 +113,12 @@ std::vector<RecipeKernel> renamed(std::vector<RecipeKernel> kernels, const std::
   return kernels;
 }
 
+// A dense layer's kernels with the model's sliding window on its attention; none without one (no
+// layer asks for them).
+std::vector<RecipeKernel> windowed(const std::vector<RecipeKernel>& layer, int window) {
+  return window > 0 ? model::with_attention_window(layer, window) : std::vector<RecipeKernel>{};
+}
+
 }  // namespace
 
 ProgramWriter::ProgramWriter(const TrainingSpec& t)
@@ -120,8 +126,8 @@ ProgramWriter::ProgramWriter(const TrainingSpec& t)
       recipe_(t.model, layout_of(t), t.framework, t.precision),
       layer_fwd_(recipe_.layer(Direction::forward)),
       layer_bwd_(recipe_.layer(Direction::backward)),
-      windowed_fwd_(model::with_attention_window(layer_fwd_, t.model.sliding_window)),
-      windowed_bwd_(model::with_attention_window(layer_bwd_, t.model.sliding_window)),
+      windowed_fwd_(windowed(layer_fwd_, t.model.sliding_window)),
+      windowed_bwd_(windowed(layer_bwd_, t.model.sliding_window)),
       head_fwd_(recipe_.lm_head(Direction::forward)),
       head_bwd_(recipe_.lm_head(Direction::backward)),
       embedding_fwd_(recipe_.embedding(Direction::forward)),

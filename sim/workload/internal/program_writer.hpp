@@ -98,7 +98,8 @@ private:
 
   const TrainingSpec& t_;
   const model::LlamaRecipe recipe_;
-  // A dense layer's kernels, and with the model's sliding window on its attention (windowed_*).
+  // A dense layer's kernels, and with the model's sliding window on its attention (windowed_*;
+  // empty without a window).
   const std::vector<model::RecipeKernel> layer_fwd_, layer_bwd_, windowed_fwd_, windowed_bwd_, head_fwd_, head_bwd_,
       embedding_fwd_, embedding_bwd_, mtp_fwd_, mtp_bwd_;
   std::map<int, MoeLayer> moe_layers_;  // by layer
