@@ -27,9 +27,12 @@ issues the part's ops in order; a kernel starts once issued and once the previou
 part whose kernels are shorter than their issue time is bound by its host (eager small shards).
 Called back to back, a part holds the board at its power limit: its GEMMs and attention are slowed
 by the table's measured curve at the part's share of compute-bound time (column "power limit").
-The table shows one decoder layer's kernels (forward, backward, recompute) and every part's
-totals; --format csv or json lists every kernel of every part. No communication is included:
-`commbound run` simulates the whole iteration.
+The table shows the first decoder layer's kernels (forward, backward, recompute), and the first
+MoE layer's (moe_layer.*) where the model's first layers are dense, then every part's totals;
+--format csv or json lists every kernel of every part. An MoE layer's experts are priced at the
+busiest rank of the expert-parallel group (the local experts in batches by tokens, "xN": N GEMMs
+of that shape). No communication is included: `commbound run` simulates the whole iteration,
+the all-to-alls too.
 )";
 
 struct ProfileArgs {

@@ -13,33 +13,42 @@ namespace {
 constexpr double kMBPerByte = 1e-6;
 constexpr double kGFLOPPerFLOP = 1e-9;
 
+// The parts the table lists kernel by kernel: a dense and an MoE layer's, each forward, backward
+// and recompute.
 bool is_layer_part(const std::string& part) {
-  return part == "layer.forward" || part == "layer.backward" || part == "layer.recompute";
+  for (const char* layer : {"layer.", "moe_layer."}) {
+    for (const char* pass : {"forward", "backward", "recompute"}) {
+      if (part == std::string(layer) + pass) return true;
+    }
+  }
+  return false;
 }
 
 void write_table(std::ostream& out, const ComputeProfile& p, const std::string& title) {
   out << title << "\n\n";
   // The kernel and shape columns as wide as their longest entry: the rows stay aligned.
-  std::size_t kernel_width = 6, shape_width = 5;
+  std::size_t part_width = 4, kernel_width = 6, shape_width = 5, parts_width = 12;
   for (const ProfiledKernel& k : p.kernels) {
     if (!is_layer_part(k.part)) continue;
+    part_width = std::max(part_width, k.part.size());
     kernel_width = std::max(kernel_width, k.name.size());
     shape_width = std::max(shape_width, model::describe(k.shape).size());
   }
-  out << fmt::format("{:<16} {:<{}} {:<{}} {:>9} {:>8} {:>9} {:>8} {:>9}  {}\n", "part", "kernel", kernel_width, "shape",
-                     shape_width, "MB", "GFLOP", "gpu us", "host us", "end us", "priced");
+  for (const ProfiledPart& part : p.parts) parts_width = std::max(parts_width, part.name.size());
+  out << fmt::format("{:<{}} {:<{}} {:<{}} {:>9} {:>8} {:>9} {:>8} {:>9}  {}\n", "part", part_width, "kernel",
+                     kernel_width, "shape", shape_width, "MB", "GFLOP", "gpu us", "host us", "end us", "priced");
   for (const ProfiledKernel& k : p.kernels) {
     if (!is_layer_part(k.part)) continue;
-    out << fmt::format("{:<16} {:<{}} {:<{}} {:>9.2f} {:>8.2f} {:>9.1f} {:>8.1f} {:>9.1f}  {}\n", k.part, k.name,
-                       kernel_width, model::describe(k.shape), shape_width, k.bytes * kMBPerByte,
+    out << fmt::format("{:<{}} {:<{}} {:<{}} {:>9.2f} {:>8.2f} {:>9.1f} {:>8.1f} {:>9.1f}  {}\n", k.part, part_width,
+                       k.name, kernel_width, model::describe(k.shape), shape_width, k.bytes * kMBPerByte,
                        k.flops * kGFLOPPerFLOP, k.gpu_s * kUsPerS, k.host_s * kUsPerS, k.end_s * kUsPerS,
                        calibration::to_string(k.match));
   }
   out << "\n"
-      << fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10} {:>12}  {}\n", "part (alone)", "kernels", "gpu ms",
-                     "host ms", "time ms", "power limit", "bound by");
+      << fmt::format("{:<{}} {:>8} {:>10} {:>10} {:>10} {:>12}  {}\n", "part (alone)", parts_width, "kernels",
+                     "gpu ms", "host ms", "time ms", "power limit", "bound by");
   for (const ProfiledPart& part : p.parts) {
-    out << fmt::format("{:<24} {:>8} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.3f}x  {}\n", part.name, part.kernels,
+    out << fmt::format("{:<{}} {:>8} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.3f}x  {}\n", part.name, parts_width, part.kernels,
                        part.gpu_s * kMsPerS, part.host_s * kMsPerS, part.time_s * kMsPerS, part.limit_slowdown,
                        part.host_bound() ? "host" : "gpu");
   }

@@ -342,6 +342,10 @@ const char* to_string(ProgramPart p) {
     case ProgramPart::layer_backward: return "layer.backward";
     case ProgramPart::layer_forward_backward: return "layer.forward+backward";
     case ProgramPart::layer_recompute: return "layer.recompute";
+    case ProgramPart::moe_layer_forward: return "moe_layer.forward";
+    case ProgramPart::moe_layer_backward: return "moe_layer.backward";
+    case ProgramPart::moe_layer_forward_backward: return "moe_layer.forward+backward";
+    case ProgramPart::moe_layer_recompute: return "moe_layer.recompute";
     case ProgramPart::embedding_forward: return "embedding.forward";
     case ProgramPart::embedding_backward: return "embedding.backward";
     case ProgramPart::lm_head_forward: return "lm_head.forward";
@@ -356,11 +360,31 @@ Program build_part(const TrainingSpec& t, ProgramPart part) {
   internal::ProgramWriter w(t);
   const std::string tag = ".mb0";
   auto layer_backward = [&](int l, int after) { return w.layer(l, tag, true, w.recompute(l, tag, after)); };
+  // The first MoE layer where the first layer is dense; 0: no such layer (its parts stay empty).
+  const int moe = [&] {
+    if (!t.model.moe() || t.model.is_moe_layer(1)) return 0;
+    for (int l = 2; l <= t.model.layers; ++l) {
+      if (t.model.is_moe_layer(l)) return l;
+    }
+    return 0;
+  }();
   switch (part) {
     case ProgramPart::layer_forward: w.layer(1, tag, false, -1); break;
     case ProgramPart::layer_backward: layer_backward(1, -1); break;
     case ProgramPart::layer_forward_backward: layer_backward(1, w.layer(1, tag, false, -1)); break;
     case ProgramPart::layer_recompute: w.recompute(1, tag, -1); break;
+    case ProgramPart::moe_layer_forward:
+      if (moe > 0) w.layer(moe, tag, false, -1);
+      break;
+    case ProgramPart::moe_layer_backward:
+      if (moe > 0) layer_backward(moe, -1);
+      break;
+    case ProgramPart::moe_layer_forward_backward:
+      if (moe > 0) layer_backward(moe, w.layer(moe, tag, false, -1));
+      break;
+    case ProgramPart::moe_layer_recompute:
+      if (moe > 0) w.recompute(moe, tag, -1);
+      break;
     case ProgramPart::embedding_forward: w.embedding(tag, false, {}); break;
     case ProgramPart::embedding_backward: w.embedding(tag, true, {}); break;
     case ProgramPart::lm_head_forward: w.lm_head(tag, false, -1); break;
@@ -381,7 +405,8 @@ Program build_part(const TrainingSpec& t, ProgramPart part) {
 }
 
 Status check_program_size(const TrainingSpec& t) {
-  const auto per_layer = static_cast<std::int64_t>(build_part(t, ProgramPart::layer_forward_backward).ops.size());
+  const auto per_layer = static_cast<std::int64_t>(std::max(build_part(t, ProgramPart::layer_forward_backward).ops.size(),
+                                                              build_part(t, ProgramPart::moe_layer_forward_backward).ops.size()));
   // A stage's count is capped just past the larger limit, so that the sum over stages (fewer
   // than 2^18) cannot overflow either.
   constexpr std::int64_t kCap = kMaxOpsAllStages + 1;

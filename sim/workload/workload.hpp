@@ -125,15 +125,21 @@ struct Program {
 };
 
 // One part of a rank's compute alone, its ops as build_program writes them (host issue times from
-// the part's start), for profiling (sim/engine/compute_profile.hpp): a decoder layer's forward,
-// backward (after the recompute activation checkpointing replays), both; what the recompute
-// replays; the embedding, the LM head; the optimizer over the rank's shard of every parameter; one
-// micro-batch's forward and backward through the embedding, every layer and the LM head.
+// the part's start), for profiling (sim/engine/compute_profile.hpp): the first decoder layer's
+// forward, backward (after the recompute activation checkpointing replays), both; what the
+// recompute replays; the same four of the first MoE layer where the first layer is dense (a model
+// whose first layers are dense, as DeepSeek-V3's three; empty otherwise); the embedding, the LM
+// head; the optimizer over the rank's shard of every parameter; one micro-batch's forward and
+// backward through the embedding, every layer and the LM head.
 enum class ProgramPart {
   layer_forward,
   layer_backward,
   layer_forward_backward,
   layer_recompute,
+  moe_layer_forward,
+  moe_layer_backward,
+  moe_layer_forward_backward,
+  moe_layer_recompute,
   embedding_forward,
   embedding_backward,
   lm_head_forward,
@@ -142,11 +148,13 @@ enum class ProgramPart {
   micro_batch,
 };
 inline constexpr ProgramPart kProgramParts[] = {
-    ProgramPart::layer_forward,      ProgramPart::layer_backward,    ProgramPart::layer_forward_backward,
-    ProgramPart::layer_recompute,    ProgramPart::embedding_forward, ProgramPart::embedding_backward,
-    ProgramPart::lm_head_forward,    ProgramPart::lm_head_backward,  ProgramPart::optimizer,
-    ProgramPart::micro_batch};
-// "layer.forward", "layer.backward", "layer.forward+backward", ..., "step.micro_batch".
+    ProgramPart::layer_forward,         ProgramPart::layer_backward,     ProgramPart::layer_forward_backward,
+    ProgramPart::layer_recompute,       ProgramPart::moe_layer_forward,  ProgramPart::moe_layer_backward,
+    ProgramPart::moe_layer_forward_backward, ProgramPart::moe_layer_recompute, ProgramPart::embedding_forward,
+    ProgramPart::embedding_backward,    ProgramPart::lm_head_forward,    ProgramPart::lm_head_backward,
+    ProgramPart::optimizer,             ProgramPart::micro_batch};
+// "layer.forward", "layer.backward", "layer.forward+backward", "moe_layer.forward", ...,
+// "step.micro_batch".
 const char* to_string(ProgramPart p);
 Program build_part(const TrainingSpec& t, ProgramPart part);
 

@@ -442,6 +442,40 @@ TEST(ExpertParallelism, AllToAllsPerLayerAndExpertsOverTheirReplicas) {
   EXPECT_EQ(n, expected);
 }
 
+// The profile's MoE parts: Mixtral's first layer is an MoE layer, so the layer parts show it and the
+// moe_layer parts stay empty; with its first two layers dense the layer parts show a dense layer
+// (no router, no all-to-all) and the moe_layer parts layer 3, its router, its 8 / 8 = 1 local
+// expert's gate_up and its dispatch and combine all-to-alls.
+TEST(ProgramParts, TheFirstMoeLayerWhereTheFirstLayerIsDense) {
+  TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
+  t.model = *load_model(kPresets, "mixtral-8x7b");
+  t.seq_len = 4096;
+  t.ep = 8;
+  const auto names = [&](ProgramPart part) {
+    std::vector<std::string> out;
+    for (const Op& op : build_part(t, part).ops) out.push_back(op.name);
+    return out;
+  };
+  const auto has = [](const std::vector<std::string>& ops, const std::string& name) {
+    return std::find(ops.begin(), ops.end(), name) != ops.end();
+  };
+  EXPECT_TRUE(has(names(ProgramPart::layer_forward), "layer1.mb0.fwd.router"));
+  EXPECT_TRUE(names(ProgramPart::moe_layer_forward).empty());
+  EXPECT_TRUE(names(ProgramPart::moe_layer_forward_backward).empty());
+
+  t.model.first_dense_layers = 2;
+  const std::vector<std::string> dense = names(ProgramPart::layer_forward);
+  EXPECT_FALSE(has(dense, "layer1.mb0.fwd.router"));
+  EXPECT_TRUE(has(dense, "layer1.mb0.fwd.gate_up"));
+  const std::vector<std::string> moe = names(ProgramPart::moe_layer_forward);
+  for (const char* op : {"layer3.mb0.fwd.router", "layer3.mb0.fwd.experts0.gate_up",
+                         "layer3.mb0.fwd.to_experts.ep_alltoall", "layer3.mb0.fwd.from_experts.ep_alltoall"}) {
+    EXPECT_TRUE(has(moe, op)) << op;
+  }
+  EXPECT_TRUE(has(names(ProgramPart::moe_layer_backward), "layer3.mb0.bwd.experts0.gate_up.wgrad"));
+  EXPECT_EQ(std::string(to_string(ProgramPart::moe_layer_forward_backward)), "moe_layer.forward+backward");
+}
+
 // Layout folding: 2 stages of tp 2 x dp 4 = 8 ranks with ep 4: the expert-parallel groups are runs
 // of 4 consecutive ranks of a stage, the expert-data-parallel groups every 4th rank of the stage.
 TEST(ExpertParallelism, GroupsFoldOverEachStagesRanks) {
