@@ -4,7 +4,8 @@
 // 8192, global batch 2048, micro-batch 1, full recompute, sequence parallel, ZeRO-1: the DGX Cloud
 // recipe's scenario with these keys set) on rail-optimized InfiniBand and on a RoCE fat-tree with
 // ECMP, and on a DeepSeek-V3-shaped mixture of experts with expert
-// parallelism 64 on 2048 GPUs (bench/scenarios/deepseek_v3_ep64_2048gpu.toml), through the same
+// parallelism 64 on 2048 GPUs (bench/scenarios/deepseek_v3_ep64_2048gpu.toml) and NVIDIA's
+// DeepSeek-V3 recipe on its published 1024 GPUs (scenarios/published/deepseek_v3_dgxc_bf16.toml), through the same
 // library calls as the CLI, stage by stage:
 //   load      read and validate the scenario (and its kernel table) in this process
 //   simulate  build the platform and simulate the iteration (warm-ups included) in a child
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
     cases.push_back({"Llama 3 405B as Meta ran it, 16384 GPUs", "scenarios/published/llama3_405b_meta.toml",
                      {"sweep.values=[2048]"}});
     cases.push_back({"DeepSeek-V3-shaped TP2 PP8 EP64, 2048 GPUs", "bench/scenarios/deepseek_v3_ep64_2048gpu.toml", {}});
+    // NVIDIA's DGX Cloud DeepSeek-V3 recipe at its published 1024 GPUs (TP2 PP16 EP64, MTP).
+    cases.push_back({"DeepSeek-V3 DGX Cloud recipe, 1024 GPUs", "scenarios/published/deepseek_v3_dgxc_bf16.toml",
+                     {"sweep.values=[[128, 8192, 16, 3, 2]]"}});
   }
   for (const Case& c : cases) {
     std::vector<double> load_s, simulate_s, total_s;

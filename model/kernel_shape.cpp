@@ -39,12 +39,30 @@ std::optional<Direction> parse_direction(std::string_view s) {
   return std::nullopt;
 }
 
-double GemmShape::flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+std::int64_t GemmShape::token_rows() const {
+  if (group.empty()) return layout == GemmLayout::wgrad ? k : m;
+  std::int64_t sum = 0;
+  for (std::int64_t rows : group) sum += rows;
+  return sum;
+}
+
+double GemmShape::flops() const {
+  const double tokens = static_cast<double>(token_rows());
+  const double other = layout == GemmLayout::wgrad ? static_cast<double>(m) : static_cast<double>(k);
+  return 2.0 * tokens * static_cast<double>(n) * other;
+}
 
 double GemmShape::bytes() const {
-  const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
   const double operand = precision == Precision::fp8 ? 1 : kBf16;
-  return operand * (M * K + K * N) + kBf16 * M * N;
+  const auto one = [&](double M, double N, double K) { return operand * (M * K + K * N) + kBf16 * M * N; };
+  const double N = static_cast<double>(n);
+  if (group.empty()) return one(static_cast<double>(m), N, static_cast<double>(k));
+  double sum = 0;
+  for (std::int64_t rows : group) {
+    const double r = static_cast<double>(rows);
+    sum += layout == GemmLayout::wgrad ? one(static_cast<double>(m), N, r) : one(r, N, static_cast<double>(k));
+  }
+  return sum;
 }
 
 const char* to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp8"; }
@@ -113,9 +131,12 @@ double bytes(const KernelShape& shape) {
 std::string describe(const KernelShape& shape) {
   char buf[160];
   if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld%s", to_string(g->layout), static_cast<long long>(g->m),
-                  static_cast<long long>(g->n), static_cast<long long>(g->k),
-                  g->precision == Precision::fp8 ? " fp8" : "");
+    const int n = std::snprintf(buf, sizeof buf, "gemm %s %lldx%lldx%lld%s", to_string(g->layout),
+                                static_cast<long long>(g->m), static_cast<long long>(g->n),
+                                static_cast<long long>(g->k), g->precision == Precision::fp8 ? " fp8" : "");
+    if (!g->group.empty()) {
+      std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), " grouped x%zu", g->group.size());
+    }
   } else if (const auto* a = std::get_if<AttentionShape>(&shape)) {
     const int n = std::snprintf(buf, sizeof buf, "attention %s b%lld h%lld/%lld s%lld d%lld%s", to_string(a->direction),
                                 static_cast<long long>(a->batch), static_cast<long long>(a->heads),

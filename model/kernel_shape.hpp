@@ -51,9 +51,17 @@ struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   GemmLayout layout = GemmLayout::forward;
   Precision precision = Precision::bf16;  // calibration tables hold bf16 rows only
-  double flops() const;  // 2 m n k
-  double bytes() const;  // A, B read (2 B an element, fp8: 1) and bf16 C written: e (mk + kn) + 2 mn
-  auto key() const { return std::tie(m, n, k, layout, precision); }
+  // A grouped product: one launch over several products of the same weights' shape (the local
+  // experts' GEMMs of an MoE layer, as Transformer Engine's GroupedLinear and cuBLAS's grouped
+  // GEMM run them), each product's size along the tokens in launch order: its m (forward,
+  // dgrad) or its k (wgrad, which reduces over the tokens). m or k is then their mean, rounded up
+  // (the size a table row is looked up by). Empty: one product.
+  std::vector<std::int64_t> group;
+  // The tokens the product runs over: m (wgrad: k), a group's sum.
+  std::int64_t token_rows() const;
+  double flops() const;  // 2 m n k, a group's sum over its products
+  double bytes() const;  // A, B read (2 B an element, fp8: 1) and bf16 C written: e (mk + kn) + 2 mn, a group's sum
+  auto key() const { return std::tie(m, n, k, layout, precision, group); }
 };
 
 struct AttentionShape {

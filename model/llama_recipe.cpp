@@ -50,9 +50,11 @@ std::vector<RecipeKernel> in_fp8(const std::vector<RecipeKernel>& kernels) {
       continue;
     }
     if (g->layout != GemmLayout::wgrad) {
-      const double elements = static_cast<double>(g->m) * static_cast<double>(g->k);  // X [T x in] or dY [T x out]
-      // One cast per run of the product (each expert's, each overlapped chunk's input).
-      out.push_back({k.name + ".fp8_cast", ElementwiseShape{"fp8_cast_transpose", g->m * g->k, 4 * elements,
+      // X [T x in] or dY [T x out]; a grouped product's experts in one multi-tensor cast (Transformer
+      // Engine's fused_multi_cast_transpose).
+      const double elements = static_cast<double>(g->token_rows()) * static_cast<double>(g->k);
+      // One cast per run of the product (each overlapped chunk's input).
+      out.push_back({k.name + ".fp8_cast", ElementwiseShape{"fp8_cast_transpose", g->token_rows() * g->k, 4 * elements,
                                                             ElementwiseKind::streaming},
                      k.runs, "", k.host_ops});
       out.back().joins_exchange = k.joins_exchange;  // the cast reads what the exchange brought
@@ -266,19 +268,18 @@ std::vector<RecipeKernel> LlamaRecipe::layer(Direction direction) const {
   return with_attention(direction, std::move(k));
 }
 
-std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std::vector<ExpertBatch>& batches) const {
-  if (precision_ == Precision::fp8) return in_fp8(LlamaRecipe(model_, layout_, framework_).moe_layer(direction, batches));
+std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std::vector<std::int64_t>& expert_tokens) const {
+  if (precision_ == Precision::fp8) {
+    return in_fp8(LlamaRecipe(model_, layout_, framework_).moe_layer(direction, expert_tokens));
+  }
   const ModelSpec& m = model_;
   const double T = layout_.tokens();
   const double h = m.hidden;
   const double expert_width = static_cast<double>(m.expert_ffn) / layout_.expert_tp;
   const double routed = T / layout_.tp;  // sequence parallelism: each tensor-parallel rank routes its share
   const double k_routed = routed * m.top_k;  // token copies, one per chosen expert
-  const double expert_tokens = [&] {
-    double sum = 0;
-    for (const ExpertBatch& b : batches) sum += b.tokens * b.experts;
-    return sum;
-  }();
+  double tokens_sum = 0;
+  for (std::int64_t t : expert_tokens) tokens_sum += static_cast<double>(t);
   // The router's scores (bf16, tokens x experts) read, each token's top_k weights (fp32) and
   // expert indices (int64) written; a reduction over each token's row.
   const double topk_bytes = 2 * routed * m.experts + 12 * k_routed;
@@ -286,25 +287,24 @@ std::vector<RecipeKernel> LlamaRecipe::moe_layer(Direction direction, const std:
   // slots read with their weights, the token's row written; backward the other way round.
   const double permute_bytes = 4 * k_routed * h;
   const double unpermute_bytes = 2 * k_routed * h + 2 * routed * h;
-  // The local experts: every batch's first matrix (gate_up or up; backward: down), one activation
-  // kernel over all their tokens, every batch's second matrix; the last product's results go back.
+  // The local experts: their first matrix (gate_up or up; backward: down) as one grouped product,
+  // one activation kernel over all their tokens, their second matrix grouped; the last product's
+  // results go back. A grouped product's m (wgrad: k) is the experts' mean, its group their rows.
   auto experts = [&](std::vector<RecipeKernel>& k) {
     const bool forward = direction == Direction::forward;
     const std::string mlp_in = m.mlp == Mlp::swiglu ? "gate_up" : "up";
+    const double mean = expert_tokens.empty() ? 0 : tokens_sum / static_cast<double>(expert_tokens.size());
     auto matrix = [&](bool in_matrix) {
-      for (std::size_t i = 0; i < batches.size(); ++i) {
-        const std::size_t first = k.size();
-        const std::string prefix = "experts" + std::to_string(i) + ".";
-        if (in_matrix) {
-          linear(k, prefix + mlp_in, batches[i].tokens, m.mlp_in_width(expert_width), h, direction);
-        } else {
-          linear(k, prefix + "down", batches[i].tokens, h, expert_width, direction);
-        }
-        for (std::size_t j = first; j < k.size(); ++j) k[j].runs = batches[i].experts;
+      const std::size_t first = k.size();
+      if (in_matrix) {
+        linear(k, "experts." + mlp_in, mean, m.mlp_in_width(expert_width), h, direction);
+      } else {
+        linear(k, "experts.down", mean, h, expert_width, direction);
       }
+      for (std::size_t j = first; j < k.size(); ++j) std::get<GemmShape>(k[j].shape).group = expert_tokens;
     };
     matrix(forward);
-    k.push_back(activation(m, "experts.", expert_tokens, expert_width, direction));
+    k.push_back(activation(m, "experts.", tokens_sum, expert_width, direction));
     matrix(!forward);
     k.back().ep_exchange = "from_experts";
   };

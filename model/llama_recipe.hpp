@@ -108,13 +108,6 @@ RecipeKernel core_attention(const StepLayout& layout, Direction direction, std::
 // sliding-window layer's kernels are its full layer's with the window on its core attention.
 std::vector<RecipeKernel> with_attention_window(std::vector<RecipeKernel> kernels, std::int64_t window);
 
-// A group of one rank's local experts that each compute `tokens` tokens of a micro-batch: their
-// matrix products run as `experts` GEMMs of `tokens` rows (a grouped GEMM, priced expert by expert).
-struct ExpertBatch {
-  double tokens = 0;
-  int experts = 1;
-};
-
 class LlamaRecipe {
 public:
   // `precision`: fp8 runs each layer's matrix products in FP8, each after the cast of its input
@@ -136,18 +129,19 @@ public:
   // MLP, on the rank's tokens()/tp tokens (sequence parallelism keeps them split over tp):
   //   forward   rmsnorm2, router (a linear layer h -> experts), router_topk (softmax and top-k over
   //             the experts' scores), permute (each token copied once per chosen expert, grouped by
-  //             expert) | to_experts, the local experts' gate_up, activation and down, grouped by
-  //             `batches` | from_experts, unpermute (the k outputs of a token weighted and summed),
+  //             expert) | to_experts, the local experts' gate_up, activation and down, each
+  //             product one grouped GEMM over the experts, `expert_tokens` the rows of each
+  //             (GemmShape::group) | from_experts, unpermute (the k outputs of a token weighted and summed),
   //             the shared experts as one MLP shared_experts x expert_ffn wide (tensor-parallel
   //             like a dense MLP, its reduction "mlp"), residual2;
   //   backward  the shared experts', unpermute's (the output gradient copied to the k slots)
   //             | to_experts, the experts' down, activation and gate_up | from_experts, permute's
   //             (the k gradients of a token summed), router_topk's, the router's, rmsnorm2,
   //             residual2; then attention's.
-  // Each expert's inner size is split over layout().expert_tp ranks (batches count the tokens of
-  // the whole expert-tensor-parallel group, which gathers them). Every framework issues these fused kernels one host op each (PyTorch eager's
+  // Each expert's inner size is split over layout().expert_tp ranks (`expert_tokens` count the
+  // tokens of the whole expert-tensor-parallel group, which gathers them). Every framework issues these fused kernels one host op each (PyTorch eager's
   // own expansion covers dense layers only).
-  std::vector<RecipeKernel> moe_layer(Direction direction, const std::vector<ExpertBatch>& batches) const;
+  std::vector<RecipeKernel> moe_layer(Direction direction, const std::vector<std::int64_t>& expert_tokens) const;
   // The input embedding's kernel.
   std::vector<RecipeKernel> embedding(Direction direction) const;
   // The final norm, the LM head and the loss (backward: the loss's gradient first).

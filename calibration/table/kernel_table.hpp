@@ -12,14 +12,23 @@
 // price() prices one kernel shape and says how:
 //   exact    the table has the shape: its p50;
 //   nearest  the table has rows of the same kind (GEMM: same layout; attention: same
-//            implementation, direction and head_dim; memory-bound: same op): the nearest row by
+//            implementation and direction, of the shape's head_dim, else of the measured head_dim
+//            nearest it by log-distance, the larger on a tie; memory-bound: same op): the nearest row by
 //            log-distance sqrt(sum (ln a - ln b)^2) over the shape's sizes (GEMM m, n, k; attention
 //            batch, heads, kv_heads, seq, a row of the other causality only when none of the same
 //            exists; memory-bound tokens, width; ties to the earlier row) lends its achieved rate
 //            (FLOP/s for GEMM and attention, bytes/s for memory-bound ops) to this shape's FLOPs or
 //            bytes, both counted by kernel_shape.hpp's formulas; except FlashAttention-2's rows
-//            ("flash2"), whose time is carried by the ratio of the two grids' drain times on the
-//            table's SMs (attention_tiling.hpp), when the table's [provenance] has sm_count;
+//            ("flash2") of the shape's head_dim, whose time is carried by the ratio of the two
+//            grids' drain times on the table's SMs (attention_tiling.hpp), when the table's
+//            [provenance] has sm_count; and grouped products (GemmShape::group, an MoE layer's
+//            local experts in one launch), looked up by their mean product and carried by the
+//            ratio of the drain times of cuBLAS's tiles (gemm_tiling.hpp), where sm_count is
+//            known: a small or ragged expert pays its whole tiles. An attention of a head_dim no row has (latent attention's
+//            192-wide queries and keys, 128-wide values, priced as one head_dim of equal FLOPs)
+//            takes the FLOP rate of the nearest head_dim measured: a flash kernel of another head
+//            width runs the same tiles' products and softmax, near its neighbour's rate, where the
+//            GEMM roofline is 1.2-2.5x faster than any attention row of an H100 table;
 //   roofline no comparable row: max(FLOPs / [device] gemm_TFLOPs, bytes / [device] copy_GBps).
 // An ElementwiseShape (a framework's small elementwise, reduction or copy kernel) is priced
 // `nearest` from the [[pytorch_elementwise]] rows of the PyTorch path its kind runs on (streaming:
@@ -262,6 +271,7 @@ private:
   double indexed_issue_s(const model::ElementwiseShape& s) const;
   std::optional<double> pytorch_elementwise_s(const model::ElementwiseShape& s) const;
   double attention_scale(const model::AttentionShape& s, const model::AttentionShape& row, const std::string& implementation) const;
+  double gemm_scale(const model::GemmShape& s, const model::GemmShape& row) const;
 
   std::string display_path_;
   std::optional<TableProvenance> provenance_;

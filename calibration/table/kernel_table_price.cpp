@@ -3,6 +3,7 @@
 #include "calibration/table/kernel_table.hpp"
 
 #include "calibration/table/attention_tiling.hpp"
+#include "calibration/table/gemm_tiling.hpp"
 #include "calibration/table/internal/elementwise_runs.hpp"
 #include "core/check.hpp"
 #include "core/units.hpp"
@@ -198,6 +199,16 @@ double KernelTable::attention_scale(const AttentionShape& s, const AttentionShap
   return attention_drain_tiles(s, *tiling, slots) / attention_drain_tiles(row, *tiling, slots);
 }
 
+// A nearest GEMM row's time carried to `s`: a grouped product by the ratio of the two drain times
+// of cuBLAS's tiles on the table's SMs (gemm_tiling.hpp) where the table names its SM count, else
+// (and for one product) by the ratio of their FLOPs.
+double KernelTable::gemm_scale(const GemmShape& s, const GemmShape& row) const {
+  const std::optional<long> sms = provenance_ ? provenance_->sm_count : std::nullopt;
+  if (s.group.empty() || !sms) return s.flops() / row.flops();
+  const long slots = *sms * kCublasH100Tiling.ctas_per_sm;
+  return gemm_drain_steps(s, kCublasH100Tiling, slots) / gemm_drain_steps(row, kCublasH100Tiling, slots);
+}
+
 Priced KernelTable::roofline(double flops, double bytes) const {
   const TableDevice& d = device();
   return {std::max(flops / d.gemm_flops_per_s, bytes / d.copy_bytes_per_s), Match::roofline};
@@ -214,14 +225,22 @@ Priced KernelTable::price(const KernelShape& shape, const std::string& attention
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(s->flops(), s->bytes());
-    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest, spread(best->time)};
+    return {timed(best->time).p50_s * gemm_scale(*s, best->shape), Match::nearest, spread(best->time)};
   }
   if (const auto* s = std::get_if<AttentionShape>(&shape)) {
+    // The rows' head_dim: the shape's where measured, else the nearest measured (the larger on a tie).
+    std::int64_t head_dim = 0;
+    double head_d = std::numeric_limits<double>::infinity();
+    for (const auto& r : attentions_) {
+      if (r.implementation != attention_implementation || r.shape.direction != s->direction) continue;
+      const double d = log_gap(r.shape.head_dim, s->head_dim);
+      if (d < head_d || (d == head_d && r.shape.head_dim > head_dim)) head_d = d, head_dim = r.shape.head_dim;
+    }
     const AttentionRow* best = nullptr;
     double best_d = std::numeric_limits<double>::infinity();
     for (const auto& r : attentions_) {
       if (r.implementation != attention_implementation || r.shape.direction != s->direction ||
-          r.shape.head_dim != s->head_dim) {
+          r.shape.head_dim != head_dim) {
         continue;
       }
       if (r.shape == *s) return {timed(r.time).p50_s, Match::exact, spread(r.time)};
@@ -231,8 +250,9 @@ Priced KernelTable::price(const KernelShape& shape, const std::string& attention
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(s->flops(), s->bytes());
-    return {timed(best->time).p50_s * attention_scale(*s, best->shape, attention_implementation), Match::nearest,
-            spread(best->time)};
+    const double scale = head_dim == s->head_dim ? attention_scale(*s, best->shape, attention_implementation)
+                                                 : s->flops() / best->shape.flops();
+    return {timed(best->time).p50_s * scale, Match::nearest, spread(best->time)};
   }
   if (const auto* s = std::get_if<MemoryBoundShape>(&shape)) {
     const MemoryBoundRow* best = nullptr;

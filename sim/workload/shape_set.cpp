@@ -14,6 +14,7 @@ void ShapeSet::add(const model::KernelShape& shape) {
     // ratio), so an FP8 product asks for its bf16 twin's row, and the two are one row.
     model::GemmShape bf16 = *g;
     bf16.precision = model::Precision::bf16;
+    bf16.group.clear();  // a grouped product is priced from its mean product's row
     gemms_.insert(bf16);
   }
   if (const auto* a = std::get_if<model::AttentionShape>(&shape)) attentions_.insert(*a);

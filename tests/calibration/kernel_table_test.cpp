@@ -108,10 +108,26 @@ TEST(Price, NoComparableRowIsTheDeviceRoofline) {
   p = t.price(MemoryBoundShape{"swiglu_forward", 1000, 500});
   EXPECT_EQ(p.match, Match::roofline);
   EXPECT_DOUBLE_EQ(p.seconds, 3e-6);
-  // Another implementation, direction or head_dim is not comparable.
+  // Another implementation or direction is not comparable.
   EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 128, true}, "cudnn").match, Match::roofline);
   EXPECT_EQ(t.price(AttentionShape{Direction::backward, 1, 8, 8, 512, 128, true}).match, Match::roofline);
-  EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 64, true}).match, Match::roofline);
+}
+
+// An attention of a head_dim no row has takes the FLOP rate of the nearest measured head_dim. The
+// table's forward rows are all of head_dim 128: at head_dim 192 the seq-512 row (the same sizes
+// otherwise) lends its rate to 192 / 128 times its FLOPs; at head_dim 64, half of them.
+TEST(Price, AnUnmeasuredHeadDimTakesTheNearestMeasuredOnesRate) {
+  const KernelTable t = small_table();
+  Priced p = t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 192, true});
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.02 * kMs * 192 / 128);
+  EXPECT_DOUBLE_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 64, true}).seconds, 0.02 * kMs / 2);
+  // With a head_dim-64 row too, head_dim 80 is nearer 64 (ln 1.25) than 128 (ln 1.6): that row's
+  // rate on 80 / 64 of its FLOPs; head_dim 128 keeps its own rows.
+  KernelTable both = small_table();
+  both.add(AttentionRow{"commbound", {Direction::forward, 1, 8, 8, 512, 64, true}, ms(0.016, 0.016, 0.016)});
+  EXPECT_DOUBLE_EQ(both.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 80, true}).seconds, 0.016 * kMs * 80 / 64);
+  EXPECT_DOUBLE_EQ(both.price(AttentionShape{Direction::forward, 1, 8, 8, 512, 128, true}).seconds, 0.02 * kMs);
 }
 
 // --- reading and writing ------------------------------------------------------------------------

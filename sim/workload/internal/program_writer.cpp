@@ -3,6 +3,7 @@
 #include "model/framework_recipe.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace commbound::sim::internal {
@@ -63,33 +64,22 @@ model::StepLayout layout_of(const TrainingSpec& t) {
   return l;
 }
 
-// Groups the busiest rank's local experts are priced in: its experts sorted by tokens and cut into
-// this many runs of equal size, each priced at its mean (the sum kept exact), so that a grouped
-// GEMM over 32 ragged experts costs 4 table look-ups and 4 ops, not 32.
-constexpr int kExpertBatches = 4;
-
 // One MoE layer's routing (moe_routing.hpp) as the rank the step waits for runs it: each rank of
 // the expert-parallel group routes tokens() / tp tokens (sequence parallelism splits them) to
-// top_k experts; the busiest rank's local experts, with its expected tokens, in batches.
-std::vector<model::ExpertBatch> busiest_rank_batches(const TrainingSpec& t, const moe::LayerRouting& routing) {
+// top_k experts; the busiest rank's local experts in launch order, each with its expected tokens
+// (the rank's expected maximum over the group spread over its experts as their means, rounded to
+// whole tokens); under expert tensor parallelism each of the etp ranks computes every token its
+// group received.
+std::vector<std::int64_t> busiest_rank_expert_tokens(const TrainingSpec& t, const moe::LayerRouting& routing) {
   const int local = t.model.experts / t.ep;
   const int r = routing.busiest_rank;
-  std::vector<double> tokens(routing.expert_tokens_mean.begin() + r * local,
-                             routing.expert_tokens_mean.begin() + (r + 1) * local);
-  // The expected maximum over the group's ranks, spread over the rank's experts as their means;
-  // under expert tensor parallelism each of the etp ranks computes every token its group received.
   const double mean = routing.rank_tokens_mean[static_cast<std::size_t>(r)];
-  for (double& x : tokens) x *= mean > 0 ? routing.busiest_rank_tokens / mean * t.expert_tp : 0;
-  std::sort(tokens.begin(), tokens.end());
-  std::vector<model::ExpertBatch> batches;
-  const int groups = std::min(kExpertBatches, local);
-  for (int g = 0; g < groups; ++g) {
-    const int lo = g * local / groups, hi = (g + 1) * local / groups;
-    double sum = 0;
-    for (int i = lo; i < hi; ++i) sum += tokens[static_cast<std::size_t>(i)];
-    batches.push_back({sum / (hi - lo), hi - lo});
+  const double scale = mean > 0 ? routing.busiest_rank_tokens / mean * t.expert_tp : 0;
+  std::vector<std::int64_t> tokens;
+  for (int e = r * local; e < (r + 1) * local; ++e) {
+    tokens.push_back(std::llround(routing.expert_tokens_mean[static_cast<std::size_t>(e)] * scale));
   }
-  return batches;
+  return tokens;
 }
 
 // nccl-tests' n x n bytes of the all-to-all that moves `routing`'s tokens (a bf16 row of `hidden`
@@ -139,10 +129,10 @@ const ProgramWriter::MoeLayer& ProgramWriter::moe_layer(int l) {
   auto [it, fresh] = moe_layers_.try_emplace(l);
   if (!fresh) return it->second;
   const moe::LayerRouting routing = moe::route_layer(t_.routing, t_.moe_layer_shape(), l);
-  const std::vector<model::ExpertBatch> batches = busiest_rank_batches(t_, routing);
+  const std::vector<std::int64_t> tokens = busiest_rank_expert_tokens(t_, routing);
   MoeLayer& layer = it->second;
-  layer.forward = model::with_attention_window(recipe_.moe_layer(Direction::forward, batches), t_.model.attention_window(l));
-  layer.backward = model::with_attention_window(recipe_.moe_layer(Direction::backward, batches), t_.model.attention_window(l));
+  layer.forward = model::with_attention_window(recipe_.moe_layer(Direction::forward, tokens), t_.model.attention_window(l));
+  layer.backward = model::with_attention_window(recipe_.moe_layer(Direction::backward, tokens), t_.model.attention_window(l));
   const double row_bytes = t_.model.hidden * kBf16Bytes;
   layer.to_experts = peer_bytes(routing, row_bytes, true);
   layer.from_experts = peer_bytes(routing, row_bytes, false);

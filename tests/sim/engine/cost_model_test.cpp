@@ -107,8 +107,10 @@ TEST(KernelTablePricing, MissingAttentionScalesTheNearestByFlops) {
   p = t.price(AttentionShape{Direction::backward, 1, 8, 8, 1024, 128, true}, "commbound");
   EXPECT_EQ(p.match, Match::roofline);
   EXPECT_DOUBLE_EQ(p.seconds, 2.5 * 2.0 * 1024 * 1024 * 8 * 128 / kGemm);
-  // Another head_dim: not comparable, roofline.
-  EXPECT_EQ(t.price(AttentionShape{Direction::forward, 1, 8, 8, 1024, 64, true}, "commbound").match, Match::roofline);
+  // Another head_dim: the rate of the nearest measured one (128), on half the FLOPs.
+  p = t.price(AttentionShape{Direction::forward, 1, 8, 8, 1024, 64, true}, "commbound");
+  EXPECT_EQ(p.match, Match::nearest);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.1 * kMs / 2);
 }
 
 TEST(KernelTablePricing, MissingMemoryBoundTakesTheNearestRowsByteRate) {

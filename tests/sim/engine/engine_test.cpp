@@ -406,7 +406,7 @@ TEST(Workload, SharedExpertOverlapRunsBesideTheDispatch) {
   const int permute = find(overlapped, layer + "permute");
   const Op& shared = overlapped.ops[static_cast<std::size_t>(find(overlapped, layer + "shared.gate_up"))];
   EXPECT_EQ(shared.deps, std::vector<int>{permute});
-  const Op& experts = overlapped.ops[static_cast<std::size_t>(find(overlapped, layer + "experts0.gate_up"))];
+  const Op& experts = overlapped.ops[static_cast<std::size_t>(find(overlapped, layer + "experts.gate_up"))];
   EXPECT_EQ(experts.deps, (std::vector<int>{find(overlapped, layer + "shared.down"), dispatch}));
   const Op& later = in_order.ops[static_cast<std::size_t>(find(in_order, layer + "shared.gate_up"))];
   EXPECT_EQ(later.deps, std::vector<int>{find(in_order, layer + "unpermute")});

@@ -444,8 +444,8 @@ TEST(ExpertParallelism, AllToAllsPerLayerAndExpertsOverTheirReplicas) {
 
 // The profile's MoE parts: Mixtral's first layer is an MoE layer, so the layer parts show it and the
 // moe_layer parts stay empty; with its first two layers dense the layer parts show a dense layer
-// (no router, no all-to-all) and the moe_layer parts layer 3, its router, its 8 / 8 = 1 local
-// expert's gate_up and its dispatch and combine all-to-alls.
+// (no router, no all-to-all) and the moe_layer parts layer 3, its router, its local experts'
+// grouped gate_up (8 / 8 = one expert) and its dispatch and combine all-to-alls.
 TEST(ProgramParts, TheFirstMoeLayerWhereTheFirstLayerIsDense) {
   TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
   t.model = *load_model(kPresets, "mixtral-8x7b");
@@ -468,11 +468,11 @@ TEST(ProgramParts, TheFirstMoeLayerWhereTheFirstLayerIsDense) {
   EXPECT_FALSE(has(dense, "layer1.mb0.fwd.router"));
   EXPECT_TRUE(has(dense, "layer1.mb0.fwd.gate_up"));
   const std::vector<std::string> moe = names(ProgramPart::moe_layer_forward);
-  for (const char* op : {"layer3.mb0.fwd.router", "layer3.mb0.fwd.experts0.gate_up",
+  for (const char* op : {"layer3.mb0.fwd.router", "layer3.mb0.fwd.experts.gate_up",
                          "layer3.mb0.fwd.to_experts.ep_alltoall", "layer3.mb0.fwd.from_experts.ep_alltoall"}) {
     EXPECT_TRUE(has(moe, op)) << op;
   }
-  EXPECT_TRUE(has(names(ProgramPart::moe_layer_backward), "layer3.mb0.bwd.experts0.gate_up.wgrad"));
+  EXPECT_TRUE(has(names(ProgramPart::moe_layer_backward), "layer3.mb0.bwd.experts.gate_up.wgrad"));
   EXPECT_EQ(std::string(to_string(ProgramPart::moe_layer_forward_backward)), "moe_layer.forward+backward");
 }
 
@@ -550,8 +550,8 @@ TEST(ExpertParallelism, SkewedRoutingSendsUnevenBytes) {
 // The step waits for the busiest rank of the expert-parallel group: a layer's expert GEMMs are
 // priced at that rank's tokens, the order statistic of the routing model (moe_routing.hpp), here
 // under Zipf(1.2) routing of Mixtral's 8 experts over ep 8 (4096 tokens a rank, top-2). The
-// grouped GEMM's rows, summed over its batches and their runs, are those tokens (each batch's rows
-// rounded up to whole tokens: at most one token a batch more).
+// grouped GEMM's rows, summed over its group, are those tokens (each expert's rounded to whole
+// tokens: within half a token an expert).
 TEST(ExpertParallelism, ExpertsArePricedAtTheBusiestRanksTokens) {
   TrainingSpec t = llama2_7b(Strategy::fsdp, 2, 16, 1);
   t.model = *load_model(kPresets, "mixtral-8x7b");
@@ -562,15 +562,17 @@ TEST(ExpertParallelism, ExpertsArePricedAtTheBusiestRanksTokens) {
   const moe::LayerRouting routing = moe::route_layer(t.routing, {8, 2, 8, 4096.0}, 1);
   ASSERT_GT(routing.busiest_rank_tokens, 4096.0 * 2 * 1.5) << "Zipf(1.2) loads one rank well above the mean";
   double rows = 0;
-  int batches = 0;
+  int products = 0, experts = 0;
   for (const Op& op : build_program(t).ops) {
-    if (op.name.rfind("layer1.mb0.fwd.experts", 0) != 0 || op.name.find(".gate_up") == std::string::npos) continue;
-    rows += static_cast<double>(std::get<model::GemmShape>(op.kernel).m) * op.runs;
-    ++batches;
+    if (op.name != "layer1.mb0.fwd.experts.gate_up") continue;
+    const auto& g = std::get<model::GemmShape>(op.kernel);
+    rows += static_cast<double>(g.token_rows());
+    experts = static_cast<int>(g.group.size());
+    ++products;
   }
-  EXPECT_EQ(batches, 1) << "one local expert a rank: one batch";
-  EXPECT_GE(rows, routing.busiest_rank_tokens);
-  EXPECT_LE(rows, routing.busiest_rank_tokens + batches);
+  EXPECT_EQ(products, 1) << "one grouped product";
+  EXPECT_EQ(experts, 1) << "one local expert a rank";
+  EXPECT_NEAR(rows, routing.busiest_rank_tokens, 0.5 * experts);
 }
 
 // check_program_size bounds a program from below before it is built: micro-batches x layers x one
