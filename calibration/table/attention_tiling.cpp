@@ -56,6 +56,11 @@ std::optional<AttentionTiling> flash2_tiling(std::int64_t head_dim, Direction di
   return std::nullopt;
 }
 
+std::optional<AttentionTiling> cudnn_tiling(std::int64_t head_dim, Direction direction) {
+  if (head_dim != 128) return std::nullopt;
+  return direction == Direction::forward ? AttentionTiling{128, 128, 1} : AttentionTiling{64, 128, 1};
+}
+
 double attention_drain_tiles(const AttentionShape& s, const AttentionTiling& tiling, long slots) {
   const std::vector<double> group = tiles_per_cta(s, tiling);
   const std::int64_t groups = s.batch * s.heads;

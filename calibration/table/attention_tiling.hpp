@@ -46,6 +46,18 @@ struct AttentionTiling {
 // so two run on one SM; the 8-warp backward CTA one. nullopt for other head dimensions.
 std::optional<AttentionTiling> flash2_tiling(std::int64_t head_dim, model::Direction direction);
 
+// cuDNN's fused attention on H100 (Transformer Engine's FusedAttention, PyTorch SDPA's cuDNN
+// backend) at head_dim 128. Our H200 traces name its kernels sm90_flash_fprop_wgmma_f16_knob_7_
+// 64x128x128_4x1x1 and sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x4x1
+// (scenarios/traces/h200/llama2-7b-4layers-eager.json.gz): warpgroup tiles of 64 rows, how many a
+// CTA holds not stated. DERIVED from the table's own cuDNN rows: of the tilings those names allow
+// (64-256 query rows forward, 64-256 key rows backward, one or two CTAs an SM), the one whose drain
+// times carry each H100 row from its nearest other row best (leave-one-out over the 146 causal
+// rows of each direction): forward 128 query rows a CTA, backward 128 key rows, one CTA an SM
+// (FlashAttention-3's hdim-128 tiles), mean error 5.4% forward and 6.0% backward where FLOPs
+// carry them at 18% and 17% (bench/attention_tiling_loo.py). nullopt for other head dimensions.
+std::optional<AttentionTiling> cudnn_tiling(std::int64_t head_dim, model::Direction direction);
+
 // The time, in score tiles, that `slots` concurrent CTA slots take to run every CTA of `s` (its
 // direction picks the grid above) in launch order. Grids of more than 2^18 CTAs (over a thousand
 // waves on an H100, where the tail is under 0.2% of the time) are taken as fluid: their tiles over

@@ -18,8 +18,8 @@
 //            batch, heads, kv_heads, seq, a row of the other causality only when none of the same
 //            exists; memory-bound tokens, width; ties to the earlier row) lends its achieved rate
 //            (FLOP/s for GEMM and attention, bytes/s for memory-bound ops) to this shape's FLOPs or
-//            bytes, both counted by kernel_shape.hpp's formulas; except FlashAttention-2's rows
-//            ("flash2") of the shape's head_dim, whose time is carried by the ratio of the two
+//            bytes, both counted by kernel_shape.hpp's formulas; except FlashAttention-2's and
+//            cuDNN's rows ("flash2", "cudnn") of the shape's head_dim, whose time is carried by the ratio of the two
 //            grids' drain times on the table's SMs (attention_tiling.hpp), when the table's
 //            [provenance] has sm_count; and grouped products (GemmShape::group, an MoE layer's
 //            local experts in one launch), looked up by their mean product and carried by the

@@ -192,7 +192,9 @@ double KernelTable::indexed_issue_s(const ElementwiseShape& s) const {
 // else by the ratio of their FLOPs.
 double KernelTable::attention_scale(const AttentionShape& s, const AttentionShape& row,
                                     const std::string& implementation) const {
-  const auto tiling = implementation == "flash2" ? flash2_tiling(s.head_dim, s.direction) : std::nullopt;
+  const auto tiling = implementation == "flash2"  ? flash2_tiling(s.head_dim, s.direction)
+                      : implementation == "cudnn" ? cudnn_tiling(s.head_dim, s.direction)
+                                                  : std::nullopt;
   const std::optional<long> sms = provenance_ ? provenance_->sm_count : std::nullopt;
   if (!tiling || !sms) return s.flops() / row.flops();
   const long slots = *sms * tiling->ctas_per_sm;

@@ -29,6 +29,19 @@ TEST(AttentionTiling, Flash2TilesAsPyTorchLaunchesIt) {
   EXPECT_FALSE(flash2_tiling(96, Direction::forward));
 }
 
+// cuDNN's H100 kernels at head_dim 128: 128 query rows a CTA forward, 128 key rows backward, one
+// CTA an SM; no tiling for a head_dim its rows do not measure.
+TEST(AttentionTiling, CudnnTilesAsItsH100RowsDrain) {
+  const auto fwd = cudnn_tiling(128, Direction::forward);
+  const auto bwd = cudnn_tiling(128, Direction::backward);
+  ASSERT_TRUE(fwd && bwd);
+  EXPECT_EQ(fwd->block_m, 128);
+  EXPECT_EQ(fwd->ctas_per_sm, 1);
+  EXPECT_EQ(bwd->block_n, 128);
+  EXPECT_EQ(bwd->ctas_per_sm, 1);
+  EXPECT_FALSE(cudnn_tiling(192, Direction::backward));
+}
+
 // Forward, 128 x 64 tiles, sequence 512: 4 query tiles reading 2, 4, 6 and 8 key tiles (the causal
 // diagonal). With a slot each the longest sets the time: 8. On 2 slots in launch order: 2 and 4
 // start, 6 takes the slot free at 2 (done at 8), 8 the one free at 4 (done at 12). Without the mask
