@@ -20,6 +20,21 @@ struct Product {
 
 }  // namespace
 
+model::GemmShape merged_product(const model::GemmShape& s) {
+  if (s.group.empty()) return s;
+  model::GemmShape merged = s;
+  merged.group.clear();
+  const auto experts = static_cast<std::int64_t>(s.group.size());
+  const std::int64_t tokens = s.token_rows();
+  if (s.layout == model::GemmLayout::wgrad) {
+    merged.m = s.m * experts;
+    merged.k = ceil_div(tokens, experts);
+  } else {
+    merged.m = tokens;
+  }
+  return merged;
+}
+
 double gemm_drain_steps(const model::GemmShape& s, const GemmTiling& t, long slots) {
   const bool wgrad = s.layout == model::GemmLayout::wgrad;
   std::vector<Product> products;

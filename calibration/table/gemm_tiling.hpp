@@ -8,8 +8,12 @@
 // a tile of a forward or dgrad product costs its k (the depth it loops over) and a wgrad tile its
 // expert's tokens (the depth it reduces over); the tiles of all the group's products go, in launch
 // order, to the first of sm_count x ctas_per_sm slots to fall free, and the group takes as long as
-// the last slot. A measured row's time is carried to the group by the ratio of the two drain
-// times (kernel_table.hpp).
+// the last slot. The group is priced as its merged product (below: one product with the same tiles
+// were its experts equal), carried from the table's rows by FLOPs as any product is, times the
+// ratio of the two drain times (kernel_table.hpp). Only that ratio rests on the tile size: carried
+// between the table's own H100 rows by a fixed tile's drain time, a product comes out worse than by
+// FLOPs (mean |error| 5.0% against 2.8% forward, over 720 rows; cuBLAS picks its tile per shape;
+// bench/gemm_tiling_loo.py), so single products keep their FLOPs.
 //
 // Host-only and C++17.
 #pragma once
@@ -34,6 +38,11 @@ struct GemmTiling {
 // memory (196 KB of an SM's 228 KB): one CTA per SM. Which side runs along the tokens is not in
 // the name; the 128 side is taken (DERIVED), the smaller padding of a small expert.
 inline constexpr GemmTiling kCublasH100Tiling{128, 256, 64, 1};
+
+// The one product with a group's tiles were its experts equal: forward and dgrad, the experts'
+// summed tokens x n x k; wgrad, the experts' stacked m x n over their mean tokens (rounded up).
+// A product that is not grouped is itself.
+model::GemmShape merged_product(const model::GemmShape& s);
 
 // The time, in tile steps (block_k deep), that `slots` concurrent CTA slots take to run every
 // output tile of `s` (each product of a group, or the one product) in launch order; a product's

@@ -21,10 +21,10 @@
 //            bytes, both counted by kernel_shape.hpp's formulas; except FlashAttention-2's and
 //            cuDNN's rows ("flash2", "cudnn") of the shape's head_dim, whose time is carried by the ratio of the two
 //            grids' drain times on the table's SMs (attention_tiling.hpp), when the table's
-//            [provenance] has sm_count; and grouped products (GemmShape::group, an MoE layer's
-//            local experts in one launch), looked up by their mean product and carried by the
-//            ratio of the drain times of cuBLAS's tiles (gemm_tiling.hpp), where sm_count is
-//            known: a small or ragged expert pays its whole tiles. An attention of a head_dim no row has (latent attention's
+//            [provenance] has sm_count. A grouped product (GemmShape::group, an MoE layer's
+//            local experts in one launch) costs its merged product (gemm_tiling.hpp) priced so,
+//            times the ratio of the two drain times of cuBLAS's tiles where sm_count is known: a
+//            small or ragged expert pays its whole tiles. An attention of a head_dim no row has (latent attention's
 //            192-wide queries and keys, 128-wide values, priced as one head_dim of equal FLOPs)
 //            takes the FLOP rate of the nearest head_dim measured: a flash kernel of another head
 //            width runs the same tiles' products and softmax, near its neighbour's rate, where the
@@ -271,7 +271,7 @@ private:
   double indexed_issue_s(const model::ElementwiseShape& s) const;
   std::optional<double> pytorch_elementwise_s(const model::ElementwiseShape& s) const;
   double attention_scale(const model::AttentionShape& s, const model::AttentionShape& row, const std::string& implementation) const;
-  double gemm_scale(const model::GemmShape& s, const model::GemmShape& row) const;
+  Priced price_grouped(const model::GemmShape& s) const;
 
   std::string display_path_;
   std::optional<TableProvenance> provenance_;

@@ -201,14 +201,19 @@ double KernelTable::attention_scale(const AttentionShape& s, const AttentionShap
   return attention_drain_tiles(s, *tiling, slots) / attention_drain_tiles(row, *tiling, slots);
 }
 
-// A nearest GEMM row's time carried to `s`: a grouped product by the ratio of the two drain times
-// of cuBLAS's tiles on the table's SMs (gemm_tiling.hpp) where the table names its SM count, else
-// (and for one product) by the ratio of their FLOPs.
-double KernelTable::gemm_scale(const GemmShape& s, const GemmShape& row) const {
+// A grouped product (gemm_tiling.hpp): its merged product's price, times the ratio of the group's
+// drain time to the merged product's where the table names its SM count: the experts' padding to
+// whole tiles and their shared waves, what one product of the same rows does not pay.
+Priced KernelTable::price_grouped(const GemmShape& s) const {
+  if (s.token_rows() <= 0) return {0, Match::exact};  // no expert received a token: nothing launched
+  const GemmShape merged = merged_product(s);
+  Priced p = price(merged);
+  if (p.match == Match::exact) p.match = Match::nearest;  // no row measures the group itself
   const std::optional<long> sms = provenance_ ? provenance_->sm_count : std::nullopt;
-  if (s.group.empty() || !sms) return s.flops() / row.flops();
+  if (!sms) return p;
   const long slots = *sms * kCublasH100Tiling.ctas_per_sm;
-  return gemm_drain_steps(s, kCublasH100Tiling, slots) / gemm_drain_steps(row, kCublasH100Tiling, slots);
+  p.seconds *= gemm_drain_steps(s, kCublasH100Tiling, slots) / gemm_drain_steps(merged, kCublasH100Tiling, slots);
+  return p;
 }
 
 Priced KernelTable::roofline(double flops, double bytes) const {
@@ -218,6 +223,7 @@ Priced KernelTable::roofline(double flops, double bytes) const {
 
 Priced KernelTable::price(const KernelShape& shape, const std::string& attention_implementation) const {
   if (const auto* s = std::get_if<GemmShape>(&shape)) {
+    if (!s->group.empty()) return price_grouped(*s);
     const GemmRow* best = nullptr;
     double best_d = std::numeric_limits<double>::infinity();
     for (const auto& r : gemms_) {
@@ -227,7 +233,7 @@ Priced KernelTable::price(const KernelShape& shape, const std::string& attention
       if (d < best_d) best_d = d, best = &r;
     }
     if (best == nullptr) return roofline(s->flops(), s->bytes());
-    return {timed(best->time).p50_s * gemm_scale(*s, best->shape), Match::nearest, spread(best->time)};
+    return {timed(best->time).p50_s * s->flops() / best->shape.flops(), Match::nearest, spread(best->time)};
   }
   if (const auto* s = std::get_if<AttentionShape>(&shape)) {
     // The rows' head_dim: the shape's where measured, else the nearest measured (the larger on a tie).

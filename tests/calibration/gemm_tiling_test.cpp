@@ -42,10 +42,25 @@ TEST(GemmTiling, AWeightGradientTileReducesOverItsExpertsTokens) {
   EXPECT_DOUBLE_EQ(gemm_drain_steps(s, kTiling, 2), 3);
 }
 
-// The table prices a grouped product from its mean product's nearest row by the two drain times on
-// its SMs. Row 1024^3 forward at 0.04 ms; on 2 SMs its 8 x 4 tiles of 16 steps drain in 16 waves,
-// 256 steps. Four experts of 64 tokens (n = k = 1024): 4 x 4 tiles, 8 waves, 128 steps: 0.02 ms,
-// twice what its FLOPs (a quarter of the row's: 0.01 ms) say. Without sm_count, the FLOPs.
+// A group's merged product has its tiles were its experts equal: forward, their 100 + 129 + 300
+// tokens as one product's rows; wgrad, the 3 experts' dW stacked (3 x 128 rows) over their mean
+// tokens, rounded up (177).
+TEST(GemmTiling, AGroupsMergedProductHasItsTiles) {
+  const GemmShape fwd = merged_product(grouped(GemmLayout::forward, 177, 256, 640, {100, 129, 300}));
+  EXPECT_EQ(fwd.m, 529);
+  EXPECT_EQ(fwd.k, 640);
+  EXPECT_TRUE(fwd.group.empty());
+  const GemmShape wgrad = merged_product(grouped(GemmLayout::wgrad, 128, 256, 177, {100, 129, 300}));
+  EXPECT_EQ(wgrad.m, 3 * 128);
+  EXPECT_EQ(wgrad.k, 177);
+}
+
+// The table prices a group as its merged product, by FLOPs from the nearest row, times the two
+// drain times on its SMs. Row 1024^3 forward at 0.04 ms. Four experts of 64 tokens (n = k = 1024):
+// merged, 256 x 1024 x 1024, a quarter of the row's FLOPs: 0.01 ms; on 2 SMs the group's 4 x 4
+// tiles of 16 steps drain in 8 waves (128 steps), the merged product's 2 x 4 in 4 (64): 0.02 ms,
+// each expert padding its 64 rows to a 128-row tile. Without sm_count, the FLOPs.
+
 TEST(GemmTiling, TheTablePricesAGroupByItsDrainTime) {
   KernelTable t;
   TableProvenance p;
