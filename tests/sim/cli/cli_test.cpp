@@ -906,4 +906,22 @@ TEST(Cli, ProfileListsTheEagerLayerKernelByKernel) {
   }
 }
 
+// An MoE model whose first layers are dense: the profile lists the first MoE layer too, its local
+// experts as grouped products priced from the table (DeepSeek-V3 at ep 64: 256 / 64 = 4 experts).
+TEST(Cli, ProfileListsTheFirstMoeLayer) {
+  const CliRun r = run("profile scenarios/published/deepseek_v3_dgxc_bf16.toml "
+                       "--set 'sweep.values=[[64, 4096, 8, 7, 6]]' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  int grouped = 0, routers = 0;
+  for (const auto& k : j["kernels"]) {
+    if (k["part"] != "moe_layer.forward") continue;
+    const std::string shape = k["shape"];
+    grouped += shape.find("grouped x4") != std::string::npos && k["priced"] == "nearest";
+    routers += k["kernel"] == "layer4.mb0.fwd.router";
+  }
+  EXPECT_EQ(grouped, 2) << "gate_up and down";
+  EXPECT_EQ(routers, 1);
+}
+
 }  // namespace
