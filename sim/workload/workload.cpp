@@ -360,14 +360,10 @@ Program build_part(const TrainingSpec& t, ProgramPart part) {
   internal::ProgramWriter w(t);
   const std::string tag = ".mb0";
   auto layer_backward = [&](int l, int after) { return w.layer(l, tag, true, w.recompute(l, tag, after)); };
-  // The first MoE layer where the first layer is dense; 0: no such layer (its parts stay empty).
-  const int moe = [&] {
-    if (!t.model.moe() || t.model.is_moe_layer(1)) return 0;
-    for (int l = 2; l <= t.model.layers; ++l) {
-      if (t.model.is_moe_layer(l)) return l;
-    }
-    return 0;
-  }();
+  // The first MoE layer (ModelSpec::is_moe_layer's first) where the first layer is dense; 0: no
+  // such layer (its parts stay empty).
+  const int first_moe = t.model.first_dense_layers + t.model.moe_layer_every;
+  const int moe = t.model.moe() && first_moe > 1 && first_moe <= t.model.layers ? first_moe : 0;
   switch (part) {
     case ProgramPart::layer_forward: w.layer(1, tag, false, -1); break;
     case ProgramPart::layer_backward: layer_backward(1, -1); break;
