@@ -3,6 +3,7 @@
 #include "network/internal/fabric_zone.hpp"
 #include "network/internal/link_occupancy.hpp"
 
+#include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -25,11 +26,17 @@ namespace internal {
 // time it is woken, posts a receive and a send of `bytes` on its own mailbox (the comm starts at
 // once, from its host to itself: routed by FabricZone as the slot's segment), waits for it and
 // reports its finish time. A daemon: it does not keep the simulation alive.
+//
+// Rerouted (Platform::reroute_segment), a flow in flight is cancelled and posted again with what it
+// has left; one rerouted while it was being posted (the route is read when SimGrid starts the comm,
+// and other actors run meanwhile) is posted again as it was. `done` is called once, by the last.
 struct SegmentPoster {
   sg4::SemaphorePtr wake = sg4::Semaphore::create(0);
   sg4::Mailbox* mailbox = nullptr;
   double bytes = 0;
   std::function<void(double)> done;
+  sg4::CommPtr flow;         // the flow in flight, once posted
+  unsigned reroutes = 0;     // times rerouted
 };
 
 }  // namespace internal
@@ -45,14 +52,29 @@ void serve_segments(internal::SegmentPoster* poster) {
   sg4::Actor::self()->daemonize();
   for (;;) {
     poster->wake->acquire();
-    int* payload = nullptr;
-    sg4::CommPtr in = poster->mailbox->get_async<int>(&payload);
-    // The size as given, not rounded to whole bytes: a resumed unsimulated segment has a fraction left.
-    sg4::CommPtr out = poster->mailbox->put_init(segment_payload(), 0);
-    out->set_remaining(poster->bytes);
-    out->start();
-    out->wait();
-    in->wait();
+    sg4::CommPtr in;
+    sg4::CommPtr out;
+    for (;;) {
+      const unsigned reroutes = poster->reroutes;
+      int* payload = nullptr;
+      in = poster->mailbox->get_async<int>(&payload);
+      // The size as given, not rounded to whole bytes: a resumed segment has a fraction left.
+      out = poster->mailbox->put_init(segment_payload(), 0);
+      out->set_remaining(poster->bytes);
+      out->start();
+      if (poster->reroutes == reroutes) break;
+      out->cancel();  // rerouted while starting, so perhaps on the old route: nothing has moved yet
+    }
+    poster->flow = out;
+    try {
+      out->wait();
+      in->wait();
+    } catch (const simgrid::NetworkFailureException&) {
+      // SimGrid 3.32 fails the waits of a cancelled comm as a link failure (the fabric has no
+      // failures of its own): rerouted, and what it had left is posted again.
+      continue;
+    }
+    poster->flow = nullptr;
     std::function<void(double)> done = std::move(poster->done);
     done(in->get_finish_time());
   }
@@ -164,10 +186,13 @@ std::shared_ptr<const internal::SegmentRoute> Platform::segment_route(
   return zone_->segment_route(edges);
 }
 
-double Platform::route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route,
-                               double cap_bytes_per_s, std::optional<double> latency_s) {
+void Platform::cap_segment(int slot, double cap_bytes_per_s) {
   constexpr double kUncappedBytesPerS = 1e18;
   zone_->segment_cap_link(slot)->set_bandwidth(cap_bytes_per_s > 0 ? cap_bytes_per_s : kUncappedBytesPerS);
+}
+
+double Platform::route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route,
+                               std::optional<double> latency_s) {
   return zone_->set_segment(slot, std::move(route), latency_s);
 }
 
@@ -186,14 +211,29 @@ void Platform::check_free_segments(int n) const {
 void Platform::start_segment(int slot, double bytes, std::function<void(double finish_s)> done) {
   if (posters_.empty()) posters_.resize(zone_->segment_slots());
   std::unique_ptr<internal::SegmentPoster>& poster = posters_[static_cast<std::size_t>(slot)];
-  if (!poster) {
-    poster = std::make_unique<internal::SegmentPoster>();
+  const bool fresh = !poster;
+  if (fresh) poster = std::make_unique<internal::SegmentPoster>();
+  // Set before the first simcall (other actors may reroute it meanwhile).
+  poster->bytes = bytes;
+  poster->done = std::move(done);
+  if (fresh) {
     poster->mailbox = sg4::Mailbox::by_name("segment" + std::to_string(slot));
     sg4::Actor::create("segment", zone_->segment_src(slot), [p = poster.get()] { serve_segments(p); });
   }
-  poster->bytes = bytes;
-  poster->done = std::move(done);
   poster->wake->release();
+}
+
+bool Platform::reroute_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double latency_s) {
+  internal::SegmentPoster& poster = *posters_[static_cast<std::size_t>(slot)];
+  if (poster.flow && poster.flow->get_remaining() <= 0) return false;  // completing now: its poster reports it
+  ++poster.reroutes;
+  zone_->set_segment(slot, std::move(route), latency_s);
+  if (!poster.flow) return true;  // not posted yet, or being posted: its poster posts it on this route
+  sg4::CommPtr flow = std::move(poster.flow);
+  poster.bytes = flow->get_remaining();
+  flow->cancel();
+  poster.wake->release();
+  return true;
 }
 
 int Platform::fabric_levels() const { return zone_->geometry().levels; }

@@ -80,10 +80,11 @@ public:
 
   // Segment flows (see internal/fabric_zone.hpp): one SimGrid flow over the routes of many edges,
   // capped at a rate. acquire_segment() returns a free slot or -1; segment_route() works out the
-  // route over some edges, once, for as many uses as wanted; route_segment() sets a slot's route
-  // and cap (<= 0: none) and returns the route's summed latency; start_segment() starts the slot's
-  // flow of `bytes` now and calls `done(finish_s)` when it has completed (from another actor, at
-  // the simulated time finish_s); release_segment() frees the slot once it completed.
+  // route over some edges, once, for as many uses as wanted; cap_segment() sets a slot's cap (<= 0:
+  // none; a simcall: other actors may run before it returns); route_segment() then sets its route
+  // (no simcall) and returns the route's latency; start_segment() starts the slot's flow of `bytes`
+  // now and calls `done(finish_s)` when it has completed (from another actor, at the simulated time
+  // finish_s); release_segment() frees the slot once it completed.
   //
   // Why a flow is posted by an actor of its slot and not sent actor-less (Comm::sendto): SimGrid
   // 3.32 keeps every actor-less comm in one list and removes each finished one by scanning it, so a
@@ -95,11 +96,17 @@ public:
   int acquire_segment();
   std::shared_ptr<const internal::SegmentRoute> segment_route(
       std::span<const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> edges) const;
-  // `latency_s`, when given, replaces the route's summed latency for the slot's flows (an
-  // unsimulated segment turned into a flow partway through: internal/link_occupancy.hpp).
-  double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double cap_bytes_per_s,
+  void cap_segment(int slot, double cap_bytes_per_s);
+  // `latency_s`, when given, replaces the route's latency for the slot's flows (an unsimulated
+  // segment turned into a flow partway through: internal/link_occupancy.hpp).
+  double route_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route,
                        std::optional<double> latency_s = std::nullopt);
   void start_segment(int slot, double bytes, std::function<void(double finish_s)> done);
+  // Moves the slot's flow, started and not completed, onto `route` (same cap) from now: what it has
+  // left (SimGrid's remaining bytes) after `latency_s` (what is left of its latency); `done` is
+  // then called once, when that completes. Returns false, changing nothing, when the flow has
+  // nothing left (it is completing at this instant).
+  bool reroute_segment(int slot, std::shared_ptr<const internal::SegmentRoute> route, double latency_s);
   void release_segment(int slot);
   // The bandwidth of the link a segment route's hop crosses (internal::RouteHop::info).
   double link_bandwidth_bytes_per_s(int link_info) const;

@@ -305,9 +305,7 @@ void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
     if (latency != nullptr) *latency += set_latency_s ? *set_latency_s : segment_cap_[slot].latency_s;
     if (route == nullptr) return;
     links.insert(links.end(), route->links.begin(), route->links.end());
-    if (latency != nullptr && !set_latency_s) {
-      for (const Hop& hop : route->hops) *latency += hop.latency_s;
-    }
+    if (latency != nullptr && !set_latency_s) *latency += route->latency_s;  // a trimmed route's too
     return;
   }
   walk(src->id(), dst->id(), [&](const Hop& hop) {

@@ -47,6 +47,9 @@ struct RouteHop {
 // A segment's route (FabricZone::segment_route): the concatenated routes of its edges less their
 // fatpipes (switch traversals, never a bandwidth limit), and the summed latency of what is left.
 // Immutable once built, so one route may be set on any number of slots, any number of times.
+// A flow may also run over a trimmed route (run_fluid: links that cannot bind it left out): its
+// `links` are then a subset of its full route's and its `hops` empty; `latency_s` stays the full
+// route's, and it is what the flow's latency is (FabricZone::get_local_route).
 struct SegmentRoute {
   std::vector<RouteHop> hops;
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;  // hops[i].impl, as SimGrid takes a route

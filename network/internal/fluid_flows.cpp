@@ -134,12 +134,15 @@ std::shared_ptr<const SegmentRouteMemo::Routes> route_segments(const Platform& p
   std::unordered_map<LinkOccupancy::LinkId, int> index;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     out->segments.push_back(platform.segment_route(segments[i].edges));
+    std::vector<int>& hop_links = out->hop_links.emplace_back();
+    hop_links.reserve(out->segments.back()->links.size());
     for (const auto* link : out->segments.back()->links) {
       const auto [it, fresh] = index.try_emplace(link, static_cast<int>(out->links.size()));
       if (fresh) {
         out->links.push_back(link);
         out->link_segments.emplace_back();
       }
+      hop_links.push_back(it->second);
       std::vector<int>& crossing = out->link_segments[static_cast<std::size_t>(it->second)];
       if (crossing.empty() || crossing.back() != static_cast<int>(i)) crossing.push_back(static_cast<int>(i));
     }
@@ -169,6 +172,22 @@ bool caps_feasible(const Platform& platform, const std::vector<Segment>& segment
     }
   }
   return true;
+}
+
+// Segment i's route less the links not `carried`: the whole route when it carries all of them.
+std::shared_ptr<const SegmentRoute> carried_route(const SegmentRouteMemo::Routes& routed, std::size_t i,
+                                                  const std::vector<char>& carried) {
+  const std::vector<int>& hop_links = routed.hop_links[i];
+  const std::shared_ptr<const SegmentRoute>& whole = routed.segments[i];
+  if (std::all_of(hop_links.begin(), hop_links.end(), [&carried](int k) { return carried[static_cast<std::size_t>(k)]; })) {
+    return whole;
+  }
+  auto trimmed = std::make_shared<SegmentRoute>();
+  trimmed->latency_s = whole->latency_s;
+  for (std::size_t h = 0; h < hop_links.size(); ++h) {
+    if (carried[static_cast<std::size_t>(hop_links[h])]) trimmed->links.push_back(whole->links[h]);
+  }
+  return trimmed;
 }
 
 // The per-group caps of `groups`: what decides, with the cut, whether they are feasible.
@@ -236,8 +255,11 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   const std::vector<LinkOccupancy::Meeting> met = occupancy.add(job, shared_links);
   steady = steady && occupancy.enabled();
   std::vector<char> simulated(segments.size(), steady ? 0 : 1);
+  // Which of the call's links its flows cross: all of them, or (steady) those another call is on.
+  std::vector<char> carried(routed->links.size(), steady ? 0 : 1);
   if (steady) {
     for (int k : shared_links) {
+      carried[static_cast<std::size_t>(k)] = 1;
       for (int i : routed->link_segments[static_cast<std::size_t>(k)]) simulated[static_cast<std::size_t>(i)] = 1;
     }
   }
@@ -252,24 +274,46 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   }
   std::size_t running = 0;  // flows started (or marked to start) and not completed
   const sg4::SemaphorePtr all_done = sg4::Semaphore::create(0);
+  // Per segment with a flow in flight: when that flow started, and the latency it started with.
+  std::vector<char> flowing(segments.size(), 0);
+  std::vector<double> flow_start_s(segments.size());
+  std::vector<double> flow_latency_s(segments.size());
   // Starts segment i's flow now with `left_bytes` and `left_latency_s` of its latency (all of it:
   // nullopt); the last running to complete wakes this actor.
+  // The cap is set first: a simcall, during which other calls may carry more of our links; the
+  // route, set after it, has them. From then on a call that meets it reroutes it.
   auto start = [&](std::size_t i, double left_bytes, std::optional<double> left_latency_s) {
-    platform.route_segment(slots[i], routes[i], segments[i].rate_bytes_per_s, left_latency_s);
+    platform.cap_segment(slots[i], segments[i].rate_bytes_per_s);
+    platform.route_segment(slots[i], carried_route(*routed, i, carried), left_latency_s);
+    flowing[i] = 1;
+    flow_start_s[i] = sg4::Engine::get_clock();
+    flow_latency_s[i] = left_latency_s.value_or(latency_s[i]);
     platform.start_segment(slots[i], left_bytes, [&, i](double at_s) {
+      flowing[i] = 0;
       finish_s[i] = at_s;
       if (--running == 0) all_done->release();
     });
   };
-  std::vector<std::size_t> marked;  // unsimulated segments met by another call, to start as flows
+  std::vector<std::size_t> marked;    // unsimulated segments met by another call, to start as flows
+  std::vector<std::size_t> rerouted;  // flows met on a link they leave out, to reroute over it
+  std::vector<char> rerouting(segments.size(), 0);
   if (steady) {
     job.mark = [&](const std::vector<int>& links) {
       const double now_s = sg4::Engine::get_clock();
-      const std::size_t before = marked.size();
+      const std::size_t before = marked.size() + rerouted.size();
       for (int k : links) {
+        // A carried link's segments are all simulated, their flows over it.
+        if (carried[static_cast<std::size_t>(k)]) continue;
+        carried[static_cast<std::size_t>(k)] = 1;
         for (int seg : routed->link_segments[static_cast<std::size_t>(k)]) {
           const auto i = static_cast<std::size_t>(seg);
-          if (simulated[i]) continue;
+          if (simulated[i]) {
+            if (flowing[i] && !rerouting[i]) {
+              rerouting[i] = 1;
+              rerouted.push_back(i);
+            }
+            continue;
+          }
           simulated[i] = 1;
           if (finish_s[i] > now_s) {
             marked.push_back(i);
@@ -277,19 +321,30 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
           }
         }
       }
-      return marked.size() > before;
+      return marked.size() + rerouted.size() > before;
     };
-    // What the marked segments have left at their caps.
+    // What the marked segments have left at their caps; the rerouted flows over the links now carried.
     job.start_marked = [&] {
       const double now_s = sg4::Engine::get_clock();
       std::vector<std::size_t> now_marked;
       now_marked.swap(marked);
+      std::vector<std::size_t> now_rerouted;
+      now_rerouted.swap(rerouted);
       for (std::size_t i : now_marked) {
         const double moved_s = now_s - start_s - latency_s[i];  // time spent moving bytes so far
         if (moved_s <= 0) {
           start(i, bytes[i], -moved_s);
         } else {
           start(i, bytes[i] - moved_s * segments[i].rate_bytes_per_s, 0.0);
+        }
+      }
+      for (std::size_t i : now_rerouted) {
+        rerouting[i] = 0;
+        if (!flowing[i]) continue;
+        const double left_latency_s = std::max(0.0, flow_start_s[i] + flow_latency_s[i] - now_s);
+        if (platform.reroute_segment(slots[i], carried_route(*routed, i, carried), left_latency_s)) {
+          flow_start_s[i] = now_s;
+          flow_latency_s[i] = left_latency_s;
         }
       }
     };

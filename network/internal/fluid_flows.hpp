@@ -83,6 +83,7 @@ struct SegmentRouteMemo {
     std::vector<std::shared_ptr<const SegmentRoute>> segments;  // one per segment
     std::vector<LinkOccupancy::LinkId> links;                   // every link they cross, once
     std::vector<std::vector<int>> link_segments;                // per link: the segments crossing it
+    std::vector<std::vector<int>> hop_links;                    // per segment, per hop: its link's index
   };
   struct Cut {
     std::size_t edges_per_segment = 0;
@@ -132,6 +133,14 @@ struct FluidRun {
 // Only segments that cross a link another call is on start as flows; when another call later comes
 // onto an unsimulated segment's links, the segment becomes a flow with what it has left
 // (link_occupancy.hpp). From then on everything shares those links as if simulated from the start.
+//
+// Links that cannot bind go unsimulated too. Such a call's flows cross only the links another call
+// is on (and their cap); on a link only this call uses, its segments' caps fit (checked as above),
+// so no rate the max-min solver gives them could fill it: left out, the solution is the same, and
+// the solver's work follows the links that are shared, not every link of every route (two spread
+// 2048-GPU jobs on a fat-tree: about a hundred links per segment flow, a few shared). When another
+// call later comes onto a link left out, the flows crossing it are rerouted over it from that
+// instant with what they have left (Platform::reroute_segment).
 FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo = nullptr);
 
 }  // namespace commbound::network::internal

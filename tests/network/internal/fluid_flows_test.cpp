@@ -6,7 +6,9 @@
 #include "tests/network/in_child.hpp"
 #include "tests/network/test_support.hpp"
 
+#include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
 
 #include <gtest/gtest.h>
 
@@ -130,6 +132,55 @@ TEST(RunFluid, CapsTheLinksCannotCarryAreSimulated) {
   const double expected_s = 64e6 / (r / 2);
   EXPECT_GT(testing::in_child([] { return distance_2_step(1.0, false, true); }), 0);
   EXPECT_NEAR(testing::in_child([] { return distance_2_step(1.0, false, false); }), expected_s, 1e-9 * expected_s);
+}
+
+// A call's flows leave out the links only it uses, and are rerouted over one when another call
+// comes onto it. 8 one-GPU nodes as above (leaves 0-2, 3-5, 6-7, every port at r), no latencies:
+// - t = 0: B, 0 -> 3, uncapped, r x 1 ms. Alone at r.
+// - t = 0.2 ms: A, 1 -> 4, capped at r, r x 2 ms. It meets B on leaf 0's up-port and leaf 1's
+//   down-port: simulated, over those two links only (its NICs left out). Both at r / 2: B ends at
+//   0.2 + 2 x 0.8 = 1.8 ms; A has then moved r x 0.8 ms, and goes on at r.
+// - t = 2.0 ms: C, 5 -> 4, uncapped, r x 10 ms, inside leaf 1. It meets A on node 4's NIC, which
+//   A's flow left out: A, with r x 1.0 ms left, is rerouted over it and shares it, r / 2 each: A
+//   ends at 4.0 ms, a bandwidth time of 3.8 ms (not rerouted it would end at 3.0 ms). Every flow
+//   simulated over its whole route from the start (LinkOccupancy::disable) gives the same.
+double rerouted_call_s(bool simulate_all) {
+  network::ClusterSpec spec = oversubscribed_8_nodes();
+  spec.fabric.link.latency_s = 0;
+  spec.fabric.switch_latency_s = 0;
+  auto platform = Platform::create(spec, 3);
+  EXPECT_TRUE(platform) << platform.error().message;
+  Platform& p = **platform;
+  const double r = spec.fabric.nic_bw_bytes_per_s();
+  double a_s = -1;
+  p.run([&] {
+    if (simulate_all) p.occupancy().disable();
+    auto edge = [&p](int src, int dst) { return std::vector<Edge>{Edge{p.gpu(src), p.gpu(dst)}}; };
+    const std::vector<Edge> b = edge(0, 3), a = edge(1, 4), c = edge(5, 4);
+    for (const auto& e : {b, a, c}) EXPECT_EQ(route_latency_s(e[0].first, e[0].second), 0);
+    // From the clock at the start (a test before this one in the same process may have moved it).
+    const double t0_s = simgrid::s4u::Engine::get_clock();
+    auto call = [&p, t0_s](const std::vector<Edge>& edges, double start_s, double bytes, double cap, double* out) {
+      return [&p, &edges, t0_s, start_s, bytes, cap, out] {
+        simgrid::s4u::this_actor::sleep_until(t0_s + start_s);
+        const double s = run_fluid(p, {{edges, bytes, cap}}).bandwidth_s;
+        if (out != nullptr) *out = s;
+      };
+    };
+    auto tb = simgrid::s4u::Actor::create("b", p.gpu(0), call(b, 0, r * 1e-3, -1, nullptr));
+    auto ta = simgrid::s4u::Actor::create("a", p.gpu(1), call(a, 0.2e-3, r * 2e-3, r, &a_s));
+    auto tc = simgrid::s4u::Actor::create("c", p.gpu(5), call(c, 2.0e-3, r * 10e-3, -1, nullptr));
+    tb->join();
+    ta->join();
+    tc->join();
+  });
+  return a_s;
+}
+
+TEST(RunFluid, AFlowIsReroutedOverALinkItLeftOutWhenAnotherCallComesOntoIt) {
+  const double expected_s = 3.8e-3;
+  EXPECT_NEAR(testing::in_child([] { return rerouted_call_s(false); }), expected_s, 1e-9 * expected_s);
+  EXPECT_NEAR(testing::in_child([] { return rerouted_call_s(true); }), expected_s, 1e-9 * expected_s);
 }
 
 }  // namespace
