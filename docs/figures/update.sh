@@ -6,7 +6,9 @@
 #                256 DGX H100 nodes) and docs/figures/{allgather,allreduce}_by_size/ (64 KiB to 2 GiB
 #                on 1, 8, 64 and 256 nodes): `commbound collective --format csv`, then `commbound plot`.
 #   train        docs/figures/train_7b/: the time to train the study's 7B FSDP job on 2 trillion tokens at
-#                128 to 16384 GPUs (`commbound train --format csv`, then `commbound plot`).
+#                128 to 16384 GPUs (`commbound train --format csv`, then `commbound plot`);
+#                docs/figures/train_405b/: Llama 3.1 405B on 15.6 trillion tokens at 16384 to 131072
+#                GPUs, the global batch grown with the data-parallel degree (docs/train.md).
 #   docs/figures/update.sh [BUILD_DIR] [all|scenarios|collectives|train]   (default: build, as `make` builds; all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,4 +46,11 @@ if [[ "$what" == all || "$what" == train ]]; then
   "$bin" train scenarios/paper/weak_scaling_7b.toml --tokens 2e12 --nodes 16:2048 --format csv --out "$tmp/train.csv"
   "$bin" plot "$tmp/train.csv" --out-dir docs/figures/train_7b --force \
     --title "Llama-2 7B FSDP, 2T tokens, Llama 3's failure rates"
+  "$bin" train scenarios/published/llama3.1_405b_dgxc_bf16.toml --tokens 15.6e12 --set cluster.nodes=2048 \
+    --set training.global_batch=2048 --set 'sweep.values=[[2048, 2048], [4096, 4096], [8192, 8192], [16384, 16384]]' \
+    --set fabric.switch_radix=128 --set parallel.pp=16 --set parallel.virtual_stages=1 --set parallel.cp=1 \
+    --set parallel.pp_first_stage_layers=7 --set parallel.pp_last_stage_layers=7 \
+    --set training.activation_checkpointing=full --format csv --out "$tmp/train405.csv"
+  "$bin" plot "$tmp/train405.csv" --out-dir docs/figures/train_405b --force \
+    --title "Llama 3.1 405B TP8 PP16, 15.6T tokens, Llama 3's failure rates"
 fi

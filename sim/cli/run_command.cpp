@@ -56,7 +56,8 @@ one table per job.
 [[degraded]] tables slow one part for the whole iteration: component = "gpu" | "nic", node, index
 (the GPU or NIC of that node) and speed_fraction (of its full speed). A pipeline stage's ranks meet
 at its collectives, so the stage computes at its slowest GPU's pace; a NIC's links run at the
-fraction of their rate.
+fraction of their rate. A part's window (from_hour, hours) matters to a whole run (commbound
+train); one iteration runs with every part slow.
 
 With a [sweep] table (key = "cluster.nodes", values = [1, 2, 4]) each value is one row; several
 keys at once: key = ["parallel.tp", "parallel.pp"], values = [[1, 1], [2, 4]]. Points run in
@@ -82,6 +83,10 @@ std::string degraded_text(const sim::Scenario& sc) {
     text += (text.empty() ? "; degraded: " : ", ") +
             std::string(part.kind == sim::DegradedPart::Kind::nic ? "NIC " : "GPU ") + std::to_string(part.index) +
             " of node " + std::to_string(part.node) + " at " + fmt::format("{:g}", part.speed_fraction);
+    if (part.from_hour > 0 || part.hours > 0) {
+      text += fmt::format(" (in a run: from hour {:g}", part.from_hour) +
+              (part.hours > 0 ? fmt::format(" for {:g} h)", part.hours) : std::string(" on)"));
+    }
   }
   return text;
 }

@@ -5,17 +5,23 @@
 #include "sim/cli/common.hpp"
 #include "sim/report/output.hpp"
 #include "sim/sweep/sweep_runner.hpp"
+#include "sim/train/degraded_windows.hpp"
 #include "sim/train/time_to_train.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <thread>
 
 namespace commbound::cli {
 namespace {
+
+// The most phases of [[degraded]] windows one point may have: each distinct set of slow parts is
+// an iteration simulated.
+constexpr std::size_t kMostPhases = 16;
 
 const char* kTrainDescription = R"(Projects a whole training run from one simulated iteration: the iterations the tokens need, the
 ideal time, and the time it takes when the job fails at random, checkpoints and restarts.
@@ -35,6 +41,10 @@ its mean with its standard error. Default failure rates are the Llama 3 405B run
 2407.21783, Table 5: 466 interruptions in 54 days on 16,384 H100s); with them, that run's
 interruption count is an input, not a check. The restart's 600 s default is a guess (no public
 figure at scale); a report that uses it says so. See docs/train.md.
+
+[[degraded]] parts with a window (from_hour, hours: on the run's failure-free timeline) slow the
+run only then: each phase of the windows trains at the pace of its own simulated iteration, and
+iter(s) is the mean over the run (docs/train.md).
 
 --nodes projects several cluster sizes (the scenario's other keys as written), one row each;
 without it, every [sweep] point. Each point's iteration is simulated in a child process (-j).
@@ -136,13 +146,38 @@ int train(const TrainArgs& args) {
   for (const sim::PointToRun& p : points) {
     if (Status size = sim::check_training_size(p.scenario); !size) return fail(size.error().message);
   }
+  // Each point's [[degraded]] windows: its phases, each simulated with the parts slow in it (one
+  // iteration per distinct set of parts, shared by the phases that have it).
+  std::vector<sim::PointToRun> simulated;
+  std::vector<std::vector<std::pair<double, std::size_t>>> phases_of(points.size());  // (from_s, simulated index)
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const sim::Scenario& sc = points[i].scenario;
+    const std::vector<sim::DegradedPhase> phases = sim::degraded_phases(sc.degraded);
+    if (phases.size() > kMostPhases) {
+      return fail(sc.degraded.front().origin + ": degraded: the windows make " + std::to_string(phases.size()) +
+                  " phases with different parts slow; at most " + std::to_string(kMostPhases) +
+                  " are simulated (one iteration each)");
+    }
+    std::map<std::vector<std::size_t>, std::size_t> index;
+    for (const sim::DegradedPhase& phase : phases) {
+      auto [it, fresh] = index.try_emplace(phase.parts, simulated.size());
+      if (fresh) {
+        std::vector<sim::DegradedPart> parts;
+        std::string name = points[i].name;
+        for (std::size_t k : phase.parts) parts.push_back(sc.degraded[k]);
+        if (phases.size() > 1) name += phase.parts.empty() ? " (no part slow)" : " (" + std::to_string(parts.size()) + " slow)";
+        simulated.push_back({std::move(name), phases.size() > 1 ? sim::with_degraded(sc, std::move(parts)) : sc});
+      }
+      phases_of[i].emplace_back(phase.from_s, it->second);
+    }
+  }
   sim::SweepOptions options;
   options.jobs = args.jobs;
   ProgressLine progress;
   options.progress = [&progress](std::size_t done, std::size_t total, const std::string& name) {
     progress.show_count(done, total, "iterations simulated, last " + name);
   };
-  auto metrics = sim::run_points(points, options);
+  auto metrics = sim::run_points(simulated, options);
   progress.finish();
   if (!metrics && interrupted()) {
     std::cerr << "commbound: interrupted; nothing written\n";
@@ -151,9 +186,13 @@ int train(const TrainArgs& args) {
   if (!metrics) return fail(metrics.error().message);
   std::vector<std::pair<std::string, sim::TimeToTrain>> rows;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const sim::Metrics& m = *(*metrics)[i];
-    if (m.oom) return fail(points[i].name + ": the layout does not fit in GPU memory (`commbound run` shows why)");
-    rows.emplace_back(points[i].name, sim::time_to_train(points[i].scenario, m, points[i].scenario.train));
+    std::vector<sim::PhasePace> paces;
+    for (const auto& [from_s, k] : phases_of[i]) {
+      const sim::Metrics& m = *(*metrics)[k];
+      if (m.oom) return fail(simulated[k].name + ": the layout does not fit in GPU memory (`commbound run` shows why)");
+      paces.push_back({from_s, m.iteration_s, m.power_w_per_gpu});
+    }
+    rows.emplace_back(points[i].name, sim::time_to_train(points[i].scenario, paces, points[i].scenario.train));
   }
   const std::string title = "commbound train: " + base.path + ": " + base.training->model.name;
   Status written = sim::write_output(args.out, args.force, [&](std::ostream& o) {

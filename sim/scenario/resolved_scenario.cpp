@@ -41,10 +41,13 @@ toml::table resolved_scenario(const Scenario& sc) {
   }
   toml::array degraded;
   for (const DegradedPart& part : sc.degraded) {
-    degraded.push_back(toml::table{{"component", part.kind == DegradedPart::Kind::nic ? "nic" : "gpu"},
-                                   {"node", static_cast<int64_t>(part.node)},
-                                   {"index", static_cast<int64_t>(part.index)},
-                                   {"speed_fraction", part.speed_fraction}});
+    toml::table table{{"component", part.kind == DegradedPart::Kind::nic ? "nic" : "gpu"},
+                      {"node", static_cast<int64_t>(part.node)},
+                      {"index", static_cast<int64_t>(part.index)},
+                      {"speed_fraction", part.speed_fraction}};
+    if (part.from_hour > 0) table.insert("from_hour", part.from_hour);
+    if (part.hours > 0) table.insert("hours", part.hours);
+    degraded.push_back(std::move(table));
   }
   if (!degraded.empty()) doc.insert("degraded", std::move(degraded));
   // Each job: its name, its nodes as inclusive ranges, and its sections as a scenario of its own

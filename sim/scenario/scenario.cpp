@@ -22,6 +22,10 @@ namespace commbound::sim {
 
 namespace {
 
+// The latest hour a [[degraded]] window may name: 10^6 hours (114 years) is past any training run;
+// the bound keeps the value finite, nothing is sized by it.
+constexpr double kMaxWindowHours = 1e6;
+
 // Where the value of `section_name.key` came from, for an error: its --set, else its place in
 // the file, else the file itself.
 std::string origin_of(const Overrides& origins, const toml::table* section, const std::string& section_name,
@@ -1008,6 +1012,9 @@ private:
       const int parts = part.kind == DegradedPart::Kind::nic ? sc_.cluster.node.nics : sc_.cluster.node.gpus;
       part.index = static_cast<int>(r.integer("index", 0, 0, parts - 1));
       part.speed_fraction = r.required_number("speed_fraction", 1e-3, 1);
+      part.from_hour = r.number("from_hour", 0, 0, kMaxWindowHours);
+      part.hours = r.number("hours", 0, 0, kMaxWindowHours);
+      if (!r.failed() && r.has("hours") && part.hours <= 0) r.fail("hours", "must be above 0 (leave it out: to the end)");
       const auto [before, fresh] = seen.try_emplace({part.kind, part.node, part.index}, part.origin);
       if (!r.failed() && !fresh) {
         r.fail("node", kind + " " + std::to_string(part.index) + " of node " + std::to_string(part.node) +
@@ -1266,6 +1273,15 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   auto file = ScenarioFile::load(path, overrides, presets);
   if (!file) return file.error();
   return file->scenario();
+}
+
+Scenario with_degraded(Scenario sc, std::vector<DegradedPart> parts) {
+  sc.cluster.fabric.degraded_nics.clear();
+  for (const DegradedPart& part : parts) {
+    if (part.kind == DegradedPart::Kind::nic) sc.cluster.fabric.degraded_nics[{part.node, part.index}] = part.speed_fraction;
+  }
+  sc.degraded = std::move(parts);
+  return sc;
 }
 
 }  // namespace commbound::sim

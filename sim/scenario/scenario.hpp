@@ -69,18 +69,23 @@ struct Job {
   TrainingSpec training;  // its [job.model], [job.training], [job.parallel], [job.moe] on its nodes
 };
 
-// [[degraded]]: a GPU or a NIC of the cluster that keeps only part of its speed for the whole
-// iteration (a GPU at a lowered clock or power limit, a link at a reduced rate). NICs are applied
-// to cluster.fabric.degraded_nics; GPUs to the job that runs on them (engine.hpp: its stage
-// computes at its slowest GPU's pace).
+// [[degraded]]: a GPU or a NIC of the cluster that keeps only part of its speed (a GPU at a
+// lowered clock or power limit, a link at a reduced rate). NICs are applied to
+// cluster.fabric.degraded_nics; GPUs to the job that runs on them (engine.hpp: its stage computes
+// at its slowest GPU's pace). An iteration runs with every part degraded; a whole run (`commbound
+// train`) only within each part's window, in hours of its failure-free timeline
+// (sim/train/degraded_windows.hpp).
 struct DegradedPart {
   enum class Kind { gpu, nic };
   Kind kind = Kind::gpu;
   int node = 0;                // the cluster's node
   int index = 0;               // the GPU or NIC of that node
   double speed_fraction = 1;   // of its full speed, in (0, 1]
+  double from_hour = 0;        // the window's start
+  double hours = 0;            // the window's length; 0: to the end of the run
   std::string origin;          // "file:line" of its [[degraded]] table
 };
+
 
 struct Scenario {
   std::string path;
@@ -102,6 +107,9 @@ struct Scenario {
   std::vector<DegradedPart> degraded;  // [[degraded]] tables, in file order
   TrainPlan train;                     // [train]: a whole run's tokens, failures and checkpoints
 };
+
+// `sc` with only `parts` degraded (cluster.fabric.degraded_nics rebuilt from them).
+Scenario with_degraded(Scenario sc, std::vector<DegradedPart> parts);
 
 // One key set to a typed value, in the unit the file writes it ("parallel.tp" = 2L,
 // "training.activation_checkpointing" = "full"): how a program changes a scenario, with no text to

@@ -7,15 +7,16 @@
 
 namespace commbound::sim {
 
-TimeToTrain time_to_train(const Scenario& sc, const Metrics& metrics, const TrainPlan& plan) {
+TimeToTrain time_to_train(const Scenario& sc, const std::vector<PhasePace>& phases, const TrainPlan& plan) {
   const TrainingSpec& t = *sc.training;
   TimeToTrain out;
   out.gpus = t.world();
   out.nodes = sc.cluster.nodes;
-  out.iteration_s = metrics.iteration_s;
   out.tokens_per_iteration = static_cast<double>(t.global_batch) * t.seq_len;
   out.iterations = std::ceil(plan.tokens / out.tokens_per_iteration);
-  out.ideal_s = out.iterations * out.iteration_s;
+  const PhasedRun run = phased_run(phases, out.iterations);
+  out.ideal_s = phases.size() == 1 ? out.iterations * phases.front().iteration_s : run.ideal_s;
+  out.iteration_s = phases.size() == 1 ? phases.front().iteration_s : out.ideal_s / out.iterations;
   out.checkpoint_bytes = plan.checkpoint_bytes_per_parameter * t.model.params();
   const double failures_per_hour =
       out.gpus * plan.gpu_failures_per_gpu_hour + out.nodes * plan.node_failures_per_node_hour;
@@ -37,7 +38,8 @@ TimeToTrain time_to_train(const Scenario& sc, const Metrics& metrics, const Trai
                                  static_cast<std::uint64_t>(plan.seed));
   out.goodput = out.ideal_s / out.expected_s;
   out.gpu_hours = out.expected_s * out.gpus / kSecondsPerHour;
-  out.energy_j = out.expected_s * out.gpus * metrics.power_w_per_gpu;
+  const double power_w_per_gpu = phases.size() == 1 ? phases.front().power_w_per_gpu : run.mean_power_w_per_gpu;
+  out.energy_j = out.expected_s * out.gpus * power_w_per_gpu;
   return out;
 }
 

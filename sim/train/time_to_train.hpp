@@ -6,12 +6,16 @@
 //   R = restart + delta (reading it back)               tau = the plan's, or Daly's optimum
 //   expected = expected_wall_s(ideal)                   goodput = ideal / expected
 // beside a Monte Carlo of the same run. Energy counts every wall second at the iteration's power
-// per GPU (restarts and checkpoints included: an upper bound for them).
+// per GPU (restarts and checkpoints included: an upper bound for them). With [[degraded]] windows
+// the ideal time is the phases' (degraded_windows.hpp).
 #pragma once
 
 #include "sim/metrics/metrics.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/train/degraded_windows.hpp"
 #include "sim/train/failure_model.hpp"
+
+#include <vector>
 
 namespace commbound::sim {
 
@@ -39,7 +43,9 @@ struct TimeToTrain {
   bool restart_guessed = false;    // restart_s is the default guess
 };
 
-// The projection of `plan` (tokens > 0) for `sc`'s training (one iteration simulated: `metrics`).
-TimeToTrain time_to_train(const Scenario& sc, const Metrics& metrics, const TrainPlan& plan);
+// The projection of `plan` (tokens > 0) for `sc`'s training: its iteration simulated in each phase
+// of its degraded windows (degraded_windows.hpp; one phase from 0 without windows). iteration_s is
+// then the mean over the run, and energy counts each phase at its own power.
+TimeToTrain time_to_train(const Scenario& sc, const std::vector<PhasePace>& phases, const TrainPlan& plan);
 
 }  // namespace commbound::sim

@@ -291,6 +291,8 @@ TEST(HostileCli, DegradedPartsThatDoNotExistAreRefused) {
       {"component = \"gpu\"\nnode = 0\nindex = 8\nspeed_fraction = 0.5", "degraded[0].index = 8: must be between 0 and 7"},
       {"component = \"nic\"\nnode = 0\nspeed_fraction = -0.5", "degraded[0].speed_fraction = -0.5: must be between"},
       {"component = \"cpu\"\nnode = 0\nspeed_fraction = 0.5", "degraded[0].component = \"cpu\": must be one of: gpu, nic"},
+      {"component = \"gpu\"\nnode = 0\nspeed_fraction = 0.5\nfrom_hour = -1", "degraded[0].from_hour = -1: must be between"},
+      {"component = \"gpu\"\nnode = 0\nspeed_fraction = 0.5\nhours = 0", "degraded[0].hours = 0: must be above 0"},
   };
   for (const auto& [part, says] : cases) {
     const fs::path file = dir / "degraded.toml";
@@ -312,5 +314,25 @@ TEST(HostileCli, TrainRefusesRatesThatAreNoRates) {
                           "train.gpu_failures_per_gpu_hour = -1.0000000000000001e-05: must be between 0 and 1");
   expect_one_line_refusal(run(train + " --tokens 1e9 --set train.storage_TBps=0"), "train.storage_TBps = 0: must be between");
   expect_one_line_refusal(run(train), "train needs the tokens to train: --tokens N or [train] tokens");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Degraded windows that would need more simulated iterations than allowed: 9 GPUs each slow for an
+// hour at hours 0, 2, ..., 16 make 18 phases (slow, then none), over the 16 simulated. One line,
+// exit 2, nothing written.
+TEST(HostileCli, TrainRefusesWindowsOfTooManyPhases) {
+  const fs::path dir = scratch("train_windows");
+  std::ifstream in(kDgx);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text += "\n[model]\nname = \"llama2-7b\"\n";
+  for (int k = 0; k < 9; ++k) {
+    text += "\n[[degraded]]\ncomponent = \"gpu\"\nnode = " + std::to_string(k / 8) + "\nindex = " +
+            std::to_string(k % 8) + "\nspeed_fraction = 0.5\nfrom_hour = " + std::to_string(2 * k) + "\nhours = 1\n";
+  }
+  const fs::path file = dir / "windows.toml";
+  std::ofstream(file) << text;
+  const fs::path out = dir / "train.csv";
+  expect_one_line_refusal(run("train " + file.string() + " --tokens 1e12 --set cluster.nodes=2 --out " + out.string()),
+                          "degraded: the windows make 18 phases with different parts slow; at most 16");
   EXPECT_FALSE(fs::exists(out));
 }
