@@ -255,11 +255,16 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   const std::vector<LinkOccupancy::Meeting> met = occupancy.add(job, shared_links);
   steady = steady && occupancy.enabled();
   std::vector<char> simulated(segments.size(), steady ? 0 : 1);
-  // Which of the call's links its flows cross: all of them, or (steady) those another call is on.
-  std::vector<char> carried(routed->links.size(), steady ? 0 : 1);
+  // Which of the call's links its flows cross: all of them, or (steady) those another call is on,
+  // per link (sized on first use: most calls never start a flow).
+  std::vector<char> carried;
+  auto carry = [&carried, &routed](int k) {
+    if (carried.empty()) carried.assign(routed->links.size(), 0);
+    carried[static_cast<std::size_t>(k)] = 1;
+  };
   if (steady) {
     for (int k : shared_links) {
-      carried[static_cast<std::size_t>(k)] = 1;
+      carry(k);
       for (int i : routed->link_segments[static_cast<std::size_t>(k)]) simulated[static_cast<std::size_t>(i)] = 1;
     }
   }
@@ -274,42 +279,45 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   }
   std::size_t running = 0;  // flows started (or marked to start) and not completed
   const sg4::SemaphorePtr all_done = sg4::Semaphore::create(0);
-  // Per segment with a flow in flight: when that flow started, and the latency it started with.
-  std::vector<char> flowing(segments.size(), 0);
-  std::vector<double> flow_start_s(segments.size());
-  std::vector<double> flow_latency_s(segments.size());
+  // Per segment (sized at the first flow): whether a flow of it is in flight, when that flow
+  // started and the latency it started with, and whether it is listed to be rerouted.
+  struct Flow {
+    bool in_flight = false;
+    bool rerouting = false;
+    double start_s = 0;
+    double latency_s = 0;
+  };
+  std::vector<Flow> flows;
   // Starts segment i's flow now with `left_bytes` and `left_latency_s` of its latency (all of it:
-  // nullopt); the last running to complete wakes this actor.
-  // The cap is set first: a simcall, during which other calls may carry more of our links; the
-  // route, set after it, has them. From then on a call that meets it reroutes it.
+  // nullopt); the last running to complete wakes this actor. The cap is set first: a simcall,
+  // during which other calls may carry more of our links; the route, set after it, has them. From
+  // then on a call that meets it reroutes it.
   auto start = [&](std::size_t i, double left_bytes, std::optional<double> left_latency_s) {
+    if (flows.empty()) flows.resize(segments.size());
     platform.cap_segment(slots[i], segments[i].rate_bytes_per_s);
-    platform.route_segment(slots[i], carried_route(*routed, i, carried), left_latency_s);
-    flowing[i] = 1;
-    flow_start_s[i] = sg4::Engine::get_clock();
-    flow_latency_s[i] = left_latency_s.value_or(latency_s[i]);
+    platform.route_segment(slots[i], steady ? carried_route(*routed, i, carried) : routes[i], left_latency_s);
+    flows[i] = {true, false, sg4::Engine::get_clock(), left_latency_s.value_or(latency_s[i])};
     platform.start_segment(slots[i], left_bytes, [&, i](double at_s) {
-      flowing[i] = 0;
+      flows[i].in_flight = false;
       finish_s[i] = at_s;
       if (--running == 0) all_done->release();
     });
   };
   std::vector<std::size_t> marked;    // unsimulated segments met by another call, to start as flows
   std::vector<std::size_t> rerouted;  // flows met on a link they leave out, to reroute over it
-  std::vector<char> rerouting(segments.size(), 0);
   if (steady) {
     job.mark = [&](const std::vector<int>& links) {
       const double now_s = sg4::Engine::get_clock();
       const std::size_t before = marked.size() + rerouted.size();
       for (int k : links) {
         // A carried link's segments are all simulated, their flows over it.
-        if (carried[static_cast<std::size_t>(k)]) continue;
-        carried[static_cast<std::size_t>(k)] = 1;
+        if (!carried.empty() && carried[static_cast<std::size_t>(k)]) continue;
+        carry(k);
         for (int seg : routed->link_segments[static_cast<std::size_t>(k)]) {
           const auto i = static_cast<std::size_t>(seg);
           if (simulated[i]) {
-            if (flowing[i] && !rerouting[i]) {
-              rerouting[i] = 1;
+            if (!flows.empty() && flows[i].in_flight && !flows[i].rerouting) {
+              flows[i].rerouting = true;
               rerouted.push_back(i);
             }
             continue;
@@ -339,12 +347,13 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
         }
       }
       for (std::size_t i : now_rerouted) {
-        rerouting[i] = 0;
-        if (!flowing[i]) continue;
-        const double left_latency_s = std::max(0.0, flow_start_s[i] + flow_latency_s[i] - now_s);
+        Flow& flow = flows[i];
+        flow.rerouting = false;
+        if (!flow.in_flight) continue;
+        const double left_latency_s = std::max(0.0, flow.start_s + flow.latency_s - now_s);
         if (platform.reroute_segment(slots[i], carried_route(*routed, i, carried), left_latency_s)) {
-          flow_start_s[i] = now_s;
-          flow_latency_s[i] = left_latency_s;
+          flow.start_s = now_s;
+          flow.latency_s = left_latency_s;
         }
       }
     };
