@@ -448,7 +448,8 @@ private:
         if (seconds > 0) compute(rank, op, seconds);
       }
       end_s_[rank][static_cast<std::size_t>(i)] = sg4::Engine::get_clock();
-      timeline.spans.push_back({rank, i, op.stream, start_s, sg4::Engine::get_clock(), choice});
+      timeline.spans.push_back({rank, i, op.stream, start_s, sg4::Engine::get_clock(), choice,
+                                op.kind == OpKind::collective || op.kind == OpKind::host ? 1.0 : compute_rate(rank)});
       done_[rank][static_cast<std::size_t>(i)]->set();
     }
   }

@@ -29,6 +29,10 @@ struct Span {
   double start_s;
   double end_s;
   network::CollectiveChoice choice;  // collectives only
+  // Compute ops: the fraction of its GPU's speed the op ran at (JobOnCluster::gpu_rates: its stage's
+  // slowest GPU). Only that share of the span is work at full speed; the rest, the stage's other
+  // GPUs wait for the slow one (what the power model counts as such: metrics.cpp).
+  double compute_rate = 1;
 };
 
 struct IterationTimeline {

@@ -1,6 +1,7 @@
 // Jobs sharing a cluster: placement worked by hand, the engine's shared links against the shares a
 // max-min fabric gives by hand, and jobs that meet on no link against their runs alone.
 #include "sim/engine/engine.hpp"
+#include "sim/metrics/metrics.hpp"
 #include "sim/run/cluster_run.hpp"
 #include "sim/scenario/job_placement.hpp"
 #include "sim/scenario/model.hpp"
@@ -165,6 +166,31 @@ TEST(DegradedGpu, OneGpuAtHalfSpeedTakesTwiceAsLong) {
   const TrainingSpec t = llama2_7b(1);
   const double full_s = degraded_iteration_s(cluster, t, {});
   EXPECT_NEAR(degraded_iteration_s(cluster, t, {{0, 0.5}}), 2 * full_s, 1e-9 * full_s);
+}
+
+// One GPU at half speed: the same work in twice the time. Its power counts the work as at full
+// speed and the other half of the iteration as waiting; the roofline power model (no table) prices
+// waiting at idle: idle + (TDP - idle) x busy fraction. So one iteration's energy is the healthy
+// one's plus the healthy iteration's length at idle power, where counting every span as work
+// would make it the healthy one's plus that length at full busy power.
+TEST(DegradedGpu, ItsWaitingCountsAsWaitingNotWork) {
+  network::ClusterSpec cluster = testing::dgx_h100(1);
+  cluster.node.gpus = 1;
+  cluster.node.nics = 1;
+  const TrainingSpec t = llama2_7b(1);
+  auto energy_and_iteration = [&](const std::map<int, double>& rates) {
+    const std::vector<Program> stages = {build_program(t)};
+    const CostModel cost(t.gpu);
+    return testing::in_child([&] {
+      const IterationTimeline timeline =
+          simulate_jobs(cluster, testing::nccl_2_30_7(), {JobOnCluster{&t, &stages, &cost, {}, rates}}, {}).value().front();
+      const Metrics m = compute_metrics(t, stages, {0}, timeline, MemoryUse{}, cost);
+      return m.power_w_per_gpu * m.iteration_s;
+    });
+  };
+  const double full_j = energy_and_iteration({});
+  const double full_s = degraded_iteration_s(cluster, t, {});
+  EXPECT_NEAR(energy_and_iteration({{0, 0.5}}), full_j + full_s * t.gpu.idle_w, 1e-9 * full_j);
 }
 
 // A stage's ranks meet at every data-parallel collective, so one slow GPU anywhere in it sets the
