@@ -166,7 +166,8 @@ int train(const TrainArgs& args) {
         std::string name = points[i].name;
         for (std::size_t k : phase.parts) parts.push_back(sc.degraded[k]);
         if (phases.size() > 1) name += phase.parts.empty() ? " (no part slow)" : " (" + std::to_string(parts.size()) + " slow)";
-        simulated.push_back({std::move(name), phases.size() > 1 ? sim::with_degraded(sc, std::move(parts)) : sc});
+        simulated.push_back({std::move(name), sc});
+        if (phases.size() > 1) sim::set_degraded(simulated.back().scenario, std::move(parts));
       }
       phases_of[i].emplace_back(phase.from_s, it->second);
     }

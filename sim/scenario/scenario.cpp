@@ -998,6 +998,7 @@ private:
   // [[degraded]] tables: each a GPU or NIC of the cluster that keeps a fraction of its speed.
   Status read_degraded() {
     std::map<std::tuple<DegradedPart::Kind, int, int>, std::string> seen;  // each part once: where it was given
+    std::vector<DegradedPart> degraded;
     for (std::size_t k = 0; degraded_a_ != nullptr && k < degraded_a_->size(); ++k) {
       const toml::table* table = degraded_a_->get(k)->as_table();
       if (table == nullptr) {
@@ -1021,11 +1022,9 @@ private:
                            " is degraded already (" + before->second + ")");
       }
       if (Status s = r.finish(); !s) return s;
-      if (part.kind == DegradedPart::Kind::nic) {
-        sc_.cluster.fabric.degraded_nics[{part.node, part.index}] = part.speed_fraction;
-      }
-      sc_.degraded.push_back(part);
+      degraded.push_back(part);
     }
+    set_degraded(sc_, std::move(degraded));
     return Ok{};
   }
 
@@ -1275,13 +1274,12 @@ Expected<Scenario> load_scenario(const std::string& path, const std::vector<std:
   return file->scenario();
 }
 
-Scenario with_degraded(Scenario sc, std::vector<DegradedPart> parts) {
+void set_degraded(Scenario& sc, std::vector<DegradedPart> parts) {
   sc.cluster.fabric.degraded_nics.clear();
   for (const DegradedPart& part : parts) {
     if (part.kind == DegradedPart::Kind::nic) sc.cluster.fabric.degraded_nics[{part.node, part.index}] = part.speed_fraction;
   }
   sc.degraded = std::move(parts);
-  return sc;
 }
 
 }  // namespace commbound::sim

@@ -108,8 +108,9 @@ struct Scenario {
   TrainPlan train;                     // [train]: a whole run's tokens, failures and checkpoints
 };
 
-// `sc` with only `parts` degraded (cluster.fabric.degraded_nics rebuilt from them).
-Scenario with_degraded(Scenario sc, std::vector<DegradedPart> parts);
+// Makes `parts` the scenario's degraded parts, its NICs' rates (cluster.fabric.degraded_nics)
+// rebuilt from them: what the file's [[degraded]] tables set, and `commbound train` for a phase.
+void set_degraded(Scenario& sc, std::vector<DegradedPart> parts);
 
 // One key set to a typed value, in the unit the file writes it ("parallel.tp" = 2L,
 // "training.activation_checkpointing" = "full"): how a program changes a scenario, with no text to

@@ -39,16 +39,20 @@ PhasedRun phased_run(const std::vector<PhasePace>& phases, double iterations) {
   PhasedRun out;
   double energy_per_gpu_j = 0;
   double left = iterations;
-  for (std::size_t k = 0; k < phases.size() && left > 0; ++k) {
+  std::size_t k = 0;
+  for (; k < phases.size() && left > 0; ++k) {
     const PhasePace& phase = phases[k];
     const double length_s = k + 1 < phases.size() ? phases[k + 1].from_s - phase.from_s
                                                   : std::numeric_limits<double>::infinity();
-    const double spent_s = std::min(length_s, left * phase.iteration_s);
-    left -= spent_s / phase.iteration_s;
+    const bool ends_here = left * phase.iteration_s <= length_s;
+    const double spent_s = ends_here ? left * phase.iteration_s : length_s;
+    left = ends_here ? 0 : left - length_s / phase.iteration_s;
     out.ideal_s += spent_s;
     energy_per_gpu_j += spent_s * phase.power_w_per_gpu;
   }
-  out.mean_power_w_per_gpu = out.ideal_s > 0 ? energy_per_gpu_j / out.ideal_s : phases.front().power_w_per_gpu;
+  const bool first_only = k <= 1;  // the run ended in its first phase
+  out.mean_iteration_s = first_only ? phases.front().iteration_s : out.ideal_s / iterations;
+  out.mean_power_w_per_gpu = first_only ? phases.front().power_w_per_gpu : energy_per_gpu_j / out.ideal_s;
   return out;
 }
 

@@ -39,9 +39,11 @@ struct PhasePace {
 };
 
 // The failure-free time `iterations` iterations take over `phases` (from 0, in order), and the
-// mean power per GPU over that time.
+// mean iteration and power per GPU over that time (a run that ends in its first phase: that
+// phase's own, exactly).
 struct PhasedRun {
   double ideal_s = 0;
+  double mean_iteration_s = 0;
   double mean_power_w_per_gpu = 0;
 };
 PhasedRun phased_run(const std::vector<PhasePace>& phases, double iterations);

@@ -15,8 +15,8 @@ TimeToTrain time_to_train(const Scenario& sc, const std::vector<PhasePace>& phas
   out.tokens_per_iteration = static_cast<double>(t.global_batch) * t.seq_len;
   out.iterations = std::ceil(plan.tokens / out.tokens_per_iteration);
   const PhasedRun run = phased_run(phases, out.iterations);
-  out.ideal_s = phases.size() == 1 ? out.iterations * phases.front().iteration_s : run.ideal_s;
-  out.iteration_s = phases.size() == 1 ? phases.front().iteration_s : out.ideal_s / out.iterations;
+  out.ideal_s = run.ideal_s;
+  out.iteration_s = run.mean_iteration_s;
   out.checkpoint_bytes = plan.checkpoint_bytes_per_parameter * t.model.params();
   const double failures_per_hour =
       out.gpus * plan.gpu_failures_per_gpu_hour + out.nodes * plan.node_failures_per_node_hour;
@@ -38,8 +38,7 @@ TimeToTrain time_to_train(const Scenario& sc, const std::vector<PhasePace>& phas
                                  static_cast<std::uint64_t>(plan.seed));
   out.goodput = out.ideal_s / out.expected_s;
   out.gpu_hours = out.expected_s * out.gpus / kSecondsPerHour;
-  const double power_w_per_gpu = phases.size() == 1 ? phases.front().power_w_per_gpu : run.mean_power_w_per_gpu;
-  out.energy_j = out.expected_s * out.gpus * power_w_per_gpu;
+  out.energy_j = out.expected_s * out.gpus * run.mean_power_w_per_gpu;
   return out;
 }
 
