@@ -51,16 +51,18 @@ TEST(DegradedPhases, NoPartsAndWindowsEndToEnd) {
 // 1 s iterations at 600 W, 2 s at 700 W from t = 100 s to 300 s, then 1 s again. 250 iterations:
 // 100 in [0, 100), 100 in [100, 300), 50 more: ideal 350 s; energy per GPU 100 x 600 + 200 x 700
 // + 50 x 600 = 230,000 J, a mean of 657.142857 W. 150 iterations end inside the window: 100 +
-// 50 x 2 = 200 s. 50 end before it: 50 s at 600 W.
+// 50 x 2 = 200 s. 50 end before it: 50 s at 600 W. Mean iterations: 350 / 250 = 1.4 s, and 1 s.
 TEST(PhasedRun, EachPhaseTrainsAtItsOwnPace) {
   const std::vector<PhasePace> phases = {{0, 1, 600}, {100, 2, 700}, {300, 1, 600}};
   const PhasedRun whole = phased_run(phases, 250);
   EXPECT_DOUBLE_EQ(whole.ideal_s, 350);
   EXPECT_DOUBLE_EQ(whole.mean_power_w_per_gpu, 230000.0 / 350);
+  EXPECT_DOUBLE_EQ(whole.mean_iteration_s, 350.0 / 250);
   EXPECT_DOUBLE_EQ(phased_run(phases, 150).ideal_s, 200);
   const PhasedRun before = phased_run(phases, 50);
   EXPECT_DOUBLE_EQ(before.ideal_s, 50);
   EXPECT_DOUBLE_EQ(before.mean_power_w_per_gpu, 600);
+  EXPECT_EQ(before.mean_iteration_s, 1);  // its first phase's own, exactly
 }
 
 }  // namespace
