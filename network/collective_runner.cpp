@@ -54,7 +54,8 @@ std::vector<CostTerm> itemized(const internal::AlgorithmResult& part, const Coll
   const double bus_bytes = shape.size_bytes * bus_bw_factor(shape.op, shape.ranks);
   const std::string rate =
       result.bandwidth_s > 0 ? fmt::format(" at {:.1f} GB/s", bus_bytes / result.bandwidth_s / kBytesPerGB) : "";
-  terms.push_back({fmt::format("bytes: {} of bus traffic{}", size_label(bus_bytes), rate), 0, 0, result.bandwidth_s});
+  terms.push_back({fmt::format("bytes: {} of bus traffic{}{}", size_label(bus_bytes), rate, part.rate_note), 0, 0,
+                   result.bandwidth_s});
   const double rest_s = result.time_s - result.latency_s - result.bandwidth_s;
   if (std::fabs(rest_s) > 1e-6 * result.time_s) {
     const std::string what = rest_s < 0                     ? "overlap of latency and bytes (pipelined)"

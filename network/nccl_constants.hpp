@@ -81,7 +81,9 @@ struct NcclConstants {
     // halved until ceil(ranks / 8) rounds of peers fit the p2p channels (ncclTopoComputeP2pChannels);
     // 2.20.5 two, halved while 2 x ranks > 4 x p2p channels, at least the GPU's NICs.
     bool channels_by_nic_bw = true;
-    double per_channel_net_bytes_per_s = 14e9;  // NCCL_P2P_PER_CHANNEL_NET_BW (by-NIC-bandwidth only)
+    // NCCL_P2P_PER_CHANNEL_NET_BW: sizes a peer's channels (by-NIC-bandwidth only) and is the most one
+    // network channel of a send moves (internal/send_recv.cpp).
+    double per_channel_net_bytes_per_s = 14e9;
     double net_chunk_bytes = 131072;            // NCCL_P2P_NET_CHUNKSIZE: one slot of a network send
     double nvl_chunk_bytes = 524288;            // NCCL_P2P_NVL_CHUNKSIZE: one slot inside an NVLink node
   };

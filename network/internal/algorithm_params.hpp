@@ -55,6 +55,7 @@ struct AlgorithmResult {
   double latency_s = 0;    // base + per-hop latencies on the critical path
   std::vector<CostTerm> terms;  // latency_s itemized, where the algorithm does (ring); else empty
   std::string schedule_note;    // what makes schedule_s longer than latency + bytes, if known (itemized only)
+  std::string rate_note;        // what capped the bytes' rate, if the algorithm knows (itemized only)
   std::vector<CostTerm> loads;  // CollectiveResult::loads (all-to-all, itemized only)
   double bandwidth_s = 0;  // fluid: the longest time a flow spent moving bytes; 0 when stepped
   // Fluid: the schedule's length where it is not bandwidth_s + latency_s (the tree's pipeline).

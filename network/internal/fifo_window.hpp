@@ -13,7 +13,8 @@
 //
 // Users: a ring's network hops (ring.cpp; a Simple slice takes 2 slots, so 4 are in flight) and a
 // point-to-point send to a network peer (send_recv.cpp; one slot a chunk of NCCL_P2P_NET_CHUNKSIZE,
-// so 8 in flight on each of the send's channels).
+// so 8 in flight on each of the send's channels, which also move no faster than NCCL's
+// NCCL_P2P_PER_CHANNEL_NET_BW each).
 #pragma once
 
 #include "network/fabric_fit.hpp"

@@ -56,15 +56,22 @@ AlgorithmResult run_send_recv(const AlgorithmParams& params) {
   const P2pSend send = plan_send(params);
   // Inside a node each channel's CTA copies at most its share of the GPU's NVLink, the same share
   // the ring's channels get (node.nccl_channels of them fill it): ASSUMED, NCCL states no per-CTA rate.
+  // Across nodes a channel moves at most NCCL's own figure for one network p2p channel
+  // (NCCL_P2P_PER_CHANNEL_NET_BW, by which 2.29 and later size a peer's channels), in payload bytes.
   const NodeType& node = platform.spec().node;
   const double cap_bytes_per_s =
-      net ? -1 : send.send_channels * node.nvlink.effective_bw_bytes_per_s() / node.nccl_channels;
+      net ? send.send_channels * params.nccl.p2p.per_channel_net_bytes_per_s / params.efficiency()
+          : send.send_channels * node.nvlink.effective_bw_bytes_per_s() / node.nccl_channels;
   const double sleep_s = params.hop_s(src, dst);
   sg4::this_actor::sleep_for(params.base_s + sleep_s);
   const std::vector<Edge> edge = {{platform.gpu(src), platform.gpu(dst)}};
   const FluidRun run = run_fluid(platform, {{edge, params.call.size_bytes / params.efficiency(), cap_bytes_per_s}});
   AlgorithmResult result;
   result.bandwidth_s = run.bandwidth_s;
+  if (net && params.itemize) {
+    result.rate_note = fmt::format(", at most {} channel(s) x {:g} GB/s (NCCL's rate of one network p2p channel)",
+                                   send.send_channels, params.nccl.p2p.per_channel_net_bytes_per_s / kBytesPerGB);
+  }
   result.flows = run.flows;
   result.latency_s = params.base_s + sleep_s + route_latency_s(platform.gpu(src), platform.gpu(dst));
   if (!net || params.fit == nullptr || params.call.size_bytes <= 0) return result;

@@ -451,7 +451,7 @@ Expected<network::NcclConstants> Presets::nccl(const std::string& release) const
     network::NcclConstants::P2p& p2p = c.p2p;
     p2p.channels_by_nic_bw =
         r.choice("net_peer_channels", "nic-bandwidth", {"nic-bandwidth", "rank-scaled"}) == "nic-bandwidth";
-    if (p2p.channels_by_nic_bw) p2p.per_channel_net_bytes_per_s = r.required_number("per_channel_net_GBps", 0.1, 1e4) * kBytesPerGB;
+    p2p.per_channel_net_bytes_per_s = r.required_number("per_channel_net_GBps", 0.1, 1e4) * kBytesPerGB;
     p2p.net_chunk_bytes = r.required_number("net_chunk_bytes", 1024, 64.0 * 1024 * 1024);
     p2p.nvl_chunk_bytes = r.required_number("nvl_chunk_bytes", 1024, 64.0 * 1024 * 1024);
     if (Status s = r.finish(); !s) return s.error();
