@@ -136,11 +136,12 @@ std::shared_ptr<const SegmentRouteMemo::Routes> route_segments(const Platform& p
     out->segments.push_back(platform.segment_route(segments[i].edges));
     std::vector<int>& hop_links = out->hop_links.emplace_back();
     hop_links.reserve(out->segments.back()->links.size());
-    for (const auto* link : out->segments.back()->links) {
-      const auto [it, fresh] = index.try_emplace(link, static_cast<int>(out->links.size()));
+    for (const RouteHop& hop : out->segments.back()->hops) {
+      const auto [it, fresh] = index.try_emplace(hop.impl, static_cast<int>(out->links.size()));
       if (fresh) {
-        out->links.push_back(link);
+        out->links.push_back(hop.impl);
         out->link_segments.emplace_back();
+        out->capacities_bytes_per_s.push_back(platform.link_bandwidth_bytes_per_s(hop.info));
       }
       hop_links.push_back(it->second);
       std::vector<int>& crossing = out->link_segments[static_cast<std::size_t>(it->second)];
@@ -157,21 +158,22 @@ SegmentRouteMemo::Cut* find_cut(SegmentRouteMemo* memo, std::size_t per) {
   return it != memo->by_cut.end() ? &*it : nullptr;
 }
 
-// Whether every link can carry all the segments that cross it at their caps at once: then, alone,
-// each segment moves at its cap from start to end. Checked, not assumed, before a call is priced
-// without flows; the callers cap at coupled max-min rates (coupled_group_rates), which are.
-bool caps_feasible(const Platform& platform, const std::vector<Segment>& segments,
-                   const std::vector<std::shared_ptr<const SegmentRoute>>& routes) {
-  std::unordered_map<const void*, double> load_bytes_per_s;
+// What the segments put on each link at their caps, when every link can carry them all at once:
+// then, alone, each segment moves at its cap from start to end. Checked, not assumed, before a
+// call is priced without flows; the callers cap at coupled max-min rates (coupled_group_rates),
+// which are. Null when some link cannot.
+std::shared_ptr<const std::vector<double>> loads_at_caps(const SegmentRouteMemo::Routes& routed,
+                                                 const std::vector<Segment>& segments) {
+  std::vector<double> load_bytes_per_s(routed.links.size(), 0.0);
   for (std::size_t i = 0; i < segments.size(); ++i) {
-    for (const RouteHop& hop : routes[i]->hops) {
-      double& load = load_bytes_per_s[hop.impl];
+    for (int k : routed.hop_links[i]) {
+      double& load = load_bytes_per_s[static_cast<std::size_t>(k)];
       load += segments[i].rate_bytes_per_s;
       constexpr double kRoundingSlack = 1e-9;  // coupled_group_rates' saturation slack
-      if (load > platform.link_bandwidth_bytes_per_s(hop.info) * (1 + kRoundingSlack)) return false;
+      if (load > routed.capacities_bytes_per_s[static_cast<std::size_t>(k)] * (1 + kRoundingSlack)) return nullptr;
     }
   }
-  return true;
+  return std::make_shared<const std::vector<double>>(std::move(load_bytes_per_s));
 }
 
 // Segment i's route less the links not `carried`: the whole route when it carries all of them.
@@ -221,22 +223,25 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   // start to end, so what it has left at any instant is known without simulating it. An uncapped
   // segment speeds up as others finish.
   bool steady = std::all_of(groups.begin(), groups.end(), [](const GroupFlow& g) { return g.rate_bytes_per_s > 0; });
+  // Held here for the call's length (a memo's list may grow meanwhile): its loads on its links.
+  std::shared_ptr<const std::vector<double>> loads;
   if (steady && cut != nullptr) {
     const std::vector<double> caps = group_caps(groups);
-    const auto known = std::find_if(cut->checked_caps.begin(), cut->checked_caps.end(),
-                                    [&caps](const auto& checked) { return checked.first == caps; });
-    if (known != cut->checked_caps.end()) {
-      steady = known->second;
-    } else {
-      steady = caps_feasible(platform, segments, routes);
-      cut->checked_caps.emplace_back(caps, steady);
+    auto known = std::find_if(cut->checked_caps.begin(), cut->checked_caps.end(),
+                              [&caps](const SegmentRouteMemo::CheckedCaps& checked) { return checked.caps == caps; });
+    if (known == cut->checked_caps.end()) {
+      known = cut->checked_caps.insert(cut->checked_caps.end(), {caps, loads_at_caps(*routed, segments)});
     }
+    loads = known->loads_bytes_per_s;
   } else if (steady) {
-    steady = caps_feasible(platform, segments, routes);
+    loads = loads_at_caps(*routed, segments);
   }
+  steady = loads != nullptr;
   LinkOccupancy& occupancy = platform.occupancy();
   LinkOccupancy::Job job;
   job.links = &routed->links;
+  job.capacities_bytes_per_s = &routed->capacities_bytes_per_s;
+  job.loads_bytes_per_s = loads.get();
   if (cut != nullptr) {  // its links' user lists, hashed once per cut
     if (cut->user_lists.size() != routed->links.size()) cut->user_lists = occupancy.user_lists(routed->links);
     job.user_lists = cut->user_lists;
@@ -249,14 +254,14 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
     slots.push_back(platform.acquire_segment());
     COMMBOUND_CHECK(slots.back() >= 0, "segments_of fits the free slots");
   }
-  // Register on the links, also before the first simcall: the segments that cross a link another
-  // call is on are simulated, and so are those of the other calls there.
+  // Register on the links, also before the first simcall: the segments that cross a contended link
+  // are simulated, and so are those of the other calls there.
   std::vector<int> shared_links;
   const std::vector<LinkOccupancy::Meeting> met = occupancy.add(job, shared_links);
   steady = steady && occupancy.enabled();
   std::vector<char> simulated(segments.size(), steady ? 0 : 1);
-  // Which of the call's links its flows cross: all of them, or (steady) those another call is on,
-  // per link (sized on first use: most calls never start a flow).
+  // Which of the call's links its flows cross: all of them, or (steady) the contended ones, per link
+  // (sized on first use: most calls never start a flow).
   std::vector<char> carried;
   auto carry = [&carried, &routed](int k) {
     if (carried.empty()) carried.assign(routed->links.size(), 0);

@@ -77,20 +77,28 @@ std::size_t edges_per_segment(const std::vector<GroupFlow>& groups, SegmentSlots
 // The routes of the segments run_fluid() cut from one set of groups, kept for the next call over
 // the same groups' edges (RouteCache): a cut is decided by its edges per segment, so routes are
 // kept per edges_per_segment(), one per segment in segments_of()'s order, with the links they
-// cross, and per distinct caps of the groups whether the links carry them all at once.
+// cross, and per distinct caps of the groups what they put on each link (if its links carry them
+// all at once).
 struct SegmentRouteMemo {
   struct Routes {
     std::vector<std::shared_ptr<const SegmentRoute>> segments;  // one per segment
     std::vector<LinkOccupancy::LinkId> links;                   // every link they cross, once
     std::vector<std::vector<int>> link_segments;                // per link: the segments crossing it
     std::vector<std::vector<int>> hop_links;                    // per segment, per hop: its link's index
+    std::vector<double> capacities_bytes_per_s;                 // per link
+  };
+  // Per-group caps, and each link's load with every segment at its cap; null when a link cannot
+  // carry them all (the call is then simulated whole).
+  struct CheckedCaps {
+    std::vector<double> caps;
+    std::shared_ptr<const std::vector<double>> loads_bytes_per_s;
   };
   struct Cut {
     std::size_t edges_per_segment = 0;
     std::shared_ptr<const Routes> routes;
     // The platform's LinkOccupancy::user_lists(routes->links), resolved on the first call.
-    std::vector<std::vector<LinkOccupancy::Use>*> user_lists;
-    std::vector<std::pair<std::vector<double>, bool>> checked_caps;  // (per-group caps, feasible)
+    std::vector<LinkOccupancy::LinkState*> user_lists;
+    std::vector<CheckedCaps> checked_caps;
   };
   std::vector<Cut> by_cut;
 };
@@ -127,20 +135,22 @@ struct FluidRun {
 // worked out once per cut.
 //
 // Segments go unsimulated where they can. When every group is capped and the links carry all the
-// caps at once, a segment whose links no other call uses moves at its cap from start to end: it
-// ends its latency plus its bytes over its cap after the start, which is what SimGrid's max-min
-// solver gives (RunFluid.AnUnsimulatedCallEndsAsItsFlowsWould), so no flow is started for it.
-// Only segments that cross a link another call is on start as flows; when another call later comes
-// onto an unsimulated segment's links, the segment becomes a flow with what it has left
-// (link_occupancy.hpp). From then on everything shares those links as if simulated from the start.
+// caps at once, a segment none of whose links is contended (link_occupancy.hpp: the calls on it,
+// each at its caps, load it beyond its capacity, or one is uncapped) moves at its cap from start to
+// end: it ends its latency plus its bytes over its cap after the start, which is what SimGrid's
+// max-min solver gives (RunFluid.AnUnsimulatedCallEndsAsItsFlowsWould,
+// RunFluid.CallsWhoseCapsFitASharedLinkAreNotSimulated), so no flow is started for it. Only
+// segments that cross a contended link start as flows; when a link of an unsimulated segment
+// becomes contended, the segment becomes a flow with what it has left. From then on everything
+// shares those links as if simulated from the start.
 //
-// Links that cannot bind go unsimulated too. Such a call's flows cross only the links another call
-// is on (and their cap); on a link only this call uses, its segments' caps fit (checked as above),
-// so no rate the max-min solver gives them could fill it: left out, the solution is the same, and
-// the solver's work follows the links that are shared, not every link of every route (two spread
-// 2048-GPU jobs on a fat-tree: about a hundred links per segment flow, a few shared). When another
-// call later comes onto a link left out, the flows crossing it are rerouted over it from that
-// instant with what they have left (Platform::reroute_segment).
+// Links that cannot bind go unsimulated too. Such a call's flows cross only its contended links
+// (and their cap): on any other link the caps of every flow there fit, so no rate the max-min
+// solver gives them could fill it: left out, the solution is the same, and the solver's work
+// follows the links that are contended, not every link of every route (two spread 2048-GPU jobs on
+// a fat-tree: about a hundred links per segment flow, a few contended). When a link left out
+// becomes contended, the flows crossing it are rerouted over it from that instant with what they
+// have left (Platform::reroute_segment).
 FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, SegmentRouteMemo* memo = nullptr);
 
 }  // namespace commbound::network::internal

@@ -1,5 +1,5 @@
 // LinkOccupancy: which collectives have flows on which links, so that a collective that shares no
-// link with any other can be priced without simulating its flows.
+// link it could be slowed on with any other can be priced without simulating its flows.
 //
 // Why: a DeepSeek-V3 iteration runs about 15k all-to-alls of one shape, each cut into about a
 // hundred segment flows (fluid_flows.hpp), and most of them share no link with anything else while
@@ -7,11 +7,15 @@
 // either. Alone, a call whose segments are capped at rates their links carry together moves each at
 // its cap from start to end: its outcome is known at its start, and simulating its flows was most
 // of the run's wall time (docs/performance.md). A job is one run_fluid() call; it is registered on
-// the links its segments cross from its start to its end. A job that found its links free is not
-// simulated; when another job comes to share a link with it, it is materialized at that instant
-// (Job::materialize): its unfinished segments become flows in SimGrid with the bytes and latency
-// they have left, so that from then on everything shares the links as if they had been simulated
-// from the start.
+// the links its segments cross from its start to its end, with what it puts on each at its caps
+// (its load). A link is contended when more than one job is on it and their loads together exceed
+// its capacity, or one of them is uncapped: only there can max-min sharing slow a flow. A link whose
+// jobs' caps fit cannot bind any of their flows, shared or not (on an adaptive fat-tree the rails'
+// rings all cross their leaf's up-links, which carry them all). A job whose links are uncontended is
+// not simulated; when a link of it becomes contended, it is materialized at that instant
+// (Job::mark, then Job::start_marked): its unfinished segments on that link become flows in SimGrid with the bytes
+// and latency they have left, so that from then on everything shares the links as if they had been
+// simulated from the start. A link stays contended for the jobs on it until they end.
 //
 // Only flows started by run_fluid() are tracked. Code that starts other flows (step-exact messages,
 // the unmerged all-to-all) calls disable() first: every unsimulated job is materialized and none
@@ -35,33 +39,50 @@ public:
     int link;
   };
 
+  struct LinkState;
+
   // One run_fluid() call.
   struct Job {
     const std::vector<LinkId>* links = nullptr;  // every link its segments cross, each once
+    // Per link (as `links`): its capacity and what the job puts on it with every segment at its cap
+    // (bytes/s). Null loads: uncapped (its flows may fill any link); null capacities: unknown, so
+    // the link is contended whenever it is shared.
+    const std::vector<double>* capacities_bytes_per_s = nullptr;
+    const std::vector<double>* loads_bytes_per_s = nullptr;
     // Set while some of its segments go unsimulated. Marks those of them that cross any of `links`
     // (indices into *links) and have not finished to become flows, making no simcall, and returns
     // whether it marked any; start_marked() then starts them (may make simcalls). Two steps, so
     // that every job met is told before the first simcall lets other actors run.
     std::function<bool(const std::vector<int>& links)> mark;
     std::function<void()> start_marked;
-    // Each of its links' user lists (an unordered_map's elements stay put, and a link's entry is
-    // never removed), so that remove() finds them without hashing every link again. Set by add(),
-    // or before it by the caller from user_lists() kept for the same links.
-    std::vector<std::vector<Use>*> user_lists;
+    // Each of its links' state (an unordered_map's elements stay put, and a link's entry is never
+    // removed), so that remove() finds them without hashing every link again. Set by add(), or
+    // before it by the caller from user_lists() kept for the same links.
+    std::vector<LinkState*> user_lists;
   };
 
-  // Another job found on a new job's links, and the indices (into its own links) of those shared.
+  // A link's jobs and what they put on it together.
+  struct LinkState {
+    std::vector<Use> users;
+    double capacity_bytes_per_s = 0;  // set by the first job that knows it
+    double load_bytes_per_s = 0;      // the capped jobs' loads
+    int uncapped = 0;                 // jobs on it with no load
+    bool contended() const;
+  };
+
+  // Another job found on a new job's contended links, and the indices (into its own links) of those.
   struct Meeting {
     Job* job;
     std::vector<int> links;
   };
 
-  // The user lists of `links`, each link's entry made if new: what add() walks. They stay valid for
-  // the occupancy's life, so a caller may keep them for every later job over the same links.
-  std::vector<std::vector<Use>*> user_lists(const std::vector<LinkId>& links);
-  // Registers `job` on its links (before its first simcall). Returns the other jobs on any of them,
-  // each once with the links shared, and sets `shared` to the indices of `job`'s links that another
-  // job is on. The caller marks the segments of the jobs met on those links, then starts them.
+  // The states of `links`, each link's entry made if new: what add() walks. They stay valid for the
+  // occupancy's life, so a caller may keep them for every later job over the same links.
+  std::vector<LinkState*> user_lists(const std::vector<LinkId>& links);
+  // Registers `job` on its links (before its first simcall). Returns the other jobs on any of its
+  // links that are contended with it there, each once with those links, and sets `shared` to the
+  // indices of `job`'s contended links. The caller marks the segments of the jobs met on those
+  // links, then starts them.
   std::vector<Meeting> add(Job& job, std::vector<int>& shared);
   // Unregisters `job` (at the end of its run_fluid() call).
   void remove(Job& job);
@@ -73,7 +94,7 @@ public:
   void disable();
 
 private:
-  std::unordered_map<LinkId, std::vector<Use>> users_;
+  std::unordered_map<LinkId, LinkState> users_;
   std::vector<Job*> jobs_;  // in registration order
   bool enabled_ = true;
 };

@@ -134,6 +134,46 @@ TEST(RunFluid, CapsTheLinksCannotCarryAreSimulated) {
   EXPECT_NEAR(testing::in_child([] { return distance_2_step(1.0, false, false); }), expected_s, 1e-9 * expected_s);
 }
 
+// Two calls at once over 8 one-GPU nodes as above (leaves 0-2, 3-5, 6-7, every port at r): A,
+// 0 -> 3, and B, 1 -> 4, 64 MB each, both capped at `cap_of_nic` x r. Both cross leaf 0's up-port
+// and leaf 1's down-port. Returns A's bandwidth time, or with `flows` the flows SimGrid started.
+double two_calls_on_one_up_port(double cap_of_nic, bool simulate, bool flows) {
+  const network::ClusterSpec spec = oversubscribed_8_nodes();
+  auto platform = Platform::create(spec, 2);
+  EXPECT_TRUE(platform) << platform.error().message;
+  Platform& p = **platform;
+  const double cap = cap_of_nic * spec.fabric.nic_bw_bytes_per_s();
+  long started = 0;
+  simgrid::s4u::Comm::on_send_cb([&started](const simgrid::s4u::Comm&) { ++started; });
+  double a_s = 0;
+  p.run([&] {
+    if (simulate) p.occupancy().disable();
+    const std::vector<Edge> a = {Edge{p.gpu(0), p.gpu(3)}}, b = {Edge{p.gpu(1), p.gpu(4)}};
+    auto ta = simgrid::s4u::Actor::create("a", p.gpu(0), [&] { a_s = run_fluid(p, {{a, 64e6, cap}}).bandwidth_s; });
+    auto tb = simgrid::s4u::Actor::create("b", p.gpu(1), [&] { run_fluid(p, {{b, 64e6, cap}}); });
+    ta->join();
+    tb->join();
+  });
+  return flows ? static_cast<double>(started) : a_s;
+}
+
+// A link two calls share binds neither when their caps fit it together: at r / 2 each, the up-port
+// carries both (r), so neither starts a flow, and each moves 64 MB in 64 MB / (r / 2), as SimGrid
+// gives simulating both. At 0.6 r each they exceed it (1.2 r): both are simulated and share it,
+// r / 2 each, the same time.
+TEST(RunFluid, CallsWhoseCapsFitASharedLinkAreNotSimulated) {
+  const double r = oversubscribed_8_nodes().fabric.nic_bw_bytes_per_s();
+  const double expected_s = 64e6 / (r / 2);
+  EXPECT_EQ(testing::in_child([] { return two_calls_on_one_up_port(0.5, false, true); }), 0);
+  EXPECT_NEAR(testing::in_child([] { return two_calls_on_one_up_port(0.5, false, false); }), expected_s,
+              1e-12 * expected_s);
+  EXPECT_NEAR(testing::in_child([] { return two_calls_on_one_up_port(0.5, true, false); }), expected_s,
+              1e-9 * expected_s);
+  EXPECT_GT(testing::in_child([] { return two_calls_on_one_up_port(0.6, false, true); }), 0);
+  EXPECT_NEAR(testing::in_child([] { return two_calls_on_one_up_port(0.6, false, false); }), expected_s,
+              1e-9 * expected_s);
+}
+
 // A call's flows leave out the links only it uses, and are rerouted over one when another call
 // comes onto it. 8 one-GPU nodes as above (leaves 0-2, 3-5, 6-7, every port at r), no latencies:
 // - t = 0: B, 0 -> 3, uncapped, r x 1 ms. Alone at r.
