@@ -12,10 +12,10 @@
 // its capacity, or one of them is uncapped: only there can max-min sharing slow a flow. A link whose
 // jobs' caps fit cannot bind any of their flows, shared or not (on an adaptive fat-tree the rails'
 // rings all cross their leaf's up-links, which carry them all). A job whose links are uncontended is
-// not simulated; when a link of it becomes contended, it is materialized at that instant
-// (Job::mark, then Job::start_marked): its unfinished segments on that link become flows in SimGrid with the bytes
-// and latency they have left, so that from then on everything shares the links as if they had been
-// simulated from the start. A link stays contended for the jobs on it until they end.
+// not simulated; when a link of it becomes contended, it is materialized at that instant (Job::mark,
+// then Job::start_marked): its unfinished segments on that link become flows in SimGrid with the
+// bytes and latency they have left, so that from then on everything shares the links as if they had
+// been simulated from the start. A flow keeps the links it carries until its call ends.
 //
 // Only flows started by run_fluid() are tracked. Code that starts other flows (step-exact messages,
 // the unmerged all-to-all) calls disable() first: every unsimulated job is materialized and none
