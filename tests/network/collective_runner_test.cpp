@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 namespace commbound::network {
 namespace {
@@ -306,28 +307,39 @@ TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
   EXPECT_NEAR(sum_s, r.time_s, 1e-9);  // the terms add up to the time
 }
 
-// A SendRecv of 1 GiB between two of 10 DGX H100 nodes, worked by hand. In nccl-tests'
-// communicator of 10 ranks, one GPU a node, NCCL stripes it over 2 channels (p2p_channels_test), 8
+// SendRecvs of 1 GiB from GPU 0 to GPU 72 of 10 DGX H100 nodes with `fit`, itemized: in
+// nccl-tests' communicator of 10 ranks, one GPU a node, and (with `pair`) the two ranks alone.
+std::pair<CollectiveResult, CollectiveResult> sends_of_1_gib(const FabricFit& fit) {
+  ClusterSpec spec = testing::dgx_h100(10);
+  spec.fabric.fit = fit;
+  auto platform = Platform::create(spec);
+  EXPECT_TRUE(platform) << platform.error().message;
+  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
+  runner.set_itemize(true);
+  CollectiveCall in_ten{CollectiveOp::send_recv, {0, 72}, 1024.0 * (1 << 20)};
+  in_ten.comm_ranks = 10;
+  in_ten.comm_gpus_per_node = 1;
+  CollectiveCall alone = in_ten;
+  alone.comm_ranks = alone.comm_gpus_per_node = 0;
+  std::pair<CollectiveResult, CollectiveResult> results;
+  (*platform)->run([&] {
+    results.first = runner.run(in_ten, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
+    results.second = runner.run(alone, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
+  });
+  return results;
+}
+
+// In the communicator of 10 ranks NCCL stripes the send over 2 channels (p2p_channels_test), 8
 // slots of 128 KiB each: 1 GiB / 2 / 128 KiB = 4096 messages a channel, 8 in flight. With a fit of
 // 40 us a network hop, a slot comes back every 2 x 40 us + 128 KiB at half of 0.9 x 50 GB/s (5.83
 // us) + 3 us = 88.83 us: 512 x 88.83 us = 45.5 ms after the 10 us launch. That is slower than both
 // the bytes at 0.9 x 50 GB/s (23.9 ms) and 2 channels at NCCL's 14 GB/s each (38.3 ms), so the
 // window sets the time.
 TEST(CollectiveRunner, ASendWaitsForItsChannelsSlots) {
-  ClusterSpec spec = testing::dgx_h100(10);
-  spec.fabric.fit = kTestFit;
-  spec.fabric.fit->net_hop_s = 40e-6;
-  auto platform = Platform::create(spec);
-  ASSERT_TRUE(platform) << platform.error().message;
-  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
-  runner.set_itemize(true);
-  const double size = 1024.0 * (1 << 20);
-  CollectiveCall in_ten{CollectiveOp::send_recv, {0, 72}, size};
-  in_ten.comm_ranks = 10;
-  in_ten.comm_gpus_per_node = 1;
-  CollectiveResult ten;
-  (*platform)->run([&] { ten = runner.run(in_ten, {Algorithm::ring, Protocol::simple}, Fidelity::fluid); });
-  const double nic_bytes_per_s = 0.9 * spec.fabric.link.bw_bytes_per_s;
+  FabricFit fit = kTestFit;
+  fit.net_hop_s = 40e-6;
+  const CollectiveResult ten = sends_of_1_gib(fit).first;
+  const double nic_bytes_per_s = 0.9 * testing::dgx_h100(10).fabric.link.bw_bytes_per_s;
   const double cycle_s = 2 * 40e-6 + 131072 / (nic_bytes_per_s / 2) + 3e-6;
   EXPECT_NEAR(ten.time_s, 10e-6 + 4096.0 / 8 * cycle_s, 1e-9);
   EXPECT_NE(ten.terms.back().what.find("waiting for FIFO slots: 2 channel(s), 4096 messages of 128 KiB"),
@@ -342,33 +354,19 @@ TEST(CollectiveRunner, ASendWaitsForItsChannelsSlots) {
 // has 4 channels, 56 GB/s, above the NIC's 45: it runs at the NIC's rate (its window, 256 round
 // trips of 40 us + 11.65 us + 3 us, 14.0 ms, is shorter than the bytes' 23.9 ms).
 TEST(CollectiveRunner, ASendMovesAtMostItsChannelsRate) {
-  ClusterSpec spec = testing::dgx_h100(10);
-  spec.fabric.fit = kTestFit;
-  auto platform = Platform::create(spec);
-  ASSERT_TRUE(platform) << platform.error().message;
-  CollectiveRunner runner(**platform, testing::nccl_2_30_7());
-  runner.set_itemize(true);
+  const auto [ten, pair] = sends_of_1_gib(kTestFit);
   const double size = 1024.0 * (1 << 20);
-  CollectiveCall in_ten{CollectiveOp::send_recv, {0, 72}, size};
-  in_ten.comm_ranks = 10;
-  in_ten.comm_gpus_per_node = 1;
-  const CollectiveCall alone{CollectiveOp::send_recv, {0, 72}, size};
-  CollectiveResult ten, pair;
-  (*platform)->run([&] {
-    ten = runner.run(in_ten, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
-    pair = runner.run(alone, {Algorithm::ring, Protocol::simple}, Fidelity::fluid);
-  });
   const double channels_s = size / (2 * 14e9);
   EXPECT_GT(ten.time_s, 30e-6 + channels_s);
   EXPECT_LT(ten.time_s, 40e-6 + channels_s);
-  const double bytes_s = size / (0.9 * spec.fabric.link.bw_bytes_per_s);
+  const double bytes_s = size / (0.9 * testing::dgx_h100(10).fabric.link.bw_bytes_per_s);
   EXPECT_GT(pair.time_s, bytes_s);
   EXPECT_LT(pair.time_s, bytes_s + 100e-6);  // the bytes and the latency; no wait for slots
   EXPECT_NE(ten.terms[1].what.find("at most 2 channel(s) x 14 GB/s"), std::string::npos) << ten.terms[1].what;
 }
 
-// Where the window sets the time (the call above), both fidelities give it: the step fidelity's
-// chunks finish sooner and then wait for the same bound.
+// Where the window sets the time (the AllGather of ExplainsAFittedRingTermByTerm), both
+// fidelities give it: the step fidelity's chunks finish sooner and then wait for the same bound.
 TEST(CollectiveRunner, BothFidelitiesTakeTheWindow) {
   ClusterSpec spec = testing::dgx_h100(10);
   spec.fabric.fit = kTestFit;
