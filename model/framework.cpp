@@ -7,11 +7,11 @@ namespace {
 
 // The registry, in Framework's order (the file comment of framework.hpp gives each row's source).
 constexpr std::array<FrameworkTraits, 4> kFrameworks = {{
-    // id                        name               host   eager  foreach wrappers fp8    llama  pipeline sends                              attention
-    {Framework::fused,           "fused",           false, false, false,  false,   true,  false, PipelineSends::per_pair,                   FrameworkAttention::commbound},
-    {Framework::pytorch_eager,   "pytorch-eager",   true,  true,  true,   true,    false, true,  PipelineSends::batched,                    FrameworkAttention::sdpa},
-    {Framework::pytorch_compile, "pytorch-compile", true,  false, false,  true,    true,  false, PipelineSends::batched,                    FrameworkAttention::sdpa},
-    {Framework::megatron_te,     "megatron-te",     true,  false, false,  false,   true,  false, PipelineSends::batched_unless_interleaved, FrameworkAttention::cudnn},
+    // id                        name               host   eager  foreach wrappers fp8    llama  pipeline sends                              attention                      cross-entropy
+    {Framework::fused,           "fused",           false, false, false,  false,   true,  false, PipelineSends::per_pair,                   FrameworkAttention::commbound, CrossEntropy::log_softmax},
+    {Framework::pytorch_eager,   "pytorch-eager",   true,  true,  true,   true,    false, true,  PipelineSends::batched,                    FrameworkAttention::sdpa,      CrossEntropy::log_softmax},
+    {Framework::pytorch_compile, "pytorch-compile", true,  false, false,  true,    true,  false, PipelineSends::batched,                    FrameworkAttention::sdpa,      CrossEntropy::log_softmax},
+    {Framework::megatron_te,     "megatron-te",     true,  false, false,  false,   true,  false, PipelineSends::batched_unless_interleaved, FrameworkAttention::cudnn,     CrossEntropy::vocab_parallel},
 }};
 
 constexpr bool in_enum_order() {
@@ -55,6 +55,22 @@ std::string frameworks_with(bool FrameworkTraits::*flag) {
     out += names[i];
   }
   return out;
+}
+
+const char* to_string(CrossEntropy c) {
+  switch (c) {
+    case CrossEntropy::log_softmax: return "log-softmax";
+    case CrossEntropy::vocab_parallel: return "vocab-parallel";
+    case CrossEntropy::te: return "te";
+  }
+  return "?";
+}
+
+std::optional<CrossEntropy> parse_cross_entropy(std::string_view name) {
+  for (CrossEntropy c : {CrossEntropy::log_softmax, CrossEntropy::vocab_parallel, CrossEntropy::te}) {
+    if (name == to_string(c)) return c;
+  }
+  return std::nullopt;
 }
 
 }  // namespace commbound::model

@@ -14,7 +14,8 @@
 //   megatron-te      Transformer Engine's fused kernels; the distributed optimizer's fused Adam, its
 //                    buffers the parameters themselves (no copies); cuDNN's fused attention;
 //                    pipeline sends batched for plain 1F1B (batch_p2p_comm = not overlap_p2p_comm),
-//                    one pair at a time under the interleaved schedule.
+//                    one pair at a time under the interleaved schedule; Megatron-Core's
+//                    vocab-parallel cross-entropy (cross_entropy_loss_fusion off by default).
 //
 // Host-only and C++17 (kernels/ includes it through llama_recipe.hpp).
 #pragma once
@@ -36,6 +37,15 @@ enum class PipelineSends { per_pair, batched, batched_unless_interleaved };
 // chosen by the GPU and the table's rows), or Transformer Engine's cuDNN fused attention.
 enum class FrameworkAttention { commbound, sdpa, cudnn };
 
+// How the loss's cross-entropy holds the logits [tokens x vocab / tp] at the start of the backward:
+//   log_softmax     PyTorch's on `logits.float()`: log_softmax's saved fp32 output, nll_loss's fp32
+//                   gradient and log_softmax's (tools/autograd/derivatives.yaml): 3 fp32 copies.
+//   vocab_parallel  Megatron-Core's (tensor_parallel/cross_entropy.py, fused or not): one fp32 copy,
+//                   the softmax computed and saved in place, the gradient written over it.
+//   te              Transformer Engine's (pytorch/triton/cross_entropy.py, Megatron-Core's
+//                   cross_entropy_fusion_impl "te"): the gradient written over the bf16 logits.
+enum class CrossEntropy { log_softmax, vocab_parallel, te };
+
 struct FrameworkTraits {
   Framework id;
   const char* name;                  // the scenario's spelling
@@ -47,6 +57,7 @@ struct FrameworkTraits {
   bool llama_architecture_only;      // its recipe is the Llama architecture's only
   PipelineSends pipeline_sends;
   FrameworkAttention attention;
+  CrossEntropy cross_entropy;
 };
 
 // The row of `f`.
@@ -58,5 +69,8 @@ std::optional<Framework> parse_framework(std::string_view name);
 const std::vector<std::string>& framework_names();
 // The frameworks whose row has `flag` set, in enum order, quoted and joined: "a", "b" or "c".
 std::string frameworks_with(bool FrameworkTraits::*flag);
+// "log-softmax", "vocab-parallel", "te".
+const char* to_string(CrossEntropy c);
+std::optional<CrossEntropy> parse_cross_entropy(std::string_view name);
 
 }  // namespace commbound::model

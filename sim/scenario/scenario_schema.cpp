@@ -335,6 +335,21 @@ std::vector<Key> training_keys() {
          const auto& f = s.training->adamw_foreach;
          return text(!f ? "auto" : *f ? "foreach" : "fused");
        }},
+      {.key = "cross_entropy", .type = KeyType::choice, .fallback = text("auto"),
+       .names = {"auto", "log-softmax", "vocab-parallel", "te"},
+       .doc = "how the loss holds the logits, for the memory model: `log-softmax` (PyTorch's on the fp32 logits: "
+              "3 fp32 copies), `vocab-parallel` (Megatron-Core's: one fp32 copy, gradient in place), `te` "
+              "(Transformer Engine's fused kernel, Megatron-Core's `cross_entropy_fusion_impl = \"te\"`: the "
+              "gradient written over the bf16 logits); `auto`: vocab-parallel under `megatron-te`, else log-softmax",
+       .set = [](Scenario& s, const KeyValue& v, double) {
+         const std::string& name = text_of(v);
+         s.training->cross_entropy_choice =
+             name == "auto" ? std::nullopt : model::parse_cross_entropy(name);
+       },
+       .get = [](const Scenario& s, double) -> Got {
+         const auto& c = s.training->cross_entropy_choice;
+         return text(c ? model::to_string(*c) : "auto");
+       }},
       {.key = "precision", .type = KeyType::choice, .fallback = text("bf16"), .names = {"bf16", "fp8"},
        .doc = "the layers' matrix products in bf16 or fp8 (Transformer Engine's casts added; FP8 GEMMs priced as the "
               "bf16 rows x the table's FP8 / bf16 time ratio measured at the nearest shape, `[[gemm_fp8]]`, else x "

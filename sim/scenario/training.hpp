@@ -183,6 +183,11 @@ struct TrainingSpec {
   // pytorch-eager (PyTorch's default on CUDA), fused otherwise.
   std::optional<bool> adamw_foreach;
   bool foreach_adamw() const { return adamw_foreach.value_or(model::traits(framework).foreach_adamw); }
+  // How the loss's cross-entropy holds the logits ([training] cross_entropy); unset: the framework's.
+  std::optional<model::CrossEntropy> cross_entropy_choice;
+  model::CrossEntropy cross_entropy() const {
+    return cross_entropy_choice.value_or(model::traits(framework).cross_entropy);
+  }
   // The layers' matrix products in bf16 or fp8 (model/llama_recipe.hpp).
   model::Precision precision = model::Precision::bf16;
   // Mixture of experts ([moe]): the router's load over the experts (sim/workload/moe_routing.hpp),

@@ -122,12 +122,21 @@ MemoryUse memory_of_stage(const TrainingSpec& t, int nccl_channels, int stage) {
   }
   add("activations", activations);
   // The loss on the last stage, at the start of the backward, when every layer's activations are
-  // still held: PyTorch frameworks compute cross-entropy on the logits cast to fp32 (torchtitan,
+  // still held: the [tokens x vocab / tp] logits as the cross-entropy holds them
+  // (model::CrossEntropy). PyTorch frameworks compute it on the logits cast to fp32 (torchtitan,
   // Hugging Face: `logits.float()`) as log_softmax + nll_loss; log_softmax keeps its fp32 output
   // for its backward, nll_loss's backward writes a dense fp32 gradient of that shape, and
   // log_softmax's backward a third (PyTorch tools/autograd/derivatives.yaml: _log_softmax_backward_data
-  // reads the gradient and the saved result): 3 fp32 [tokens x vocab / tp] tensors at once.
-  if (last) add("loss_logits_fp32", 3 * kFp32 * tokens * m.vocab / t.tp);
+  // reads the gradient and the saved result). Megatron-Core's keeps one fp32 copy, Transformer
+  // Engine's the bf16 logits.
+  if (last) {
+    const double logits = tokens * m.vocab / t.tp;
+    switch (t.cross_entropy()) {
+      case model::CrossEntropy::log_softmax: add("loss_logits_fp32", 3 * kFp32 * logits); break;
+      case model::CrossEntropy::vocab_parallel: add("loss_logits_fp32", kFp32 * logits); break;
+      case model::CrossEntropy::te: add("loss_logits_bf16", kBf16 * logits); break;
+    }
+  }
   const int communicators = (t.replicas() > 1 ? 1 : 0) + (t.tp > 1 ? 1 : 0) + (t.pp > 1 ? 1 : 0) + (t.cp > 1 ? 1 : 0) +
                             (experts > 0 && t.ep > 1 ? 1 : 0) + (experts > 0 && t.expert_replicas() > 1 ? 1 : 0);
   add("nccl_buffers", communicators * nccl_channels * 2 * 2 * kNcclBufferBytes);

@@ -75,6 +75,21 @@ TEST(MemoryModel, Llama7bZero2ByHand) {
   EXPECT_TRUE(u.fits());
 }
 
+// The loss's logits as each cross-entropy holds them, Llama-2 7B as above (8192 tokens, vocab
+// 32000, tp 1): PyTorch's log_softmax on fp32 logits 3 x 4 x 8192 x 32000 = 3,145,728,000;
+// Megatron-Core's vocab-parallel one fp32 copy, 1,048,576,000 (megatron-te's default); Transformer
+// Engine's the bf16 logits, 524,288,000.
+TEST(MemoryModel, TheLossHoldsTheLogitsAsItsCrossEntropyDoes) {
+  TrainingSpec t = llama("llama2-7b", 64);
+  EXPECT_DOUBLE_EQ(by_category(memory_per_gpu(t, 16)).at("loss_logits_fp32"), 3145728000.0);
+  t.framework = model::Framework::megatron_te;
+  EXPECT_DOUBLE_EQ(by_category(memory_per_gpu(t, 16)).at("loss_logits_fp32"), 1048576000.0);
+  t.cross_entropy_choice = model::CrossEntropy::te;
+  const auto te = by_category(memory_per_gpu(t, 16));
+  EXPECT_DOUBLE_EQ(te.at("loss_logits_bf16"), 524288000.0);
+  EXPECT_EQ(te.count("loss_logits_fp32"), 0u);
+}
+
 // Apex's distributed_fused_adam with bf16 state and a bf16 gradient buffer (NeMo 1.0's Megatron
 // recipes): 2 P of parameters, 2 P of gradients and 2 x 2 P / 64 of moments, no master copy: 6 + 4/d
 // bytes a parameter. Llama-2 7B over 64 GPUs: moments 4 x 6,738,415,616 / 64 = 421,150,976.
