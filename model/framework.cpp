@@ -1,5 +1,7 @@
 #include "model/framework.hpp"
 
+#include "core/enum_names.hpp"
+
 #include <array>
 
 namespace commbound::model {
@@ -67,10 +69,7 @@ const char* to_string(CrossEntropy c) {
 }
 
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view name) {
-  for (CrossEntropy c : {CrossEntropy::log_softmax, CrossEntropy::vocab_parallel, CrossEntropy::te}) {
-    if (name == to_string(c)) return c;
-  }
-  return std::nullopt;
+  return parse_named(name, {CrossEntropy::log_softmax, CrossEntropy::vocab_parallel, CrossEntropy::te});
 }
 
 }  // namespace commbound::model
