@@ -169,8 +169,7 @@ std::shared_ptr<const std::vector<double>> loads_at_caps(const SegmentRouteMemo:
     for (int k : routed.hop_links[i]) {
       double& load = load_bytes_per_s[static_cast<std::size_t>(k)];
       load += segments[i].rate_bytes_per_s;
-      constexpr double kRoundingSlack = 1e-9;  // coupled_group_rates' saturation slack
-      if (load > routed.capacities_bytes_per_s[static_cast<std::size_t>(k)] * (1 + kRoundingSlack)) return nullptr;
+      if (LinkOccupancy::exceeds(load, routed.capacities_bytes_per_s[static_cast<std::size_t>(k)])) return nullptr;
     }
   }
   return std::make_shared<const std::vector<double>>(std::move(load_bytes_per_s));
@@ -243,8 +242,8 @@ FluidRun run_fluid(Platform& platform, const std::vector<GroupFlow>& groups, Seg
   job.capacities_bytes_per_s = &routed->capacities_bytes_per_s;
   job.loads_bytes_per_s = loads.get();
   if (cut != nullptr) {  // its links' user lists, hashed once per cut
-    if (cut->user_lists.size() != routed->links.size()) cut->user_lists = occupancy.user_lists(routed->links);
-    job.user_lists = cut->user_lists;
+    if (cut->link_states.size() != routed->links.size()) cut->link_states = occupancy.link_states(routed->links);
+    job.link_states = cut->link_states;
   }
   const double start_s = sg4::Engine::get_clock();
   // Take every slot before the first simcall (routing a slot sets its cap link's bandwidth, and a

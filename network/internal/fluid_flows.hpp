@@ -96,8 +96,8 @@ struct SegmentRouteMemo {
   struct Cut {
     std::size_t edges_per_segment = 0;
     std::shared_ptr<const Routes> routes;
-    // The platform's LinkOccupancy::user_lists(routes->links), resolved on the first call.
-    std::vector<LinkOccupancy::LinkState*> user_lists;
+    // The platform's LinkOccupancy::link_states(routes->links), resolved on the first call.
+    std::vector<LinkOccupancy::LinkState*> link_states;
     std::vector<CheckedCaps> checked_caps;
   };
   std::vector<Cut> by_cut;

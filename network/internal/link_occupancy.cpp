@@ -7,23 +7,22 @@
 namespace commbound::network::internal {
 
 bool LinkOccupancy::LinkState::contended() const {
-  constexpr double kRoundingSlack = 1e-9;  // coupled_group_rates' saturation slack, as caps_feasible
-  return users.size() > 1 && (uncapped > 0 || load_bytes_per_s > capacity_bytes_per_s * (1 + kRoundingSlack));
+  return users.size() > 1 && (uncapped > 0 || exceeds(load_bytes_per_s, capacity_bytes_per_s));
 }
 
-std::vector<LinkOccupancy::LinkState*> LinkOccupancy::user_lists(const std::vector<LinkId>& links) {
+std::vector<LinkOccupancy::LinkState*> LinkOccupancy::link_states(const std::vector<LinkId>& links) {
   std::vector<LinkState*> lists;
   lists.reserve(links.size());
-  for (LinkId link : links) lists.push_back(&users_[link]);
+  for (LinkId link : links) lists.push_back(&states_[link]);
   return lists;
 }
 
 std::vector<LinkOccupancy::Meeting> LinkOccupancy::add(Job& job, std::vector<int>& shared) {
   std::vector<Meeting> met;
   shared.clear();
-  if (job.user_lists.size() != job.links->size()) job.user_lists = user_lists(*job.links);
-  for (std::size_t k = 0; k < job.user_lists.size(); ++k) {
-    LinkState& state = *job.user_lists[k];
+  if (job.link_states.size() != job.links->size()) job.link_states = link_states(*job.links);
+  for (std::size_t k = 0; k < job.link_states.size(); ++k) {
+    LinkState& state = *job.link_states[k];
     if (state.users.empty() && job.capacities_bytes_per_s != nullptr) {
       state.capacity_bytes_per_s = (*job.capacities_bytes_per_s)[k];
     }
@@ -48,8 +47,8 @@ std::vector<LinkOccupancy::Meeting> LinkOccupancy::add(Job& job, std::vector<int
 
 void LinkOccupancy::remove(Job& job) {
   // A link's entry stays when it empties: the next job on it reuses it without allocating.
-  for (std::size_t k = 0; k < job.user_lists.size(); ++k) {
-    LinkState& state = *job.user_lists[k];
+  for (std::size_t k = 0; k < job.link_states.size(); ++k) {
+    LinkState& state = *job.link_states[k];
     state.users.erase(std::find_if(state.users.begin(), state.users.end(), [&job](const Use& u) { return u.job == &job; }));
     if (job.loads_bytes_per_s != nullptr) {
       state.load_bytes_per_s -= (*job.loads_bytes_per_s)[k];
@@ -58,7 +57,7 @@ void LinkOccupancy::remove(Job& job) {
     }
     if (state.users.empty()) state.load_bytes_per_s = 0;  // no rounding residue carried to the next
   }
-  job.user_lists.clear();
+  job.link_states.clear();
   jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
 }
 

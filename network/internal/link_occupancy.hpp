@@ -57,9 +57,16 @@ public:
     std::function<void()> start_marked;
     // Each of its links' state (an unordered_map's elements stay put, and a link's entry is never
     // removed), so that remove() finds them without hashing every link again. Set by add(), or
-    // before it by the caller from user_lists() kept for the same links.
-    std::vector<LinkState*> user_lists;
+    // before it by the caller from link_states() kept for the same links.
+    std::vector<LinkState*> link_states;
   };
+
+  // Whether `load_bytes_per_s` is more than a link of `capacity_bytes_per_s` carries, beyond the
+  // rounding of the saturating rates callers cap at (coupled_group_rates: 1e-9 relative).
+  static bool exceeds(double load_bytes_per_s, double capacity_bytes_per_s) {
+    constexpr double kRoundingSlack = 1e-9;
+    return load_bytes_per_s > capacity_bytes_per_s * (1 + kRoundingSlack);
+  }
 
   // A link's jobs and what they put on it together.
   struct LinkState {
@@ -78,7 +85,7 @@ public:
 
   // The states of `links`, each link's entry made if new: what add() walks. They stay valid for the
   // occupancy's life, so a caller may keep them for every later job over the same links.
-  std::vector<LinkState*> user_lists(const std::vector<LinkId>& links);
+  std::vector<LinkState*> link_states(const std::vector<LinkId>& links);
   // Registers `job` on its links (before its first simcall). Returns the other jobs on any of its
   // links that are contended with it there, each once with those links, and sets `shared` to the
   // indices of `job`'s contended links. The caller marks the segments of the jobs met on those
@@ -94,7 +101,7 @@ public:
   void disable();
 
 private:
-  std::unordered_map<LinkId, LinkState> users_;
+  std::unordered_map<LinkId, LinkState> states_;
   std::vector<Job*> jobs_;  // in registration order
   bool enabled_ = true;
 };
