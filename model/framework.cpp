@@ -9,11 +9,11 @@ namespace {
 
 // The registry, in Framework's order (the file comment of framework.hpp gives each row's source).
 constexpr std::array<FrameworkTraits, 4> kFrameworks = {{
-    // id                        name               host   eager  foreach wrappers fp8    llama  pipeline sends                              attention                      cross-entropy
-    {Framework::fused,           "fused",           false, false, false,  false,   true,  false, PipelineSends::per_pair,                   FrameworkAttention::commbound, CrossEntropy::log_softmax},
-    {Framework::pytorch_eager,   "pytorch-eager",   true,  true,  true,   true,    false, true,  PipelineSends::batched,                    FrameworkAttention::sdpa,      CrossEntropy::log_softmax},
-    {Framework::pytorch_compile, "pytorch-compile", true,  false, false,  true,    true,  false, PipelineSends::batched,                    FrameworkAttention::sdpa,      CrossEntropy::log_softmax},
-    {Framework::megatron_te,     "megatron-te",     true,  false, false,  false,   true,  false, PipelineSends::batched_unless_interleaved, FrameworkAttention::cudnn,     CrossEntropy::vocab_parallel},
+    // id                        name               host   eager  foreach wrappers fp8    fp8 in llama  pipeline sends                              attention                      cross-entropy              MoE probs
+    {Framework::fused,           "fused",           false, false, false,  false,   true,  false, false, PipelineSends::per_pair,                   FrameworkAttention::commbound, CrossEntropy::log_softmax,    MoeProbs::output},
+    {Framework::pytorch_eager,   "pytorch-eager",   true,  true,  true,   true,    false, false, true,  PipelineSends::batched,                    FrameworkAttention::sdpa,      CrossEntropy::log_softmax,    MoeProbs::output},
+    {Framework::pytorch_compile, "pytorch-compile", true,  false, false,  true,    true,  false, false, PipelineSends::batched,                    FrameworkAttention::sdpa,      CrossEntropy::log_softmax,    MoeProbs::output},
+    {Framework::megatron_te,     "megatron-te",     true,  false, false,  false,   true,  true,  false, PipelineSends::batched_unless_interleaved, FrameworkAttention::cudnn,     CrossEntropy::vocab_parallel, MoeProbs::activation},
 }};
 
 constexpr bool in_enum_order() {
@@ -70,6 +70,18 @@ const char* to_string(CrossEntropy c) {
 
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view name) {
   return parse_named(name, {CrossEntropy::log_softmax, CrossEntropy::vocab_parallel, CrossEntropy::te});
+}
+
+const char* to_string(MoeProbs p) {
+  switch (p) {
+    case MoeProbs::output: return "output";
+    case MoeProbs::activation: return "activation";
+  }
+  return "?";
+}
+
+std::optional<MoeProbs> parse_moe_probs(std::string_view name) {
+  return parse_named(name, {MoeProbs::output, MoeProbs::activation});
 }
 
 }  // namespace commbound::model

@@ -15,7 +15,9 @@
 //                    buffers the parameters themselves (no copies); cuDNN's fused attention;
 //                    pipeline sends batched for plain 1F1B (batch_p2p_comm = not overlap_p2p_comm),
 //                    one pair at a time under the interleaved schedule; Megatron-Core's
-//                    vocab-parallel cross-entropy (cross_entropy_loss_fusion off by default).
+//                    vocab-parallel cross-entropy (cross_entropy_loss_fusion off by default); under
+//                    FP8 each product keeps its input for the weight gradient in FP8 (below); an
+//                    MoE layer's router probabilities weigh the experts' activation (below).
 //
 // Host-only and C++17 (kernels/ includes it through llama_recipe.hpp).
 #pragma once
@@ -46,6 +48,16 @@ enum class FrameworkAttention { commbound, sdpa, cudnn };
 //                   cross_entropy_fusion_impl "te"): the gradient written over the bf16 logits.
 enum class CrossEntropy { log_softmax, vocab_parallel, te };
 
+// Where a mixture-of-experts layer weighs each routed token by its router probability, which
+// decides what the layer keeps for the probability's gradient:
+//   output      the experts' output, at the unpermute: that output (hidden wide, a routed token)
+//               kept. Megatron-Core up to 0.12 (token_dispatcher.py passes the probs to unpermute;
+//               Transformer Engine's fused unpermute with merging probs saves its input);
+//               torchtitan (the scores multiply the experts' input or output, which is kept).
+//   activation  inside the experts' activation: the probabilities only. Megatron-Core from 0.13
+//               (moe/experts.py hands permuted_probs to activation_func_with_probs).
+enum class MoeProbs { output, activation };
+
 struct FrameworkTraits {
   Framework id;
   const char* name;                  // the scenario's spelling
@@ -54,10 +66,17 @@ struct FrameworkTraits {
   bool foreach_adamw;                // AdamW as torch.optim's foreach kernels by default
   bool pytorch_wrappers;             // FSDP2 / DDP copy kernels and DTensor's cats around collectives
   bool runs_fp8;                     // FP8 matrix products (Transformer Engine, torchao, ours)
+  // Under FP8, a product keeps its input for the weight gradient as the FP8 copy it cast, one byte
+  // an element, not the bf16 tensor: Transformer Engine's Linear, LayerNormLinear and GroupedLinear
+  // (module/linear.py and siblings: on Hopper only the transposed FP8 copy is kept,
+  // Float8TensorBase.update_usage). torchao's float8 and ours keep the bf16 input (not checked
+  // against their sources: the bf16 bytes, as before FP8).
+  bool fp8_keeps_fp8_inputs;
   bool llama_architecture_only;      // its recipe is the Llama architecture's only
   PipelineSends pipeline_sends;
   FrameworkAttention attention;
   CrossEntropy cross_entropy;
+  MoeProbs moe_probs;
 };
 
 // The row of `f`.
@@ -72,5 +91,8 @@ std::string frameworks_with(bool FrameworkTraits::*flag);
 // "log-softmax", "vocab-parallel", "te".
 const char* to_string(CrossEntropy c);
 std::optional<CrossEntropy> parse_cross_entropy(std::string_view name);
+// "output", "activation".
+const char* to_string(MoeProbs p);
+std::optional<MoeProbs> parse_moe_probs(std::string_view name);
 
 }  // namespace commbound::model

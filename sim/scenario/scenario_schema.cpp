@@ -419,6 +419,19 @@ std::vector<Key> moe_keys() {
               "pair and rail, then NVLink inside the node, as DeepEP's normal kernels)",
        .set = KeyEnum<network::parse_all_to_all_method, &Scenario::training, &TrainingSpec::dispatcher>::set,
        .get = KeyEnum<network::parse_all_to_all_method, &Scenario::training, &TrainingSpec::dispatcher>::get},
+      {.key = "probs", .type = KeyType::choice, .fallback = text("auto"), .names = {"auto", "output", "activation"},
+       .doc = "where the router's probabilities weigh each routed token, for the memory model: `output` (the experts' "
+              "output at the unpermute, which is kept for their gradient: Megatron-Core up to 0.12, torchtitan), "
+              "`activation` (inside the experts' activation: Megatron-Core from 0.13); `auto`: activation under "
+              "`megatron-te`, else output",
+       .set = [](Scenario& s, const KeyValue& v, double) {
+         const std::string& name = text_of(v);
+         s.training->moe_probs_choice = name == "auto" ? std::nullopt : model::parse_moe_probs(name);
+       },
+       .get = [](const Scenario& s, double) -> Got {
+         const auto& p = s.training->moe_probs_choice;
+         return text(p ? model::to_string(*p) : "auto");
+       }},
       {.key = "shared_expert_overlap", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "the shared experts compute beside the dispatch all-to-all (Megatron-Core's "
               "`moe_shared_expert_overlap`), forward and backward; off: after the routed experts",

@@ -190,6 +190,15 @@ struct TrainingSpec {
   }
   // The layers' matrix products in bf16 or fp8 (model/llama_recipe.hpp).
   model::Precision precision = model::Precision::bf16;
+  // Under FP8, whether each product keeps its input for the weight gradient in FP8 (the framework's
+  // row: Transformer Engine's modules do).
+  bool keeps_fp8_inputs() const {
+    return precision == model::Precision::fp8 && model::traits(framework).fp8_keeps_fp8_inputs;
+  }
+  // Where an MoE layer weighs its routed tokens by the router's probabilities ([moe] probs); unset:
+  // the framework's.
+  std::optional<model::MoeProbs> moe_probs_choice;
+  model::MoeProbs moe_probs() const { return moe_probs_choice.value_or(model::traits(framework).moe_probs); }
   // Mixture of experts ([moe]): the router's load over the experts (sim/workload/moe_routing.hpp),
   // the file a histogram of it came from (absolute; "" for none), and how expert parallelism's
   // all-to-all moves tokens (network/collective.hpp).

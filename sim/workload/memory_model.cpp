@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kBf16 = 2;
 constexpr double kFp32 = 4;
+constexpr double kFp8 = 1;
 // NCCL's default buffer (NCCL_BUFFSIZE 4 MiB, src/init.cc) per channel, per direction, per peer of
 // a ring (send and receive side).
 constexpr double kNcclBufferBytes = 4.0 * 1024 * 1024;
@@ -156,23 +157,38 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) 
   // sequence parallelism splits it.
   const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
   const double lse = kFp32 * a / tp;
-  // The MLP's inputs to its second product and activation: its first product's outputs and the
-  // activation's output, (mlp_in_width(f) + f) / tp a token: SwiGLU's gate, up and silu(gate) * up
-  // (3 f), GELU's or squared ReLU's up and activation (2 f). An MoE layer keeps, per routed token
-  // (tokens / tp under sequence parallelism, top_k copies each): the permuted input, the experts'
-  // first outputs and activation output, their output before unpermute; the router's fp32
-  // scores; and the shared experts' like a dense MLP.
-  const auto kept_mlp = [&m](double width) { return m.mlp_in_width(width) + width; };
-  const double routed_copy = 2 * h * t.expert_tp + kept_mlp(m.expert_ffn);
-  const double mlp = moe ? kBf16 * m.top_k / tp * routed_copy + kFp32 * m.experts / tp +
-                               kBf16 * kept_mlp(static_cast<double>(m.shared_experts) * m.expert_ffn) / tp
-                         : kBf16 * kept_mlp(f) / tp;
+  // A product's input kept for its weight gradient: bf16, or under FP8 as the framework keeps it
+  // (TrainingSpec::keeps_fp8_inputs: Transformer Engine's FP8 copy, one byte an element).
+  const bool fp8_inputs = t.keeps_fp8_inputs();
+  const double in = fp8_inputs ? kFp8 : kBf16;
+  // The MLP's inputs to its activation and second product: its first product's outputs, bf16
+  // (mlp_in_width(f) / tp a token: SwiGLU's gate and up, GELU's or squared ReLU's up), and the
+  // activation's output (f / tp), the second product's input.
+  const auto kept_mlp = [&](double width) { return kBf16 * m.mlp_in_width(width) + in * width; };
+  // An MoE layer keeps, per routed token (tokens / tp under sequence parallelism, top_k copies
+  // each): the permuted tokens, the experts' first product's input; the MLP's; and where the
+  // router's probabilities weigh the experts' output (model::MoeProbs), that output before the
+  // unpermute. Besides: the router's fp32 scores, the shared experts' MLP and, when shared
+  // experts take the FP8 copy of the norm's output their own product casts, that copy.
+  const double routed_width = h * t.expert_tp;
+  const double routed_copy = in * routed_width + kept_mlp(m.expert_ffn) +
+                             (t.moe_probs() == model::MoeProbs::output ? kBf16 * routed_width : 0);
+  const double shared_width = static_cast<double>(m.shared_experts) * m.expert_ffn;
+  const double mlp = moe ? m.top_k / tp * routed_copy + kFp32 * m.experts / tp + kept_mlp(shared_width) / tp
+                         : kept_mlp(f) / tp;
+  // Both norms' inputs (bf16) and outputs: the attention norm's output is the q, k, v products'
+  // input; the MLP norm's the first MLP product's, but an MoE layer's router keeps it in bf16
+  // (Megatron-Core's RouterGatingLinearFunction) and its shared experts cast a copy of their own.
+  const double norm_out_mlp = moe ? kBf16 + (fp8_inputs && shared_width > 0 ? kFp8 : 0) : in;
+  const double norms = (2 * kBf16 + in + norm_out_mlp) * h * replicated;
   // Attention keeps its products' inputs: q, k and v (under MLA also the latents before and after
   // their norms: the q latent on the rank's sequence shard, the kv latent and the rotary key on
-  // every token, as Megatron-Core gathers them), its output and the softmax statistics (lse).
+  // every token, as Megatron-Core gathers them), its output and the softmax statistics (lse). Under
+  // FP8 its output projection keeps the FP8 copy it casts of that output, besides.
   const double qkv = m.qkv_dim() / tp;
-  const double latents = m.mla() ? 2.0 * m.q_lora_rank * replicated + 2.0 * m.kv_lora_rank + m.rope_head_dim : 0;
-  const double all = kBf16 * (4 * h * replicated + latents + qkv + m.attention_out_dim() / tp) + lse + mlp;
+  const double latents = m.mla() ? (kBf16 + in) * (m.q_lora_rank * replicated + m.kv_lora_rank) + kBf16 * m.rope_head_dim : 0;
+  const double attention_out = m.attention_out_dim() / tp;
+  const double all = norms + latents + kBf16 * (qkv + attention_out) + (fp8_inputs ? kFp8 * attention_out : 0) + lse + mlp;
   double per_token = 0;
   switch (r) {
     case Recompute::none: per_token = all; break;

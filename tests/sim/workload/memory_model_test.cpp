@@ -231,6 +231,64 @@ TEST(MemoryModel, ActivationBytesPerLayerByHand) {
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 13440.0);
 }
 
+// The same small layer as Megatron-Core runs it in FP8 through Transformer Engine, whose products
+// keep their inputs for the weight gradient as the FP8 copy they cast (one byte an element), while
+// the norms' inputs, q, k, v, attention's output and the MLP's first outputs stay bf16. Bytes per
+// token: norms' inputs 2 x 2 x 64 = 256 and outputs (q k v's and the MLP's first input) 2 x 64 =
+// 128; q k v 256; attention output 128 plus the output projection's FP8 copy 64; lse 16; gate and up
+// 2 x 256 = 512, SwiGLU's output (the down projection's input) 128: 1488 -> x 16 = 23,808. bf16,
+// or torchao's FP8 (pytorch-compile), keep 1680 -> 26,880 as above.
+TEST(MemoryModel, TransformerEngineKeepsFp8InputsForTheWeightGradients) {
+  TrainingSpec t;
+  t.model.layers = 2;
+  t.model.hidden = 64;
+  t.model.heads = 4;
+  t.model.kv_heads = 2;
+  t.model.ffn = 128;
+  t.model.vocab = 100;
+  t.seq_len = 8;
+  t.micro_batch = 2;
+  t.framework = model::Framework::megatron_te;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 26880.0);
+  t.precision = model::Precision::fp8;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 23808.0);
+  t.framework = model::Framework::pytorch_compile;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 26880.0);
+}
+
+// The small layer's MLP as 4 routed experts of 32, top 2, 16 tokens. Attention and norms as above:
+// 912 B a token in bf16. Each routed copy keeps the permuted tokens 2 x 64 = 128, gate and up 2 x 64
+// = 128 and SwiGLU's output 2 x 32 = 64, and where the probabilities weigh the experts' output, that
+// output 2 x 64 = 128; the router's fp32 scores 4 x 4 = 16.
+//   probs on the output (Megatron-Core to 0.12, torchtitan): 912 + 2 x 448 + 16 = 1824 -> 29,184
+//   probs in the activation (Megatron-Core from 0.13):       912 + 2 x 320 + 16 = 1568 -> 25,088
+//   and in FP8, probs in the activation: the attention norm's output drops to 64 and the output
+//   projection's copy adds 64, 912 again (the MLP norm's output stays bf16: the router keeps it);
+//   a copy keeps the permuted tokens 64, gate and up 128, SwiGLU's output 32:
+//   912 + 2 x 224 + 16 = 1376 -> 22,016.
+TEST(MemoryModel, RoutedTokensKeepWhatTheirProbabilitiesAndPrecisionNeed) {
+  TrainingSpec t;
+  t.model.layers = 2;
+  t.model.hidden = 64;
+  t.model.heads = 4;
+  t.model.kv_heads = 2;
+  t.model.ffn = 128;
+  t.model.experts = 4;
+  t.model.top_k = 2;
+  t.model.expert_ffn = 32;
+  t.model.vocab = 100;
+  t.seq_len = 8;
+  t.micro_batch = 2;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none, true), 29184.0);
+  t.framework = model::Framework::megatron_te;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none, true), 25088.0);
+  t.moe_probs_choice = model::MoeProbs::output;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none, true), 29184.0);
+  t.moe_probs_choice.reset();
+  t.precision = model::Precision::fp8;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none, true), 22016.0);
+}
+
 // An interleaved pipeline holds a forward's activations until its backward, and its warm-up is
 // longer: Llama-2 7B (32 layers) on pp 4 x 2 chunks, 8 micro-batches of one 4096-token sequence,
 // no recompute; a = activation_bytes_per_layer per layer and micro-batch. Stage s warms up with
