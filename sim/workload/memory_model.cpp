@@ -158,7 +158,8 @@ double activation_bytes_per_layer(const TrainingSpec& t, Recompute r, bool moe) 
   const double replicated = t.sequence_parallel ? 1 / tp : 1.0;
   const double lse = kFp32 * a / tp;
   // A product's input kept for its weight gradient: bf16, or under FP8 as the framework keeps it
-  // (TrainingSpec::keeps_fp8_inputs: Transformer Engine's FP8 copy, one byte an element).
+  // (TrainingSpec::keeps_fp8_inputs: Transformer Engine's FP8 copy, one byte an element;
+  // docs/reference/activation-memory.md).
   const bool fp8_inputs = t.keeps_fp8_inputs();
   const double in = fp8_inputs ? kFp8 : kBf16;
   // The MLP's inputs to its activation and second product: its first product's outputs, bf16
