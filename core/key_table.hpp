@@ -162,6 +162,15 @@ auto& reach(Object& o) {
     return reach<Rest...>(next);
   }
 }
+// The member `First, Rest...` names, the optionals on the way stepped through, the last kept.
+template <auto First, auto... Rest, class Object>
+auto& member(Object& o) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return o.*First;
+  } else {
+    return member<Rest...>(step(o.*First));
+  }
+}
 template <class M> struct owner;
 template <class C, class M> struct owner<M C::*> { using type = C; };
 }  // namespace key_field_internal
@@ -205,6 +214,22 @@ struct KeyEnum {
   }
   static std::optional<KeyValue> get(const Owner& o, double) {
     return KeyValue{std::string(to_string(key_field_internal::reach<First, Rest...>(o)))};
+  }
+};
+
+// The same for a std::optional enum member that the file may leave to a default it does not name,
+// spelled "auto" (unset).
+template <auto Parse, auto First, auto... Rest>
+struct KeyAutoEnum {
+  using Owner = typename key_field_internal::owner<decltype(First)>::type;
+  static void set(Owner& o, const KeyValue& v, double) {
+    const std::string& name = std::get<std::string>(v);
+    auto& x = key_field_internal::member<First, Rest...>(o);
+    x = name == "auto" ? std::nullopt : Parse(name);
+  }
+  static std::optional<KeyValue> get(const Owner& o, double) {
+    const auto& x = key_field_internal::member<First, Rest...>(o);
+    return KeyValue{std::string(x ? to_string(*x) : "auto")};
   }
 };
 

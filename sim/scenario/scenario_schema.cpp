@@ -341,15 +341,8 @@ std::vector<Key> training_keys() {
               "3 fp32 copies), `vocab-parallel` (Megatron-Core's: one fp32 copy, gradient in place), `te` "
               "(Transformer Engine's fused kernel, Megatron-Core's `cross_entropy_fusion_impl = \"te\"`: the "
               "gradient written over the bf16 logits); `auto`: vocab-parallel under `megatron-te`, else log-softmax",
-       .set = [](Scenario& s, const KeyValue& v, double) {
-         const std::string& name = text_of(v);
-         s.training->cross_entropy_choice =
-             name == "auto" ? std::nullopt : model::parse_cross_entropy(name);
-       },
-       .get = [](const Scenario& s, double) -> Got {
-         const auto& c = s.training->cross_entropy_choice;
-         return text(c ? model::to_string(*c) : "auto");
-       }},
+       .set = KeyAutoEnum<model::parse_cross_entropy, &Scenario::training, &TrainingSpec::cross_entropy_choice>::set,
+       .get = KeyAutoEnum<model::parse_cross_entropy, &Scenario::training, &TrainingSpec::cross_entropy_choice>::get},
       {.key = "precision", .type = KeyType::choice, .fallback = text("bf16"), .names = {"bf16", "fp8"},
        .doc = "the layers' matrix products in bf16 or fp8 (Transformer Engine's casts added; FP8 GEMMs priced as the "
               "bf16 rows x the table's FP8 / bf16 time ratio measured at the nearest shape, `[[gemm_fp8]]`, else x "
@@ -424,14 +417,8 @@ std::vector<Key> moe_keys() {
               "output at the unpermute, which is kept for their gradient: Megatron-Core up to 0.12, torchtitan), "
               "`activation` (inside the experts' activation: Megatron-Core from 0.13); `auto`: activation under "
               "`megatron-te`, else output",
-       .set = [](Scenario& s, const KeyValue& v, double) {
-         const std::string& name = text_of(v);
-         s.training->moe_probs_choice = name == "auto" ? std::nullopt : model::parse_moe_probs(name);
-       },
-       .get = [](const Scenario& s, double) -> Got {
-         const auto& p = s.training->moe_probs_choice;
-         return text(p ? model::to_string(*p) : "auto");
-       }},
+       .set = KeyAutoEnum<model::parse_moe_probs, &Scenario::training, &TrainingSpec::moe_probs_choice>::set,
+       .get = KeyAutoEnum<model::parse_moe_probs, &Scenario::training, &TrainingSpec::moe_probs_choice>::get},
       {.key = "shared_expert_overlap", .type = KeyType::boolean, .fallback = KeyValue{false},
        .doc = "the shared experts compute beside the dispatch all-to-all (Megatron-Core's "
               "`moe_shared_expert_overlap`), forward and backward; off: after the routed experts",

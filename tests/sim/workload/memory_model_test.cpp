@@ -39,6 +39,21 @@ TrainingSpec sequence_parallel(const std::string& model, int tp, int seq) {
   return t;
 }
 
+// A small layer worked by hand below: hidden 64, 4 heads of 16, 2 KV heads (kv 32), FFN 128,
+// micro-batch 2 x 8 = 16 tokens, no tensor parallelism.
+TrainingSpec small_layer() {
+  TrainingSpec t;
+  t.model.layers = 2;
+  t.model.hidden = 64;
+  t.model.heads = 4;
+  t.model.kv_heads = 2;
+  t.model.ffn = 128;
+  t.model.vocab = 100;
+  t.seq_len = 8;
+  t.micro_batch = 2;
+  return t;
+}
+
 std::map<std::string, double> by_category(const MemoryUse& u) {
   std::map<std::string, double> m;
   for (const auto& [what, bytes] : u.bytes) m[what] = bytes;
@@ -213,15 +228,7 @@ TEST(MemoryModel, Llama70bZero3ByHand) {
 //   full          the layer's input 2 x 64                                =  128 -> 2,048
 // With tp = 2 and sequence parallelism every term halves: none 13,440.
 TEST(MemoryModel, ActivationBytesPerLayerByHand) {
-  TrainingSpec t;
-  t.model.layers = 2;
-  t.model.hidden = 64;
-  t.model.heads = 4;
-  t.model.kv_heads = 2;
-  t.model.ffn = 128;
-  t.model.vocab = 100;
-  t.seq_len = 8;
-  t.micro_batch = 2;
+  TrainingSpec t = small_layer();
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 26880.0);
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::selective), 26624.0);
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::selective_op), 13568.0);
@@ -239,15 +246,7 @@ TEST(MemoryModel, ActivationBytesPerLayerByHand) {
 // 2 x 256 = 512, SwiGLU's output (the down projection's input) 128: 1488 -> x 16 = 23,808. bf16,
 // or torchao's FP8 (pytorch-compile), keep 1680 -> 26,880 as above.
 TEST(MemoryModel, TransformerEngineKeepsFp8InputsForTheWeightGradients) {
-  TrainingSpec t;
-  t.model.layers = 2;
-  t.model.hidden = 64;
-  t.model.heads = 4;
-  t.model.kv_heads = 2;
-  t.model.ffn = 128;
-  t.model.vocab = 100;
-  t.seq_len = 8;
-  t.micro_batch = 2;
+  TrainingSpec t = small_layer();
   t.framework = model::Framework::megatron_te;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none), 26880.0);
   t.precision = model::Precision::fp8;
@@ -267,18 +266,10 @@ TEST(MemoryModel, TransformerEngineKeepsFp8InputsForTheWeightGradients) {
 //   a copy keeps the permuted tokens 64, gate and up 128, SwiGLU's output 32:
 //   912 + 2 x 224 + 16 = 1376 -> 22,016.
 TEST(MemoryModel, RoutedTokensKeepWhatTheirProbabilitiesAndPrecisionNeed) {
-  TrainingSpec t;
-  t.model.layers = 2;
-  t.model.hidden = 64;
-  t.model.heads = 4;
-  t.model.kv_heads = 2;
-  t.model.ffn = 128;
+  TrainingSpec t = small_layer();
   t.model.experts = 4;
   t.model.top_k = 2;
   t.model.expert_ffn = 32;
-  t.model.vocab = 100;
-  t.seq_len = 8;
-  t.micro_batch = 2;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none, true), 29184.0);
   t.framework = model::Framework::megatron_te;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(t, Recompute::none, true), 25088.0);
