@@ -1,5 +1,7 @@
 #include "calibration/table/attention_tiling.hpp"
 
+#include "core/ceil_div.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -11,8 +13,6 @@ namespace commbound::calibration {
 // The kernel shapes this table prices are model/'s.
 using namespace commbound::model;
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Above this many CTAs the grid is taken as fluid (attention_tiling.hpp).
 constexpr std::int64_t kMaxSimulatedCtas = std::int64_t{1} << 18;

@@ -1,5 +1,7 @@
 #include "calibration/table/gemm_tiling.hpp"
 
+#include "core/ceil_div.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <queue>
@@ -7,8 +9,6 @@
 
 namespace commbound::calibration {
 namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Above this many tiles the group is taken as fluid (gemm_tiling.hpp).
 constexpr std::int64_t kMaxSimulatedTiles = std::int64_t{1} << 18;

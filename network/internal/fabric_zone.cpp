@@ -1,5 +1,6 @@
 #include "network/internal/fabric_zone.hpp"
 
+#include "core/ceil_div.hpp"
 #include "core/check.hpp"
 #include "core/splitmix64.hpp"
 
@@ -19,8 +20,6 @@ namespace {
 constexpr double kFatpipeBwBytesPerS = 1e18;
 // Host speed is irrelevant to communication; compute is timed by the cost model, not by SimGrid.
 constexpr double kHostSpeedFlopsPerS = 1e12;
-
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 }  // namespace
 
