@@ -3,6 +3,7 @@
 // from the presets under calibration/, each of which names its source.
 #pragma once
 
+#include "core/ceil_div.hpp"
 #include "network/fabric_fit.hpp"
 #include "network/link_spread.hpp"
 
@@ -72,7 +73,7 @@ struct NodeType {
   // which relays through a GPU of the same communicator, so one GPU per node uses one NIC.
   int nics_reached(int gpus_in_comm) const {
     if (gpus <= 0) return nics;
-    return std::max(1, std::min(nics, (std::max(1, gpus_in_comm) * nics + gpus - 1) / gpus));
+    return std::max(1, std::min(nics, ceil_div(std::max(1, gpus_in_comm) * nics, gpus)));
   }
 };
 

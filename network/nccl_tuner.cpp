@@ -1,5 +1,6 @@
 #include "network/nccl_tuner.hpp"
 
+#include "core/ceil_div.hpp"
 #include "network/internal/algorithm.hpp"
 #include "network/internal/all_to_all.hpp"
 #include "network/tuner_plugin.hpp"
@@ -68,7 +69,7 @@ NcclTuner::SearchedGraph NcclTuner::ring_graph() const {
                      best.channels > kDupManyChannels);
   if (dup) {
     const int doubled = std::min(2 * best.channels, nccl_.ring_max_channels);
-    const int divisor = (doubled + best.channels - 1) / best.channels;
+    const int divisor = ceil_div(doubled, best.channels);
     best = {doubled, best.intra_bytes_per_s / divisor, best.inter_bytes_per_s / divisor};
   }
   return best;

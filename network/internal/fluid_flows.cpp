@@ -1,5 +1,6 @@
 #include "network/internal/fluid_flows.hpp"
 
+#include "core/ceil_div.hpp"
 #include "core/check.hpp"
 #include "network/internal/fabric_zone.hpp"
 
@@ -64,7 +65,7 @@ std::size_t edges_per_segment(const std::vector<GroupFlow>& groups, SegmentSlots
   const std::size_t spare = static_cast<std::size_t>(std::max(0, slots.free - slots.reserved));
   const std::size_t budget = std::max<std::size_t>(groups.size(), spare / 4);
   const std::size_t per_group = std::max<std::size_t>(1, budget / std::max<std::size_t>(1, groups.size()));
-  return (longest + per_group - 1) / per_group;
+  return ceil_div(longest, per_group);
 }
 
 std::vector<Segment> segments_of(const std::vector<GroupFlow>& groups, SegmentSlots slots) {

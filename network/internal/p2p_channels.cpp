@@ -1,5 +1,6 @@
 #include "network/internal/p2p_channels.hpp"
 
+#include "core/ceil_div.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -52,7 +53,7 @@ P2pSend p2p_send(const NcclConstants& nccl, const NodeType& node, double nic_byt
       const double net_gbps = std::floor(gpu_nics * nic_bytes_per_s / kBytesPerGB);
       const double per_channel_gbps = std::max(1.0, std::floor(nccl.p2p.per_channel_net_bytes_per_s / kBytesPerGB));
       s.peer_channels = pow2_up(std::max(gpu_nics, whole_count(std::ceil(net_gbps / per_channel_gbps))));
-      const int rounds = (comm.ranks + kP2pPerBatch - 1) / kP2pPerBatch;
+      const int rounds = ceil_div(comm.ranks, kP2pPerBatch);
       while (s.peer_channels * rounds > s.p2p_channels && s.peer_channels > 1) s.peer_channels /= 2;
     } else {
       int scaled = 2;

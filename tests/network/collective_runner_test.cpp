@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -308,12 +309,16 @@ TEST(CollectiveRunner, ExplainsAFittedRingTermByTerm) {
 }
 
 // SendRecvs of 1 GiB from GPU 0 to GPU 72 of 10 DGX H100 nodes with `fit`, itemized: in
-// nccl-tests' communicator of 10 ranks, one GPU a node, and (with `pair`) the two ranks alone.
-std::pair<CollectiveResult, CollectiveResult> sends_of_1_gib(const FabricFit& fit) {
+// nccl-tests' communicator of 10 ranks, one GPU a node, and the two ranks alone; nullopt (a test
+// failure added) when the platform cannot be built.
+std::optional<std::pair<CollectiveResult, CollectiveResult>> sends_of_1_gib(const FabricFit& fit) {
   ClusterSpec spec = testing::dgx_h100(10);
   spec.fabric.fit = fit;
   auto platform = Platform::create(spec);
-  EXPECT_TRUE(platform) << platform.error().message;
+  if (!platform) {
+    ADD_FAILURE() << platform.error().message;
+    return std::nullopt;
+  }
   CollectiveRunner runner(**platform, testing::nccl_2_30_7());
   runner.set_itemize(true);
   CollectiveCall in_ten{CollectiveOp::send_recv, {0, 72}, 1024.0 * (1 << 20)};
@@ -338,7 +343,9 @@ std::pair<CollectiveResult, CollectiveResult> sends_of_1_gib(const FabricFit& fi
 TEST(CollectiveRunner, ASendWaitsForItsChannelsSlots) {
   FabricFit fit = kTestFit;
   fit.net_hop_s = 40e-6;
-  const CollectiveResult ten = sends_of_1_gib(fit).first;
+  const auto sends = sends_of_1_gib(fit);
+  ASSERT_TRUE(sends);
+  const CollectiveResult& ten = sends->first;
   const double nic_bytes_per_s = 0.9 * testing::dgx_h100(10).fabric.link.bw_bytes_per_s;
   const double cycle_s = 2 * 40e-6 + 131072 / (nic_bytes_per_s / 2) + 3e-6;
   EXPECT_NEAR(ten.time_s, 10e-6 + 4096.0 / 8 * cycle_s, 1e-9);
@@ -354,7 +361,9 @@ TEST(CollectiveRunner, ASendWaitsForItsChannelsSlots) {
 // has 4 channels, 56 GB/s, above the NIC's 45: it runs at the NIC's rate (its window, 256 round
 // trips of 40 us + 11.65 us + 3 us, 14.0 ms, is shorter than the bytes' 23.9 ms).
 TEST(CollectiveRunner, ASendMovesAtMostItsChannelsRate) {
-  const auto [ten, pair] = sends_of_1_gib(kTestFit);
+  const auto sends = sends_of_1_gib(kTestFit);
+  ASSERT_TRUE(sends);
+  const auto& [ten, pair] = *sends;
   const double size = 1024.0 * (1 << 20);
   const double channels_s = size / (2 * 14e9);
   EXPECT_GT(ten.time_s, 30e-6 + channels_s);
